@@ -1,0 +1,160 @@
+/*
+ * Copies and memsets, synchronous and asynchronous, with their per-thread
+ * default stream twins (_ptds for synchronous calls, _ptsz for async).
+ *
+ * A synchronous call is an async call on the default stream followed by a
+ * wait, so it orders with other streams exactly as the driver's does, and
+ * is refused during a capture. An async copy that touches pageable host
+ * memory also completes before returning, as the driver's staging does.
+ */
+#include "sg.h"
+
+typedef enum { SIDE_DEVICE, SIDE_HOST, SIDE_ANY } side_t;
+
+/* Where an address is: device VA or pinned (usable by the GPU), or plain
+ * host memory. */
+static bool gpu_visible(uint64_t p)
+{
+    void *base;
+    uint64_t size;
+    if (sg_mem_is_device_va(p))
+        return true;
+    sg_mem_rdlock();
+    bool pinned = sg_pinned_find((void *)p, &base, &size);
+    sg_mem_unlock();
+    return pinned;
+}
+
+/* A side declared as device memory must be GPU-visible; a host side may be
+ * pageable. Returns the pageable bit for the side, or -1 when invalid. */
+static int side_check(uint64_t p, side_t side)
+{
+    bool vis = gpu_visible(p);
+    if (side == SIDE_DEVICE)
+        return vis ? 0 : -1;
+    return vis ? 0 : 1;
+}
+
+static CUresult issue(sg_op_t *op, CUstream hs, bool pt, bool sync)
+{
+    CUresult r = CUDA_SUCCESS;
+    sg_lock();
+    sg_stream_t *s = sg_stream_get(hs, pt);
+    if (!s)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (sync || op->pageable)
+        r = sg_capture_guard(sync ? NULL : s);
+    if (r != CUDA_SUCCESS) {
+        sg_op_put(op);
+        sg_unlock();
+        return r;
+    }
+    op->refs++; /* keep it to wait on */
+    r = sg_submit(s, op);
+    if (r == CUDA_SUCCESS && (sync || op->pageable)) {
+        sg_op_wait(op);
+        r = SG->sticky;
+    }
+    sg_op_put(op);
+    sg_unlock();
+    return r;
+}
+
+static CUresult copy(const char *name, uint64_t dst, side_t dside, uint64_t src, side_t sside,
+                     size_t n, CUstream hs, bool pt, bool sync)
+{
+    CUresult r = sg_need_ctx();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    int dp = side_check(dst, dside), sp = side_check(src, sside);
+    if (dp < 0 || sp < 0 || !dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_op_t *op = sg_op_new(SG_OP_COPY, name);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->ranges[0] = (sg_range_t){dst, n, true};
+    op->ranges[1] = (sg_range_t){src, n, false};
+    op->nranges = 2;
+    op->pageable = (unsigned)dp | (unsigned)sp << 1;
+    return issue(op, hs, pt, sync);
+}
+
+static CUresult memset_(const char *name, uint64_t dst, uint32_t v, unsigned width, size_t n,
+                        CUstream hs, bool pt, bool sync)
+{
+    CUresult r = sg_need_ctx();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!gpu_visible(dst) || (width == 4 && dst % 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_op_t *op = sg_op_new(SG_OP_MEMSET, name);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->ranges[0] = (sg_range_t){dst, (uint64_t)n * width, true};
+    op->nranges = 1;
+    op->memset_value = v;
+    op->memset_width = width;
+    return issue(op, hs, pt, sync);
+}
+
+/* Each pair below: the default-stream entry point and its per-thread twin. */
+#define D SIDE_DEVICE
+#define H SIDE_HOST
+#define A SIDE_ANY
+
+
+#define COPY_SYNC(sym, fn, T1, a, T2, b, ds, ss, pt)                             \
+    SG_EXPORT CUresult sym(T1 a, T2 b, size_t ByteCount)                         \
+    {                                                                            \
+        SG_ENTER(fn, API);                                                       \
+        return copy(#fn, (uint64_t)a, ds, (uint64_t)b, ss, ByteCount, NULL, pt, true); \
+    }
+#define COPY_ASYNC(sym, fn, T1, a, T2, b, ds, ss, pt)                            \
+    SG_EXPORT CUresult sym(T1 a, T2 b, size_t ByteCount, CUstream hStream)       \
+    {                                                                            \
+        SG_ENTER(fn, API);                                                       \
+        return copy(#fn, (uint64_t)a, ds, (uint64_t)b, ss, ByteCount, hStream, pt, false); \
+    }
+
+COPY_SYNC(cuMemcpyHtoD_v2, cuMemcpyHtoD, CUdeviceptr, dstDevice, const void *, srcHost, D, H, false)
+COPY_SYNC(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD, CUdeviceptr, dstDevice, const void *, srcHost, D, H, true)
+COPY_SYNC(cuMemcpyDtoH_v2, cuMemcpyDtoH, void *, dstHost, CUdeviceptr, srcDevice, H, D, false)
+COPY_SYNC(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH, void *, dstHost, CUdeviceptr, srcDevice, H, D, true)
+COPY_SYNC(cuMemcpyDtoD_v2, cuMemcpyDtoD, CUdeviceptr, dstDevice, CUdeviceptr, srcDevice, D, D, false)
+COPY_SYNC(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD, CUdeviceptr, dstDevice, CUdeviceptr, srcDevice, D, D, true)
+COPY_SYNC(cuMemcpy, cuMemcpy, CUdeviceptr, dst, CUdeviceptr, src, A, A, false)
+COPY_SYNC(cuMemcpy_ptds, cuMemcpy, CUdeviceptr, dst, CUdeviceptr, src, A, A, true)
+COPY_ASYNC(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, CUdeviceptr, dstDevice, const void *, srcHost, D, H, false)
+COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync, CUdeviceptr, dstDevice, const void *, srcHost, D, H, true)
+COPY_ASYNC(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, void *, dstHost, CUdeviceptr, srcDevice, H, D, false)
+COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync, void *, dstHost, CUdeviceptr, srcDevice, H, D, true)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, CUdeviceptr, dstDevice, CUdeviceptr, srcDevice, D, D, false)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync, CUdeviceptr, dstDevice, CUdeviceptr, srcDevice, D, D, true)
+COPY_ASYNC(cuMemcpyAsync, cuMemcpyAsync, CUdeviceptr, dst, CUdeviceptr, src, A, A, false)
+COPY_ASYNC(cuMemcpyAsync_ptsz, cuMemcpyAsync, CUdeviceptr, dst, CUdeviceptr, src, A, A, true)
+
+#define SET_SYNC(sym, fn, T, w, pt)                                              \
+    SG_EXPORT CUresult sym(CUdeviceptr dstDevice, T v, size_t N)                 \
+    {                                                                            \
+        SG_ENTER(fn, API);                                                       \
+        return memset_(#fn, dstDevice, v, w, N, NULL, pt, true);                 \
+    }
+#define SET_ASYNC(sym, fn, T, w, pt)                                             \
+    SG_EXPORT CUresult sym(CUdeviceptr dstDevice, T v, size_t N, CUstream hStream) \
+    {                                                                            \
+        SG_ENTER(fn, API);                                                       \
+        return memset_(#fn, dstDevice, v, w, N, hStream, pt, false);             \
+    }
+
+SET_SYNC(cuMemsetD8_v2, cuMemsetD8, unsigned char, 1, false)
+SET_SYNC(cuMemsetD8_v2_ptds, cuMemsetD8, unsigned char, 1, true)
+SET_SYNC(cuMemsetD32_v2, cuMemsetD32, unsigned int, 4, false)
+SET_SYNC(cuMemsetD32_v2_ptds, cuMemsetD32, unsigned int, 4, true)
+SET_ASYNC(cuMemsetD8Async, cuMemsetD8Async, unsigned char, 1, false)
+SET_ASYNC(cuMemsetD8Async_ptsz, cuMemsetD8Async, unsigned char, 1, true)
+SET_ASYNC(cuMemsetD32Async, cuMemsetD32Async, unsigned int, 4, false)
+SET_ASYNC(cuMemsetD32Async_ptsz, cuMemsetD32Async, unsigned int, 4, true)

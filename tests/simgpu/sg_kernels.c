@@ -1,0 +1,252 @@
+/*
+ * The built-in kernels: a stable contract other tests rely on (README.md).
+ * Each kernel's parameters are a C struct, so the parameter layout that
+ * cuFuncGetParamInfo reports is exactly what a C caller lays out.
+ * Float sums run sequentially in index order in a float accumulator that
+ * starts at 0.0f, so a host reference written the same way matches bit for
+ * bit.
+ */
+#include "sg.h"
+
+#include <stddef.h>
+#include <string.h>
+
+typedef struct { uint32_t *dst; uint32_t value; uint64_t count; } fill_args_t;
+typedef struct { float a; const float *x; float *y; uint64_t n; } axpy_args_t;
+typedef struct { float *x; uint64_t n; } relu_args_t;
+typedef struct { const float *W; const float *x; float *y; uint32_t rows, cols; } gemv_args_t;
+typedef struct { gemv_args_t s; } gemv_struct_args_t;
+typedef struct {
+    const float *const *table; uint32_t index; const float *x; float *y; uint32_t rows, cols;
+} gemv_table_args_t;
+typedef struct { const void *src; uint64_t bytes; uint64_t *out; } checksum_args_t;
+typedef struct {
+    const float *W; const float *X; float *Y; uint32_t rows, cols, batch;
+} gemm_args_t;
+
+static sg_range_t R(const void *p, uint64_t len, bool write)
+{
+    return (sg_range_t){(uint64_t)p, len, write};
+}
+
+/* ---- fill ---- */
+static int fill_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const fill_args_t *p = a;
+    r[0] = R(p->dst, p->count * 4, true);
+    return 1;
+}
+static double fill_flops(const void *a) { return (double)((const fill_args_t *)a)->count; }
+static void fill_run(const void *a, void *const *h)
+{
+    const fill_args_t *p = a;
+    uint32_t *d = h[0];
+    for (uint64_t i = 0; i < p->count; i++)
+        d[i] = p->value;
+}
+
+/* ---- axpy ---- */
+static int axpy_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const axpy_args_t *p = a;
+    r[0] = R(p->x, p->n * 4, false);
+    r[1] = R(p->y, p->n * 4, true);
+    return 2;
+}
+static double axpy_flops(const void *a) { return 2.0 * (double)((const axpy_args_t *)a)->n; }
+static void axpy_run(const void *a, void *const *h)
+{
+    const axpy_args_t *p = a;
+    const float *x = h[0];
+    float *y = h[1];
+    for (uint64_t i = 0; i < p->n; i++)
+        y[i] = p->a * x[i] + y[i];
+}
+
+/* ---- relu ---- */
+static int relu_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const relu_args_t *p = a;
+    r[0] = R(p->x, p->n * 4, true);
+    return 1;
+}
+static double relu_flops(const void *a) { return (double)((const relu_args_t *)a)->n; }
+static void relu_run(const void *a, void *const *h)
+{
+    const relu_args_t *p = a;
+    float *x = h[0];
+    for (uint64_t i = 0; i < p->n; i++)
+        x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* ---- gemv, in three forms ---- */
+static void gemv(const float *W, const float *x, float *y, uint32_t rows, uint32_t cols)
+{
+    for (uint32_t r = 0; r < rows; r++) {
+        float acc = 0.0f;
+        for (uint32_t c = 0; c < cols; c++)
+            acc += W[(uint64_t)r * cols + c] * x[c];
+        y[r] = acc;
+    }
+}
+static int gemv_ranges_of(const gemv_args_t *p, sg_range_t *r)
+{
+    r[0] = R(p->W, (uint64_t)p->rows * p->cols * 4, false);
+    r[1] = R(p->x, (uint64_t)p->cols * 4, false);
+    r[2] = R(p->y, (uint64_t)p->rows * 4, true);
+    return 3;
+}
+static double gemv_flops_of(uint32_t rows, uint32_t cols) { return 2.0 * rows * (double)cols; }
+
+static int gemv_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    return gemv_ranges_of(a, r);
+}
+static double gemv_flops(const void *a)
+{
+    const gemv_args_t *p = a;
+    return gemv_flops_of(p->rows, p->cols);
+}
+static void gemv_run(const void *a, void *const *h)
+{
+    const gemv_args_t *p = a;
+    gemv(h[0], h[1], h[2], p->rows, p->cols);
+}
+
+static int gemv_struct_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    return gemv_ranges_of(&((const gemv_struct_args_t *)a)->s, r);
+}
+static double gemv_struct_flops(const void *a)
+{
+    return gemv_flops(&((const gemv_struct_args_t *)a)->s);
+}
+static void gemv_struct_run(const void *a, void *const *h)
+{
+    gemv_run(&((const gemv_struct_args_t *)a)->s, h);
+}
+
+/* The weight's address is loaded from device memory: range 0 is the table
+ * slot, range 1 the weight it points to. An unreadable slot yields a
+ * zero-length weight range; the slot range itself then faults. */
+static int gemv_table_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const gemv_table_args_t *p = a;
+    uint64_t slot = (uint64_t)p->table + 8ull * p->index, W = 0;
+    r[0] = R((void *)slot, 8, false);
+    bool ok = peek(slot, &W, sizeof W);
+    gemv_args_t g = {(const float *)W, p->x, p->y, p->rows, p->cols};
+    gemv_ranges_of(&g, r + 1);
+    if (!ok)
+        r[1].len = 0;
+    return 4;
+}
+static double gemv_table_flops(const void *a)
+{
+    const gemv_table_args_t *p = a;
+    return gemv_flops_of(p->rows, p->cols);
+}
+static void gemv_table_run(const void *a, void *const *h)
+{
+    const gemv_table_args_t *p = a;
+    gemv(h[1], h[2], h[3], p->rows, p->cols);
+}
+
+/* ---- checksum: FNV-1a 64 ---- */
+static int checksum_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const checksum_args_t *p = a;
+    r[0] = R(p->src, p->bytes, false);
+    r[1] = R(p->out, 8, true);
+    return 2;
+}
+static double checksum_flops(const void *a) { return 2.0 * (double)((const checksum_args_t *)a)->bytes; }
+static void checksum_run(const void *a, void *const *h)
+{
+    const checksum_args_t *p = a;
+    const unsigned char *s = h[0];
+    uint64_t v = 0xcbf29ce484222325ull;
+    for (uint64_t i = 0; i < p->bytes; i++) {
+        v ^= s[i];
+        v *= 0x100000001b3ull;
+    }
+    memcpy(h[1], &v, 8);
+}
+
+/* ---- gemm: W read once, the compute-bound case ---- */
+static int gemm_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const gemm_args_t *p = a;
+    r[0] = R(p->W, (uint64_t)p->rows * p->cols * 4, false);
+    r[1] = R(p->X, (uint64_t)p->batch * p->cols * 4, false);
+    r[2] = R(p->Y, (uint64_t)p->batch * p->rows * 4, true);
+    return 3;
+}
+static double gemm_flops(const void *a)
+{
+    const gemm_args_t *p = a;
+    return gemv_flops_of(p->rows, p->cols) * p->batch;
+}
+static void gemm_run(const void *a, void *const *h)
+{
+    const gemm_args_t *p = a;
+    const float *X = h[1];
+    float *Y = h[2];
+    for (uint32_t b = 0; b < p->batch; b++)
+        gemv(h[0], X + (uint64_t)b * p->cols, Y + (uint64_t)b * p->rows, p->rows, p->cols);
+}
+
+/* ---- the table ---- */
+#define P(T, f) offsetof(T, f)
+#define S(T, f) sizeof(((T *)0)->f)
+#define K(nm, T, stem, n, ...) \
+    {nm, n, __VA_ARGS__, sizeof(T), stem##_ranges, stem##_flops, stem##_run}
+
+static const sg_kernel_t kernels[] = {
+    K("sg_fill_u32", fill_args_t, fill, 3,
+      {P(fill_args_t, dst), P(fill_args_t, value), P(fill_args_t, count)},
+      {S(fill_args_t, dst), S(fill_args_t, value), S(fill_args_t, count)}),
+    K("sg_axpy_f32", axpy_args_t, axpy, 4,
+      {P(axpy_args_t, a), P(axpy_args_t, x), P(axpy_args_t, y), P(axpy_args_t, n)},
+      {S(axpy_args_t, a), S(axpy_args_t, x), S(axpy_args_t, y), S(axpy_args_t, n)}),
+    K("sg_relu_f32", relu_args_t, relu, 2,
+      {P(relu_args_t, x), P(relu_args_t, n)}, {S(relu_args_t, x), S(relu_args_t, n)}),
+    K("sg_gemv_f32", gemv_args_t, gemv, 5,
+      {P(gemv_args_t, W), P(gemv_args_t, x), P(gemv_args_t, y), P(gemv_args_t, rows),
+       P(gemv_args_t, cols)},
+      {S(gemv_args_t, W), S(gemv_args_t, x), S(gemv_args_t, y), S(gemv_args_t, rows),
+       S(gemv_args_t, cols)}),
+    K("sg_gemv_struct_f32", gemv_struct_args_t, gemv_struct, 1,
+      {P(gemv_struct_args_t, s)}, {S(gemv_struct_args_t, s)}),
+    K("sg_gemv_table_f32", gemv_table_args_t, gemv_table, 6,
+      {P(gemv_table_args_t, table), P(gemv_table_args_t, index), P(gemv_table_args_t, x),
+       P(gemv_table_args_t, y), P(gemv_table_args_t, rows), P(gemv_table_args_t, cols)},
+      {S(gemv_table_args_t, table), S(gemv_table_args_t, index), S(gemv_table_args_t, x),
+       S(gemv_table_args_t, y), S(gemv_table_args_t, rows), S(gemv_table_args_t, cols)}),
+    K("sg_checksum_u64", checksum_args_t, checksum, 3,
+      {P(checksum_args_t, src), P(checksum_args_t, bytes), P(checksum_args_t, out)},
+      {S(checksum_args_t, src), S(checksum_args_t, bytes), S(checksum_args_t, out)}),
+    K("sg_gemm_f32", gemm_args_t, gemm, 6,
+      {P(gemm_args_t, W), P(gemm_args_t, X), P(gemm_args_t, Y), P(gemm_args_t, rows),
+       P(gemm_args_t, cols), P(gemm_args_t, batch)},
+      {S(gemm_args_t, W), S(gemm_args_t, X), S(gemm_args_t, Y), S(gemm_args_t, rows),
+       S(gemm_args_t, cols), S(gemm_args_t, batch)}),
+};
+
+const sg_kernel_t *sg_kernel_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++)
+        if (strcmp(kernels[i].name, name) == 0)
+            return &kernels[i];
+    return NULL;
+}
+
+int sg_kernel_count(void)
+{
+    return (int)(sizeof kernels / sizeof kernels[0]);
+}
+
+const sg_kernel_t *sg_kernel_at(int i)
+{
+    return &kernels[i];
+}

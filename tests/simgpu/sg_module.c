@@ -1,0 +1,335 @@
+/*
+ * Modules, libraries, function and kernel handles, parameter info, and
+ * kernel launches.
+ *
+ * A CUfunction (from cuModuleGetFunction or cuKernelGetFunction) and a
+ * CUkernel (from cuLibraryGetKernel) are distinct handle kinds, as in the
+ * driver: launches accept both, cuFuncGetParamInfo refuses a CUkernel
+ * unless SIMGPU_FUNC_ACCEPTS_KERNEL=1 (what peers report of the real one).
+ */
+#include "sg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define IMAGE_MAGIC "simgpu-builtin"
+
+typedef struct func {
+    const sg_kernel_t *kernel;
+    struct func *twin; /* a CUkernel's own CUfunction */
+} func_t; /* both CUfunction and CUkernel point at one of these */
+
+typedef struct {
+    int kind;      /* SG_H_MODULE or SG_H_LIBRARY */
+    func_t *funcs; /* one per built-in kernel, of the matching handle kind */
+    func_t *kfuncs; /* library only: the CUfunction of each CUkernel */
+} image_t;
+
+static bool image_ok(const void *image)
+{
+    return image && strncmp(image, IMAGE_MAGIC, strlen(IMAGE_MAGIC)) == 0;
+}
+
+static func_t *funcs_new(int kind)
+{
+    int n = sg_kernel_count();
+    func_t *f = calloc((size_t)n, sizeof *f);
+    if (!f)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        f[i].kernel = sg_kernel_at(i);
+        sg_handle_add(&f[i], kind);
+    }
+    return f;
+}
+
+static void funcs_free(func_t *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < sg_kernel_count(); i++)
+        sg_handle_del(&f[i]);
+    free(f);
+}
+
+static CUresult image_load(int kind, const void *data, image_t **out)
+{
+    if (!image_ok(data))
+        return CUDA_ERROR_INVALID_IMAGE;
+    image_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->kind = kind;
+    sg_lock();
+    m->funcs = funcs_new(kind == SG_H_MODULE ? SG_H_FUNC : SG_H_KERNEL);
+    if (kind == SG_H_LIBRARY) {
+        m->kfuncs = funcs_new(SG_H_FUNC);
+        for (int i = 0; m->funcs && m->kfuncs && i < sg_kernel_count(); i++)
+            m->funcs[i].twin = &m->kfuncs[i];
+    }
+    sg_handle_add(m, kind);
+    sg_unlock();
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+static CUresult image_unload(int kind, void *h)
+{
+    sg_lock();
+    if (sg_handle_kind(h) != kind) {
+        sg_unlock();
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    image_t *m = h;
+    sg_handle_del(m);
+    funcs_free(m->funcs);
+    funcs_free(m->kfuncs);
+    sg_unlock();
+    free(m);
+    return CUDA_SUCCESS;
+}
+
+static CUresult image_get(int kind, void *h, const char *name, func_t **out)
+{
+    if (!out || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_lock();
+    int k = sg_handle_kind(h);
+    sg_unlock();
+    if (k != kind)
+        return CUDA_ERROR_INVALID_HANDLE;
+    image_t *m = h;
+    for (int i = 0; i < sg_kernel_count(); i++)
+        if (strcmp(m->funcs[i].kernel->name, name) == 0) {
+            *out = &m->funcs[i];
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+SG_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    SG_ENTER(cuModuleLoadData, API);
+    if (!module)
+        return CUDA_ERROR_INVALID_VALUE;
+    return image_load(SG_H_MODULE, image, (image_t **)module);
+}
+
+SG_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+    SG_ENTER(cuModuleUnload, API);
+    return image_unload(SG_H_MODULE, hmod);
+}
+
+SG_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    SG_ENTER(cuModuleGetFunction, API);
+    return image_get(SG_H_MODULE, hmod, name, (func_t **)hfunc);
+}
+
+SG_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+                                     CUjit_option *jitOptions, void **jitOptionsValues,
+                                     unsigned int numJitOptions,
+                                     CUlibraryOption *libraryOptions,
+                                     void **libraryOptionValues, unsigned int numLibraryOptions)
+{
+    SG_ENTER(cuLibraryLoadData, API);
+    if (!library)
+        return CUDA_ERROR_INVALID_VALUE;
+    return image_load(SG_H_LIBRARY, code, (image_t **)library);
+}
+
+SG_EXPORT CUresult cuLibraryUnload(CUlibrary library)
+{
+    SG_ENTER(cuLibraryUnload, API);
+    return image_unload(SG_H_LIBRARY, library);
+}
+
+SG_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    SG_ENTER(cuLibraryGetKernel, API);
+    return image_get(SG_H_LIBRARY, library, name, (func_t **)pKernel);
+}
+
+SG_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    SG_ENTER(cuKernelGetFunction, API);
+    if (!pFunc)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_lock();
+    int k = sg_handle_kind(kernel);
+    sg_unlock();
+    if (k != SG_H_KERNEL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pFunc = (CUfunction)((func_t *)kernel)->twin;
+    return CUDA_SUCCESS;
+}
+
+/* ---- parameter info ---- */
+
+static CUresult param_info(const void *h, size_t i, size_t *off, size_t *size)
+{
+    const sg_kernel_t *k = ((const func_t *)h)->kernel;
+    if (i >= (size_t)k->nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (off)
+        *off = k->param_off[i];
+    if (size)
+        *size = k->param_size[i];
+    return CUDA_SUCCESS;
+}
+
+static int kind_of(const void *h)
+{
+    sg_lock();
+    int k = sg_handle_kind(h);
+    sg_unlock();
+    return k;
+}
+
+SG_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+                                      size_t *paramSize)
+{
+    SG_ENTER(cuFuncGetParamInfo, API);
+    int k = kind_of(func);
+    if (k != SG_H_FUNC && !(k == SG_H_KERNEL && SG->cfg.func_accepts_kernel))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return param_info(func, paramIndex, paramOffset, paramSize);
+}
+
+SG_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+                                        size_t *paramSize)
+{
+    SG_ENTER(cuKernelGetParamInfo, API);
+    if (kind_of(kernel) != SG_H_KERNEL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return param_info(kernel, paramIndex, paramOffset, paramSize);
+}
+
+SG_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    SG_ENTER(cuFuncGetName, API);
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (kind_of(hfunc) != SG_H_FUNC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = ((func_t *)hfunc)->kernel->name;
+    return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    SG_ENTER(cuKernelGetName, API);
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (kind_of(hfunc) != SG_H_KERNEL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = ((func_t *)hfunc)->kernel->name;
+    return CUDA_SUCCESS;
+}
+
+/* ---- launches ---- */
+
+/* Packs the parameters into args, from kernelParams or from an extra
+ * buffer; exactly one form must be given when the kernel has parameters. */
+static CUresult pack_args(const sg_kernel_t *k, void **params, void **extra, unsigned char *args)
+{
+    if (params && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(args, 0, SG_MAX_ARGS);
+    if (params) {
+        for (int i = 0; i < k->nparams; i++) {
+            if (!params[i])
+                return CUDA_ERROR_INVALID_VALUE;
+            memcpy(args + k->param_off[i], params[i], k->param_size[i]);
+        }
+        return CUDA_SUCCESS;
+    }
+    if (extra) {
+        void *buf = NULL;
+        size_t *size = NULL;
+        for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+                buf = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                size = extra[i + 1];
+            else
+                return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (!buf || !size || *size < k->args_size)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(args, buf, k->args_size);
+        return CUDA_SUCCESS;
+    }
+    return k->nparams == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUstream hs,
+                       void **params, void **extra, bool per_thread)
+{
+    int kind = kind_of(f);
+    if (kind != SG_H_FUNC && kind != SG_H_KERNEL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (gx == 0 || gy == 0 || gz == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    const sg_kernel_t *k = ((func_t *)f)->kernel;
+    sg_op_t *op = sg_op_new(SG_OP_KERNEL, k->name);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = pack_args(k, params, extra, op->args);
+    if (r != CUDA_SUCCESS) {
+        free(op);
+        return r;
+    }
+    op->kernel = k;
+    /* The table is read now, before taking g.lock (peek takes mem_lock). */
+    op->nranges = k->ranges(op->args, op->ranges, sg_mem_peek);
+    sg_lock();
+    sg_stream_t *s = sg_stream_get(hs, per_thread);
+    r = s ? sg_submit(s, op) : CUDA_ERROR_INVALID_HANDLE;
+    if (!s)
+        sg_op_put(op);
+    sg_unlock();
+    return r;
+}
+
+#define LAUNCH_PARAMS                                                                     \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,   \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,              \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+
+SG_EXPORT CUresult cuLaunchKernel LAUNCH_PARAMS
+{
+    SG_ENTER(cuLaunchKernel, LAUNCH);
+    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, extra, false);
+}
+
+SG_EXPORT CUresult cuLaunchKernel_ptsz LAUNCH_PARAMS
+{
+    SG_ENTER(cuLaunchKernel, LAUNCH);
+    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, extra, true);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra,
+                          bool per_thread)
+{
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->hStream, params, extra,
+                  per_thread);
+}
+
+
+SG_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                    void **kernelParams, void **extra)
+{
+    SG_ENTER(cuLaunchKernelEx, LAUNCH);
+    return launch_ex(config, f, kernelParams, extra, false);
+}
+
+SG_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                         void **kernelParams, void **extra)
+{
+    SG_ENTER(cuLaunchKernelEx, LAUNCH);
+    return launch_ex(config, f, kernelParams, extra, true);
+}

@@ -1,0 +1,211 @@
+/*
+ * cuGetProcAddress: how the CUDA runtime, cuBLAS and Triton reach every
+ * entry point after one dlsym (cuda-facts.md §1).
+ *
+ * The table lists each exported function under the base name it is asked
+ * for, with the first driver API version it belongs to and whether it is
+ * the default-stream (LEG), per-thread (PT) or only (ANY) form. A request
+ * gets the newest entry not newer than the version it names, in the
+ * stream mode its flags ask for; a per-thread request for a function with
+ * no per-thread form at that version gets the default-stream form.
+ */
+#include "sg.h"
+
+#include <string.h>
+
+enum { ANY, LEG, PT };
+
+typedef struct {
+    const char *name;
+    int version;
+    int mode;
+    void *fn;
+} entry_t;
+
+#define E(name, ver, mode, sym) {name, ver, mode, (void *)sym}
+
+static const entry_t table[] = {
+    E("cuInit", 2000, ANY, cuInit),
+    E("cuDriverGetVersion", 2020, ANY, cuDriverGetVersion),
+    E("cuDeviceGet", 2000, ANY, cuDeviceGet),
+    E("cuDeviceGetCount", 2000, ANY, cuDeviceGetCount),
+    E("cuDeviceGetName", 2000, ANY, cuDeviceGetName),
+    E("cuDeviceTotalMem", 3020, ANY, cuDeviceTotalMem_v2),
+    E("cuDeviceGetAttribute", 2000, ANY, cuDeviceGetAttribute),
+    E("cuDevicePrimaryCtxRetain", 7000, ANY, cuDevicePrimaryCtxRetain),
+    E("cuDevicePrimaryCtxRelease", 11000, ANY, cuDevicePrimaryCtxRelease_v2),
+    E("cuDevicePrimaryCtxGetState", 7000, ANY, cuDevicePrimaryCtxGetState),
+    E("cuCtxSetCurrent", 4000, ANY, cuCtxSetCurrent),
+    E("cuCtxGetCurrent", 4000, ANY, cuCtxGetCurrent),
+    E("cuCtxGetDevice", 2000, ANY, cuCtxGetDevice),
+    E("cuCtxGetDevice", 13000, ANY, cuCtxGetDevice_v2),
+    E("cuCtxPushCurrent", 4000, ANY, cuCtxPushCurrent_v2),
+    E("cuCtxPopCurrent", 4000, ANY, cuCtxPopCurrent_v2),
+    E("cuCtxGetStreamPriorityRange", 5050, ANY, cuCtxGetStreamPriorityRange),
+    E("cuCtxSynchronize", 2000, ANY, cuCtxSynchronize),
+    E("cuCtxSynchronize", 13000, ANY, cuCtxSynchronize_v2),
+    E("cuGetErrorName", 6000, ANY, cuGetErrorName),
+    E("cuGetErrorString", 6000, ANY, cuGetErrorString),
+    E("cuGetProcAddress", 11030, ANY, cuGetProcAddress),
+    E("cuGetProcAddress", 12000, ANY, cuGetProcAddress_v2),
+    E("cuMemAlloc", 3020, ANY, cuMemAlloc_v2),
+    E("cuMemFree", 3020, ANY, cuMemFree_v2),
+    E("cuMemGetInfo", 3020, ANY, cuMemGetInfo_v2),
+    E("cuMemAllocHost", 3020, ANY, cuMemAllocHost_v2),
+    E("cuMemHostAlloc", 2020, ANY, cuMemHostAlloc),
+    E("cuMemFreeHost", 2000, ANY, cuMemFreeHost),
+    E("cuMemHostGetDevicePointer", 3020, ANY, cuMemHostGetDevicePointer_v2),
+    E("cuMemGetAddressRange", 3020, ANY, cuMemGetAddressRange_v2),
+    E("cuPointerGetAttribute", 4000, ANY, cuPointerGetAttribute),
+    E("cuMemcpyHtoD", 3020, LEG, cuMemcpyHtoD_v2),
+    E("cuMemcpyHtoD", 7000, PT, cuMemcpyHtoD_v2_ptds),
+    E("cuMemcpyDtoH", 3020, LEG, cuMemcpyDtoH_v2),
+    E("cuMemcpyDtoH", 7000, PT, cuMemcpyDtoH_v2_ptds),
+    E("cuMemcpyDtoD", 3020, LEG, cuMemcpyDtoD_v2),
+    E("cuMemcpyDtoD", 7000, PT, cuMemcpyDtoD_v2_ptds),
+    E("cuMemcpy", 4000, LEG, cuMemcpy),
+    E("cuMemcpy", 7000, PT, cuMemcpy_ptds),
+    E("cuMemcpyHtoDAsync", 3020, LEG, cuMemcpyHtoDAsync_v2),
+    E("cuMemcpyHtoDAsync", 7000, PT, cuMemcpyHtoDAsync_v2_ptsz),
+    E("cuMemcpyDtoHAsync", 3020, LEG, cuMemcpyDtoHAsync_v2),
+    E("cuMemcpyDtoHAsync", 7000, PT, cuMemcpyDtoHAsync_v2_ptsz),
+    E("cuMemcpyDtoDAsync", 3020, LEG, cuMemcpyDtoDAsync_v2),
+    E("cuMemcpyDtoDAsync", 7000, PT, cuMemcpyDtoDAsync_v2_ptsz),
+    E("cuMemcpyAsync", 4000, LEG, cuMemcpyAsync),
+    E("cuMemcpyAsync", 7000, PT, cuMemcpyAsync_ptsz),
+    E("cuMemsetD8", 3020, LEG, cuMemsetD8_v2),
+    E("cuMemsetD8", 7000, PT, cuMemsetD8_v2_ptds),
+    E("cuMemsetD32", 3020, LEG, cuMemsetD32_v2),
+    E("cuMemsetD32", 7000, PT, cuMemsetD32_v2_ptds),
+    E("cuMemsetD8Async", 3020, LEG, cuMemsetD8Async),
+    E("cuMemsetD8Async", 7000, PT, cuMemsetD8Async_ptsz),
+    E("cuMemsetD32Async", 3020, LEG, cuMemsetD32Async),
+    E("cuMemsetD32Async", 7000, PT, cuMemsetD32Async_ptsz),
+    E("cuMemAllocAsync", 11020, LEG, cuMemAllocAsync),
+    E("cuMemAllocAsync", 11020, PT, cuMemAllocAsync_ptsz),
+    E("cuMemFreeAsync", 11020, LEG, cuMemFreeAsync),
+    E("cuMemFreeAsync", 11020, PT, cuMemFreeAsync_ptsz),
+    E("cuMemAddressReserve", 10020, ANY, cuMemAddressReserve),
+    E("cuMemAddressFree", 10020, ANY, cuMemAddressFree),
+    E("cuMemCreate", 10020, ANY, cuMemCreate),
+    E("cuMemRelease", 10020, ANY, cuMemRelease),
+    E("cuMemMap", 10020, ANY, cuMemMap),
+    E("cuMemUnmap", 10020, ANY, cuMemUnmap),
+    E("cuMemSetAccess", 10020, ANY, cuMemSetAccess),
+    E("cuMemGetAccess", 10020, ANY, cuMemGetAccess),
+    E("cuMemGetAllocationGranularity", 10020, ANY, cuMemGetAllocationGranularity),
+    E("cuMemGetAllocationPropertiesFromHandle", 10020, ANY, cuMemGetAllocationPropertiesFromHandle),
+    E("cuMemRetainAllocationHandle", 11000, ANY, cuMemRetainAllocationHandle),
+    E("cuStreamCreate", 2000, ANY, cuStreamCreate),
+    E("cuStreamCreateWithPriority", 5050, ANY, cuStreamCreateWithPriority),
+    E("cuStreamDestroy", 4000, ANY, cuStreamDestroy_v2),
+    E("cuStreamQuery", 2000, LEG, cuStreamQuery),
+    E("cuStreamQuery", 7000, PT, cuStreamQuery_ptsz),
+    E("cuStreamSynchronize", 2000, LEG, cuStreamSynchronize),
+    E("cuStreamSynchronize", 7000, PT, cuStreamSynchronize_ptsz),
+    E("cuStreamWaitEvent", 3020, LEG, cuStreamWaitEvent),
+    E("cuStreamWaitEvent", 7000, PT, cuStreamWaitEvent_ptsz),
+    E("cuStreamGetPriority", 5050, LEG, cuStreamGetPriority),
+    E("cuStreamGetPriority", 7000, PT, cuStreamGetPriority_ptsz),
+    E("cuStreamGetFlags", 5050, LEG, cuStreamGetFlags),
+    E("cuStreamGetFlags", 7000, PT, cuStreamGetFlags_ptsz),
+    E("cuLaunchHostFunc", 10000, LEG, cuLaunchHostFunc),
+    E("cuLaunchHostFunc", 10000, PT, cuLaunchHostFunc_ptsz),
+    E("cuEventCreate", 2000, ANY, cuEventCreate),
+    E("cuEventRecord", 2000, LEG, cuEventRecord),
+    E("cuEventRecord", 7000, PT, cuEventRecord_ptsz),
+    E("cuEventQuery", 2000, ANY, cuEventQuery),
+    E("cuEventSynchronize", 2000, ANY, cuEventSynchronize),
+    E("cuEventElapsedTime", 2000, ANY, cuEventElapsedTime),
+    E("cuEventElapsedTime", 12080, ANY, cuEventElapsedTime_v2),
+    E("cuEventDestroy", 4000, ANY, cuEventDestroy_v2),
+    E("cuStreamBeginCapture", 10000, LEG, cuStreamBeginCapture),
+    E("cuStreamBeginCapture", 10000, PT, cuStreamBeginCapture_ptsz),
+    E("cuStreamBeginCapture", 10010, LEG, cuStreamBeginCapture_v2),
+    E("cuStreamBeginCapture", 10010, PT, cuStreamBeginCapture_v2_ptsz),
+    E("cuStreamEndCapture", 10000, LEG, cuStreamEndCapture),
+    E("cuStreamEndCapture", 10000, PT, cuStreamEndCapture_ptsz),
+    E("cuStreamIsCapturing", 10000, LEG, cuStreamIsCapturing),
+    E("cuStreamIsCapturing", 10000, PT, cuStreamIsCapturing_ptsz),
+    E("cuStreamGetCaptureInfo", 10010, LEG, cuStreamGetCaptureInfo),
+    E("cuStreamGetCaptureInfo", 10010, PT, cuStreamGetCaptureInfo_ptsz),
+    E("cuStreamGetCaptureInfo", 11030, LEG, cuStreamGetCaptureInfo_v2),
+    E("cuStreamGetCaptureInfo", 11030, PT, cuStreamGetCaptureInfo_v2_ptsz),
+    E("cuStreamGetCaptureInfo", 12030, LEG, cuStreamGetCaptureInfo_v3),
+    E("cuStreamGetCaptureInfo", 12030, PT, cuStreamGetCaptureInfo_v3_ptsz),
+    E("cuGraphInstantiate", 11000, ANY, cuGraphInstantiate_v2),
+    E("cuGraphInstantiateWithFlags", 11040, ANY, cuGraphInstantiateWithFlags),
+    E("cuGraphLaunch", 10000, LEG, cuGraphLaunch),
+    E("cuGraphLaunch", 10000, PT, cuGraphLaunch_ptsz),
+    E("cuGraphDestroy", 10000, ANY, cuGraphDestroy),
+    E("cuGraphExecDestroy", 10000, ANY, cuGraphExecDestroy),
+    E("cuModuleLoadData", 2000, ANY, cuModuleLoadData),
+    E("cuModuleUnload", 2000, ANY, cuModuleUnload),
+    E("cuModuleGetFunction", 2000, ANY, cuModuleGetFunction),
+    E("cuLibraryLoadData", 12000, ANY, cuLibraryLoadData),
+    E("cuLibraryUnload", 12000, ANY, cuLibraryUnload),
+    E("cuLibraryGetKernel", 12000, ANY, cuLibraryGetKernel),
+    E("cuKernelGetFunction", 12000, ANY, cuKernelGetFunction),
+    E("cuFuncGetParamInfo", 12040, ANY, cuFuncGetParamInfo),
+    E("cuKernelGetParamInfo", 12040, ANY, cuKernelGetParamInfo),
+    E("cuFuncGetName", 12030, ANY, cuFuncGetName),
+    E("cuKernelGetName", 12030, ANY, cuKernelGetName),
+    E("cuLaunchKernel", 4000, LEG, cuLaunchKernel),
+    E("cuLaunchKernel", 7000, PT, cuLaunchKernel_ptsz),
+    E("cuLaunchKernelEx", 11060, LEG, cuLaunchKernelEx),
+    E("cuLaunchKernelEx", 11060, PT, cuLaunchKernelEx_ptsz),
+};
+#undef E
+
+static const entry_t *find(const char *sym, int version, int mode, bool *name_seen)
+{
+    const entry_t *best = NULL;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        const entry_t *e = &table[i];
+        if (strcmp(e->name, sym) != 0)
+            continue;
+        *name_seen = true;
+        if ((e->mode == ANY || e->mode == mode) && e->version <= version &&
+            (!best || e->version > best->version))
+            best = e;
+    }
+    return best;
+}
+
+static CUresult lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult *status)
+{
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = NULL;
+    if (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                              CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+        return CUDA_ERROR_INVALID_VALUE;
+    bool seen = false;
+    bool per_thread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    const entry_t *e = find(symbol, version, per_thread ? PT : LEG, &seen);
+    if (!e && per_thread)
+        e = find(symbol, version, LEG, &seen);
+    if (status)
+        *status = e ? CU_GET_PROC_ADDRESS_SUCCESS
+                    : seen ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                           : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (!e)
+        return CUDA_ERROR_NOT_FOUND;
+    *pfn = e->fn;
+    return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                    cuuint64_t flags)
+{
+    SG_ENTER(cuGetProcAddress, FREE);
+    return lookup(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+SG_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                       cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+    SG_ENTER(cuGetProcAddress, FREE);
+    return lookup(symbol, pfn, cudaVersion, flags, status);
+}

@@ -1,0 +1,475 @@
+/*
+ * Streams, events and operations.
+ *
+ * Issuing an op (sg_submit, under g.lock) fixes everything about its
+ * virtual time, from the host clock, its stream, its dependencies and the
+ * engine it needs, so virtual time depends only on the order of API calls.
+ * The op then joins its stream's queue, and the stream's worker thread
+ * runs it for real: after a random jitter, once its dependencies have
+ * really finished, holding mem_lock for reading so that no mapping changes
+ * under it. The op leaves the queue when done; until then it is "in
+ * flight", and an unmap that overlaps its ranges is a hazard.
+ *
+ *   submit ─► [queue: op op op] ─► worker: jitter, wait deps, run, done
+ *                  ▲                                              │
+ *   hazard check ──┘                           done_cv broadcast ◄┘
+ */
+#include "sg.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+/* ---- handle registry: which pointers are live handles of which kind ---- */
+typedef struct {
+    const void *h;
+    int kind;
+    UT_hash_handle hh;
+} handle_t;
+
+static handle_t *handles;
+static uint64_t next_stream_id = 1;
+static __thread sg_stream_t *per_thread_stream;
+
+void sg_handle_add(void *h, int kind)
+{
+    handle_t *e = calloc(1, sizeof *e);
+    if (!e)
+        abort(); /* a test double may stop where a driver would fail */
+    e->h = h;
+    e->kind = kind;
+    HASH_ADD_PTR(handles, h, e);
+}
+
+void sg_handle_del(void *h)
+{
+    handle_t *e;
+    HASH_FIND_PTR(handles, &h, e);
+    if (e) {
+        HASH_DEL(handles, e);
+        free(e);
+    }
+}
+
+int sg_handle_kind(const void *h)
+{
+    handle_t *e;
+    HASH_FIND_PTR(handles, &h, e);
+    return e ? e->kind : SG_H_NONE;
+}
+
+bool sg_is_stream(void *h) { return sg_handle_kind(h) == SG_H_STREAM; }
+bool sg_is_event(void *h) { return sg_handle_kind(h) == SG_H_EVENT; }
+
+/* ---- ops ----------------------------------------------------------------- */
+
+sg_op_t *sg_op_new(sg_op_kind_t kind, const char *name)
+{
+    sg_op_t *op = calloc(1, sizeof *op);
+    if (!op)
+        return NULL;
+    op->kind = kind;
+    op->name = name;
+    op->refs = 1;
+    return op;
+}
+
+void sg_op_add_dep(sg_op_t *op, sg_op_t *dep)
+{
+    sg_op_t **d = realloc(op->deps, (size_t)(op->ndeps + 1) * sizeof *d);
+    if (!d)
+        abort();
+    op->deps = d;
+    dep->refs++;
+    op->deps[op->ndeps++] = dep;
+}
+
+void sg_op_put(sg_op_t *op)
+{
+    if (!op || --op->refs > 0)
+        return;
+    for (int i = 0; i < op->ndeps; i++)
+        sg_op_put(op->deps[i]);
+    free(op->deps);
+    free(op);
+}
+
+/* A fresh, unissued copy for a graph replay: same work, no dependencies. */
+sg_op_t *sg_op_clone(const sg_op_t *op)
+{
+    sg_op_t *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = *op;
+    c->next = NULL;
+    c->refs = 1;
+    c->done = false;
+    c->ndeps = 0;
+    c->deps = NULL;
+    return c;
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+static sg_stream_t *stream_alloc(unsigned flags, int priority, bool blocking)
+{
+    sg_stream_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->id = next_stream_id++;
+    s->flags = flags;
+    s->priority = priority;
+    s->blocking = blocking;
+    s->rng = (unsigned)(SG->cfg.seed * 2654435761u + s->id);
+    pthread_cond_init(&s->cv, NULL);
+    s->next = SG->streams;
+    SG->streams = s;
+    return s;
+}
+
+CUresult sg_stream_create(unsigned flags, int priority, sg_stream_t **out)
+{
+    sg_stream_t *s = stream_alloc(flags, priority, !(flags & CU_STREAM_NON_BLOCKING));
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    sg_handle_add(s, SG_H_STREAM);
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+sg_stream_t *sg_stream_get(CUstream h, bool per_thread)
+{
+    if (h == CU_STREAM_PER_THREAD || (h == NULL && per_thread)) {
+        /* The per-thread default stream synchronizes with the legacy
+         * stream but not with other streams. */
+        if (!per_thread_stream)
+            per_thread_stream = stream_alloc(0, 0, true);
+        return per_thread_stream;
+    }
+    if (h == NULL || h == CU_STREAM_LEGACY) {
+        if (!SG->legacy)
+            SG->legacy = stream_alloc(0, 0, false);
+        return SG->legacy;
+    }
+    return sg_is_stream(h) ? (sg_stream_t *)h : NULL;
+}
+
+static void stream_unlink(sg_stream_t *s)
+{
+    for (sg_stream_t **p = &SG->streams; *p; p = &(*p)->next)
+        if (*p == s) {
+            *p = s->next;
+            break;
+        }
+    sg_op_put(s->last);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+/* Work already issued still runs; the worker frees the stream after it. */
+void sg_stream_destroy(sg_stream_t *s)
+{
+    sg_handle_del(s);
+    s->destroyed = true;
+    if (s->has_thread)
+        pthread_cond_signal(&s->cv);
+    else
+        stream_unlink(s);
+}
+
+/* ---- running ops (worker side, no g.lock held) ---------------------------- */
+
+/* Returns false on a fault. Holds mem_lock for reading while bytes move. */
+static bool run_op(sg_op_t *op)
+{
+    sg_range_t r[SG_MAX_RANGES];
+    int n = op->nranges;
+    if (op->kind == SG_OP_KERNEL)
+        n = op->kernel->ranges(op->args, r, sg_mem_peek); /* reads the table now */
+    else
+        memcpy(r, op->ranges, sizeof r);
+    void *host[SG_MAX_RANGES];
+    bool ok = true;
+    sg_mem_rdlock();
+    for (int i = 0; i < n && ok; i++) {
+        sg_xlate_t x;
+        bool pageable = op->pageable >> i & 1;
+        ok = sg_mem_xlate(r[i].addr, r[i].len, pageable, &x);
+        host[i] = x.host;
+    }
+    if (ok) {
+        switch (op->kind) {
+        case SG_OP_KERNEL:
+            op->kernel->run(op->args, host);
+            break;
+        case SG_OP_COPY:
+            memmove(host[0], host[1], r[0].len);
+            break;
+        case SG_OP_MEMSET:
+            if (op->memset_width == 1) {
+                memset(host[0], (int)op->memset_value, r[0].len);
+            } else {
+                uint32_t *p = host[0];
+                for (uint64_t i = 0; i < r[0].len / 4; i++)
+                    p[i] = op->memset_value;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    sg_mem_unlock();
+    return ok;
+}
+
+static void run_free(sg_op_t *op)
+{
+    CUdeviceptr base;
+    uint64_t size;
+    sg_mem_wrlock();
+    if (sg_legacy_range(op->ranges[0].addr, &base, &size) && base == op->ranges[0].addr)
+        sg_legacy_free(base);
+    sg_mem_unlock();
+}
+
+static void *worker(void *arg)
+{
+    sg_stream_t *s = arg;
+    sg_lock();
+    for (;;) {
+        while (!s->head && !s->destroyed)
+            pthread_cond_wait(&s->cv, &SG->lock);
+        if (!s->head)
+            break;
+        sg_op_t *op = s->head;
+        if (SG->cfg.jitter_us) {
+            unsigned d = (unsigned)(rand_r(&s->rng) % (SG->cfg.jitter_us + 1));
+            sg_unlock();
+            usleep(d);
+            sg_lock();
+        }
+        for (int i = 0; i < op->ndeps; i++)
+            while (!op->deps[i]->done)
+                pthread_cond_wait(&SG->done_cv, &SG->lock);
+        bool dead = SG->sticky != CUDA_SUCCESS;
+        sg_unlock();
+        bool ok = true;
+        if (!dead) {
+            if (op->kind == SG_OP_HOST_FUNC)
+                op->fn(op->user);
+            else if (op->kind == SG_OP_FREE)
+                run_free(op);
+            else
+                ok = run_op(op);
+        }
+        sg_lock();
+        if (!ok)
+            sg_fault(op->name);
+        op->done = true;
+        s->head = op->next;
+        if (!s->head)
+            s->tail = NULL;
+        pthread_cond_broadcast(&SG->done_cv);
+        sg_op_put(op);
+    }
+    stream_unlink(s);
+    sg_unlock();
+    return NULL;
+}
+
+/* ---- issuing ops (g.lock held) --------------------------------------------- */
+
+static double ns_for(uint64_t bytes, double gbps)
+{
+    return (double)bytes / gbps; /* 1 GB/s moves one byte per ns */
+}
+
+/* Backing of each range now, for the cost model; an untranslatable range
+ * counts as device memory (the op will fault when it runs). */
+static void backing(const sg_range_t *r, bool pageable, uint64_t *dev, uint64_t *host)
+{
+    sg_xlate_t x;
+    sg_mem_rdlock();
+    if (sg_mem_xlate(r->addr, r->len, pageable, &x)) {
+        *dev += x.device_bytes;
+        *host += x.host_bytes;
+    } else {
+        *dev += r->len;
+    }
+    sg_mem_unlock();
+}
+
+static uint64_t op_cost(sg_op_t *op)
+{
+    const sg_config_t *cfg = &SG->cfg;
+    sg_stats_t *st = &SG->st;
+    uint64_t dev = 0, host = 0;
+    switch (op->kind) {
+    case SG_OP_KERNEL: {
+        for (int i = 0; i < op->nranges; i++)
+            backing(&op->ranges[i], false, &dev, &host);
+        st->kernels++;
+        st->kernel_bytes_device += dev;
+        st->kernel_bytes_host += host;
+        double mem_ns = ns_for(dev, cfg->hbm_gbps) + ns_for(host, cfg->zerocopy_gbps);
+        double flop_ns = op->kernel->flops(op->args) / (cfg->tflops * 1e3);
+        op->engine = SG_ENGINE_COMPUTE;
+        return cfg->kernel_ns + (uint64_t)(mem_ns > flop_ns ? mem_ns : flop_ns);
+    }
+    case SG_OP_COPY: {
+        uint64_t ddev = 0, dhost = 0, sdev = 0, shost = 0, n = op->ranges[0].len;
+        backing(&op->ranges[0], op->pageable & 1, &ddev, &dhost);
+        backing(&op->ranges[1], op->pageable >> 1 & 1, &sdev, &shost);
+        bool dst_host = dhost > ddev, src_host = shost > sdev;
+        if (src_host && !dst_host) {
+            op->engine = SG_ENGINE_H2D;
+            st->dma_h2d_bytes += n;
+            return (uint64_t)ns_for(n, cfg->h2d_gbps);
+        }
+        if (!src_host && !dst_host) {
+            op->engine = SG_ENGINE_COMPUTE;
+            st->dma_d2d_bytes += n;
+            return (uint64_t)ns_for(n, cfg->d2d_gbps);
+        }
+        op->engine = SG_ENGINE_D2H;
+        st->dma_d2h_bytes += n;
+        return (uint64_t)ns_for(n, cfg->d2h_gbps);
+    }
+    case SG_OP_MEMSET:
+        backing(&op->ranges[0], false, &dev, &host);
+        op->engine = SG_ENGINE_COMPUTE;
+        return cfg->kernel_ns + (uint64_t)(ns_for(dev, cfg->hbm_gbps) +
+                                           ns_for(host, cfg->zerocopy_gbps));
+    default:
+        op->engine = -1;
+        return 0;
+    }
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static void start_worker(sg_stream_t *s)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&s->thread, &a, worker, s) != 0) {
+        fprintf(stderr, "simgpu: cannot start a stream thread\n");
+        abort();
+    }
+    pthread_attr_destroy(&a);
+    s->has_thread = true;
+}
+
+CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
+{
+    if (s->capture)
+        return sg_capture_record(s->capture, op);
+    if (SG->sticky != CUDA_SUCCESS) {
+        sg_op_put(op);
+        return SG->sticky;
+    }
+    /* Legacy default stream semantics: it waits for every blocking
+     * stream, and every blocking stream waits for it. */
+    sg_stream_t *legacy = SG->legacy;
+    if (s == legacy) {
+        for (sg_stream_t *t = SG->streams; t; t = t->next)
+            if (t != s && t->blocking && t->last && !t->last->done)
+                sg_op_add_dep(op, t->last);
+    } else if (s->blocking && legacy && legacy->last && !legacy->last->done) {
+        sg_op_add_dep(op, legacy->last);
+    }
+    uint64_t start = max_u64(SG->host_ns, s->ready_ns);
+    for (int i = 0; i < op->ndeps; i++)
+        start = max_u64(start, op->deps[i]->end_ns);
+    uint64_t dur = op_cost(op);
+    if (op->engine >= 0)
+        start = max_u64(start, SG->engine_ns[op->engine]);
+    op->end_ns = start + dur;
+    if (op->engine >= 0)
+        SG->engine_ns[op->engine] = op->end_ns;
+    s->ready_ns = op->end_ns;
+    SG->last_end_ns = max_u64(SG->last_end_ns, op->end_ns);
+    op->seq = ++SG->op_seq;
+    op->stream_id = s->id;
+
+    op->next = NULL;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    op->refs++; /* the queue's; the caller's becomes s->last */
+    sg_op_put(s->last);
+    s->last = op;
+    if (!s->has_thread)
+        start_worker(s);
+    pthread_cond_signal(&s->cv);
+    return CUDA_SUCCESS;
+}
+
+void sg_op_wait(sg_op_t *op)
+{
+    while (!op->done)
+        pthread_cond_wait(&SG->done_cv, &SG->lock);
+    SG->host_ns = max_u64(SG->host_ns, op->end_ns);
+}
+
+/* Virtually complete, and then really complete within a second; the bound
+ * keeps a query from hanging on a host function that waits for the
+ * caller. */
+bool sg_op_vt_done(sg_op_t *op)
+{
+    if (SG->host_ns < op->end_ns)
+        return false;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 1;
+    while (!op->done)
+        if (pthread_cond_timedwait(&SG->done_cv, &SG->lock, &until) == ETIMEDOUT)
+            return op->done;
+    return true;
+}
+
+CUresult sg_stream_sync(sg_stream_t *s)
+{
+    if (s->last)
+        sg_op_wait(s->last);
+    if (s == SG->legacy)
+        for (sg_stream_t *t = SG->streams; t; t = t->next)
+            if (t->blocking && t->last)
+                sg_op_wait(t->last);
+    SG->host_ns = max_u64(SG->host_ns, s->ready_ns);
+    return SG->sticky;
+}
+
+CUresult sg_ctx_sync(void)
+{
+    for (sg_stream_t *t = SG->streams; t; t = t->next)
+        if (t->last)
+            sg_op_wait(t->last);
+    SG->host_ns = max_u64(SG->host_ns, SG->last_end_ns);
+    return SG->sticky;
+}
+
+void sg_check_hazard(const char *call, uint64_t addr, uint64_t len)
+{
+    for (sg_stream_t *s = SG->streams; s; s = s->next)
+        for (sg_op_t *op = s->head; op; op = op->next)
+            for (int i = 0; i < op->nranges; i++) {
+                const sg_range_t *r = &op->ranges[i];
+                if (r->addr < addr + len && addr < r->addr + r->len) {
+                    sg_hazard("%s(0x%llx, %llu) while %s (op %llu, stream %llu) "
+                              "still references [0x%llx, +%llu)",
+                              call, (unsigned long long)addr, (unsigned long long)len,
+                              op->name, (unsigned long long)op->seq,
+                              (unsigned long long)op->stream_id,
+                              (unsigned long long)r->addr, (unsigned long long)r->len);
+                    break;
+                }
+            }
+}

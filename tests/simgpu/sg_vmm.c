@@ -1,0 +1,238 @@
+/*
+ * Virtual memory management: reserve, create, map, set access, unmap,
+ * release. The rules follow the driver's documentation:
+ *   - sizes, addresses and handles are multiples of the granularity of the
+ *     handle's location;
+ *   - cuMemMap's offset is 0, and a mapping lies inside a reservation and
+ *     over nothing else;
+ *   - cuMemUnmap removes whole mappings only;
+ *   - a new mapping has no access until cuMemSetAccess;
+ *   - a handle's bytes live until it is released and unmapped everywhere.
+ * cuMemUnmap and cuMemAddressFree of memory that queued or running work
+ * references are hazards (they would be faults or corruption on a GPU).
+ */
+#include "sg.h"
+
+#include <string.h>
+
+static uint64_t granularity_of(int loc)
+{
+    return loc == SG_LOC_DEVICE ? SG->cfg.granularity : SG->cfg.host_granularity;
+}
+
+/* The location a prop asks for, or a CUresult error (negative). */
+static int loc_of(const CUmemAllocationProp *prop, CUresult *err)
+{
+    *err = CUDA_ERROR_INVALID_VALUE;
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return -1;
+    switch (prop->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        if (prop->location.id != 0) {
+            *err = CUDA_ERROR_INVALID_DEVICE;
+            return -1;
+        }
+        return SG_LOC_DEVICE;
+    case CU_MEM_LOCATION_TYPE_HOST:
+        if (!SG->cfg.host_vmm) {
+            *err = CUDA_ERROR_NOT_SUPPORTED;
+            return -1;
+        }
+        return SG_LOC_HOST;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (!SG->cfg.host_numa_vmm) {
+            *err = CUDA_ERROR_NOT_SUPPORTED;
+            return -1;
+        }
+        if (prop->location.id != 0)
+            return -1; /* one NUMA node, with CPUs */
+        return SG_LOC_HOST;
+    default:
+        return -1;
+    }
+}
+
+SG_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
+                                                 const CUmemAllocationProp *prop,
+                                                 CUmemAllocationGranularity_flags option)
+{
+    SG_ENTER(cuMemGetAllocationGranularity, API);
+    CUresult err;
+    int loc = loc_of(prop, &err);
+    if (!granularity || loc < 0)
+        return granularity ? err : CUDA_ERROR_INVALID_VALUE;
+    *granularity = granularity_of(loc);
+    return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                       CUdeviceptr addr, unsigned long long flags)
+{
+    SG_ENTER(cuMemAddressReserve, RESERVE);
+    uint64_t g = SG->cfg.granularity;
+    if (!ptr || size == 0 || size % g || (alignment & (alignment - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_mem_wrlock();
+    CUresult r = sg_va_reserve(size, alignment > g ? alignment : g, addr, ptr);
+    sg_mem_unlock();
+    return r;
+}
+
+SG_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    SG_ENTER(cuMemAddressFree, API);
+    sg_lock();
+    sg_check_hazard("cuMemAddressFree", ptr, size);
+    sg_unlock();
+    sg_mem_wrlock();
+    CUresult r = sg_va_free(ptr, size);
+    sg_mem_unlock();
+    return r;
+}
+
+SG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                               const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    SG_ENTER(cuMemCreate, MEMCREATE);
+    CUresult err;
+    int loc = loc_of(prop, &err);
+    if (!handle || loc < 0)
+        return handle ? err : CUDA_ERROR_INVALID_VALUE;
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE && prop->requestedHandleTypes != 0)
+        return CUDA_ERROR_INVALID_VALUE; /* host handles cannot be exported */
+    if (size == 0 || size % granularity_of(loc))
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_phys_t *p;
+    sg_mem_wrlock();
+    CUresult r = sg_phys_create(size, loc, prop, &p);
+    sg_mem_unlock();
+    if (r == CUDA_SUCCESS)
+        *handle = p->id;
+    return r;
+}
+
+/* Drops one handle reference; the bytes go when no mapping holds them. */
+SG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    SG_ENTER(cuMemRelease, API);
+    sg_mem_wrlock();
+    sg_phys_t *p = sg_phys_find(handle);
+    CUresult r = CUDA_SUCCESS;
+    if (!p || p->handle_refs == 0)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (--p->handle_refs == 0)
+        sg_phys_put(p);
+    sg_mem_unlock();
+    return r;
+}
+
+SG_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    SG_ENTER(cuMemRetainAllocationHandle, API);
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_mem_wrlock();
+    sg_map_t *m = sg_map_find((uint64_t)addr);
+    CUresult r = CUDA_SUCCESS;
+    if (!m || m->legacy) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        if (m->phys->handle_refs++ == 0)
+            m->phys->refs++;
+        *handle = m->phys->id;
+    }
+    sg_mem_unlock();
+    return r;
+}
+
+SG_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                          CUmemGenericAllocationHandle handle)
+{
+    SG_ENTER(cuMemGetAllocationPropertiesFromHandle, API);
+    if (!prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_mem_rdlock();
+    sg_phys_t *p = sg_phys_find(handle);
+    if (p)
+        *prop = p->prop;
+    sg_mem_unlock();
+    return p ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SG_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                            CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    SG_ENTER(cuMemMap, MEMMAP);
+    if (offset != 0 || flags != 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_mem_wrlock();
+    sg_phys_t *p = sg_phys_find(handle);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (p && p->handle_refs > 0 && size <= p->size) {
+        uint64_t g = granularity_of(p->loc);
+        if (ptr % g == 0 && size % g == 0 && sg_va_reserved(ptr, size))
+            r = sg_map_insert(ptr, size, p, 0, false);
+    }
+    sg_mem_unlock();
+    return r;
+}
+
+SG_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    SG_ENTER(cuMemUnmap, UNMAP);
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_lock();
+    sg_check_hazard("cuMemUnmap", ptr, size);
+    sg_unlock();
+    sg_mem_wrlock();
+    sg_map_t *m = sg_map_find(ptr);
+    CUresult r = m && !m->legacy ? sg_map_remove(ptr, size) : CUDA_ERROR_INVALID_VALUE;
+    sg_mem_unlock();
+    return r;
+}
+
+SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                  size_t count)
+{
+    SG_ENTER(cuMemSetAccess, SETACCESS);
+    if (!desc || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    int device = -1; /* the device's new access, if a descriptor names it */
+    for (size_t i = 0; i < count; i++) {
+        const CUmemLocation *l = &desc[i].location;
+        if (l->type == CU_MEM_LOCATION_TYPE_DEVICE) {
+            if (l->id != 0)
+                return CUDA_ERROR_INVALID_DEVICE;
+            device = desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        } else if (l->type != CU_MEM_LOCATION_TYPE_HOST &&
+                   l->type != CU_MEM_LOCATION_TYPE_HOST_NUMA) {
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    sg_mem_wrlock();
+    sg_map_t *m = sg_map_find(ptr);
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (m && !m->legacy && m->va == ptr) {
+        if (device < 0)
+            r = sg_map_set_access(ptr, size, m->access) == 0 ? CUDA_SUCCESS : r;
+        else
+            r = sg_map_set_access(ptr, size, device) == 0 ? CUDA_SUCCESS : r;
+    }
+    sg_mem_unlock();
+    return r;
+}
+
+SG_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
+                                  CUdeviceptr ptr)
+{
+    SG_ENTER(cuMemGetAccess, API);
+    if (!flags || !location)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_mem_rdlock();
+    sg_map_t *m = sg_map_find(ptr);
+    if (m)
+        *flags = m->access ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    sg_mem_unlock();
+    return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
