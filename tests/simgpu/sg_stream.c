@@ -435,23 +435,47 @@ bool sg_op_vt_done(sg_op_t *op)
     return true;
 }
 
+/* Waits for the newest op of the first stream (among those `pick` selects)
+ * that is still busy, then starts over: the lock is released while
+ * waiting, and a destroyed stream's worker may unlink and free it then, so
+ * neither the list position nor the op may be kept across the wait (the op
+ * is held by a reference). Returns false when none is busy. */
+static bool wait_one(bool (*pick)(const sg_stream_t *t, const sg_stream_t *s), const sg_stream_t *s)
+{
+    for (sg_stream_t *t = SG->streams; t; t = t->next) {
+        if (!pick(t, s) || !t->last || t->last->done)
+            continue;
+        sg_op_t *op = t->last;
+        op->refs++;
+        sg_op_wait(op);
+        sg_op_put(op);
+        return true;
+    }
+    return false;
+}
+
+static bool pick_all(const sg_stream_t *t, const sg_stream_t *s) { return true; }
+static bool pick_blocking(const sg_stream_t *t, const sg_stream_t *s) { return t->blocking; }
+
 CUresult sg_stream_sync(sg_stream_t *s)
 {
-    if (s->last)
-        sg_op_wait(s->last);
-    if (s == SG->legacy)
-        for (sg_stream_t *t = SG->streams; t; t = t->next)
-            if (t->blocking && t->last)
-                sg_op_wait(t->last);
+    if (s->last) {
+        sg_op_t *op = s->last;
+        op->refs++;
+        sg_op_wait(op);
+        sg_op_put(op);
+    }
+    /* The legacy stream also waits for the blocking streams. */
+    while (s == SG->legacy && wait_one(pick_blocking, s))
+        ;
     SG->host_ns = max_u64(SG->host_ns, s->ready_ns);
     return SG->sticky;
 }
 
 CUresult sg_ctx_sync(void)
 {
-    for (sg_stream_t *t = SG->streams; t; t = t->next)
-        if (t->last)
-            sg_op_wait(t->last);
+    while (wait_one(pick_all, NULL))
+        ;
     SG->host_ns = max_u64(SG->host_ns, SG->last_end_ns);
     return SG->sticky;
 }

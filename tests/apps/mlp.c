@@ -1,0 +1,250 @@
+/*
+ * mlp: the demo workload for spillway.  A stack of square layers whose
+ * weights are the bulk of device memory and are read once per step, the
+ * way a decoder's weights are: the case spillway exists for.  A model
+ * bigger than device memory fails here with CUDA_ERROR_OUT_OF_MEMORY;
+ * under spillway it should run and still match.
+ *
+ * Every step's output is compared bit for bit with a host reference, so a
+ * weight that was moved, copied or remapped wrongly shows up as a
+ * mismatch rather than as a slightly different number.
+ *
+ * Prints one line, e.g.
+ *   mlp: layers=8 width=1024 steps=4 batch=1 kernel=gemv buffers=per-layer
+ *        graph=no weights=32.0MiB route=direct checksum=0x... result=match
+ * (on one line) and exits with one of the MLP_EXIT_* statuses (mlp.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlp.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mlp [options]\n"
+            "  --layers L       number of layers (default 8, 1..65536)\n"
+            "  --width W        layer width; each layer is W x W floats\n"
+            "                   (default 1024, 1..65536)\n"
+            "  --steps S        forward passes (default 4, 1..1000000)\n"
+            "  --batch B        B vectors per step through sg_gemm_f32\n"
+            "                   (default: 1 vector through the three gemv forms)\n"
+            "  --one-buffer     all layers' weights in one cuMemAlloc\n"
+            "                   (default: one allocation per layer)\n"
+            "  --graph          capture one forward pass and replay it each step\n"
+            "  --route R        direct: call the linked driver symbols (default);\n"
+            "                   loader: dlopen libcuda.so.1 + cuGetProcAddress_v2\n"
+            "  --help           this text\n"
+            "exit status: 0 output matches the host reference, 1 mismatch,\n"
+            "             2 CUDA error (out of memory included), 3 bad usage,\n"
+            "             4 out of host memory\n");
+}
+
+/* Parse a decimal in [min, max] into *out; 0 on success, -1 otherwise.
+ * Signs, spaces and trailing characters are refused (strtoul would accept
+ * "-1" as a huge number). */
+static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+    unsigned long long v;
+    char *end;
+
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* Fill *o from the command line; returns 0, or an exit status when the
+ * program must stop (MLP_EXIT_USAGE after a message, or 0 after --help,
+ * reported through *done). */
+static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
+{
+    enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_GRAPH, OPT_ROUTE,
+           OPT_HELP };
+    static const struct option longopts[] = {
+        {"layers", required_argument, NULL, OPT_LAYERS},
+        {"width", required_argument, NULL, OPT_WIDTH},
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"one-buffer", no_argument, NULL, OPT_ONE},
+        {"graph", no_argument, NULL, OPT_GRAPH},
+        {"route", required_argument, NULL, OPT_ROUTE},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+
+    *done = 0;
+    *o = (mlp_opts_t){.layers = 8, .width = 1024, .steps = 4, .batch = 1};
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        const char *bad = NULL;
+
+        switch (c) {
+        case OPT_LAYERS:
+            if (parse_u32(optarg, 1, 65536, &o->layers) != 0)
+                bad = "--layers";
+            break;
+        case OPT_WIDTH:
+            if (parse_u32(optarg, 1, 65536, &o->width) != 0)
+                bad = "--width";
+            break;
+        case OPT_STEPS:
+            if (parse_u32(optarg, 1, 1000000, &o->steps) != 0)
+                bad = "--steps";
+            break;
+        case OPT_BATCH:
+            if (parse_u32(optarg, 1, 65536, &o->batch) != 0)
+                bad = "--batch";
+            o->gemm = true;
+            break;
+        case OPT_ONE:
+            o->one_buffer = true;
+            break;
+        case OPT_GRAPH:
+            o->graph = true;
+            break;
+        case OPT_ROUTE:
+            if (strcmp(optarg, "loader") == 0)
+                o->route_loader = true;
+            else if (strcmp(optarg, "direct") == 0)
+                o->route_loader = false;
+            else
+                bad = "--route";
+            break;
+        case OPT_HELP:
+            usage(stdout);
+            *done = 1;
+            return MLP_EXIT_MATCH;
+        default: /* getopt_long has printed what was wrong */
+            usage(stderr);
+            return MLP_EXIT_USAGE;
+        }
+        if (bad != NULL) {
+            fprintf(stderr, "mlp: bad value for %s: '%s'\n", bad, optarg);
+            usage(stderr);
+            return MLP_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "mlp: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return MLP_EXIT_USAGE;
+    }
+    return MLP_EXIT_MATCH;
+}
+
+/* Host buffers of one run. */
+typedef struct host_bufs {
+    float *weights;
+    float *in, *out, *ref, *tmp;
+} host_bufs_t;
+
+static int host_alloc(const mlp_opts_t *o, host_bufs_t *h)
+{
+    size_t act = mlp_act_floats(o) * sizeof(float);
+
+    h->weights = mlp_weights_new(o);
+    h->in = malloc(act);
+    h->out = malloc(act);
+    h->ref = malloc(act);
+    h->tmp = malloc(act);
+    if (h->weights == NULL || h->in == NULL || h->out == NULL || h->ref == NULL ||
+        h->tmp == NULL) {
+        fprintf(stderr, "mlp: out of host memory\n");
+        return MLP_EXIT_HOST;
+    }
+    return MLP_EXIT_MATCH;
+}
+
+static void host_free(host_bufs_t *h)
+{
+    free(h->weights);
+    free(h->in);
+    free(h->out);
+    free(h->ref);
+    free(h->tmp);
+}
+
+/* Compare one step's output with the reference; print the first
+ * difference.  Returns 1 if they differ. */
+static int compare(const mlp_opts_t *o, uint32_t step, const float *got, const float *want)
+{
+    size_t n = mlp_act_floats(o);
+
+    if (memcmp(got, want, n * sizeof(float)) == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t g, w;
+
+        memcpy(&g, &got[i], sizeof(g));
+        memcpy(&w, &want[i], sizeof(w));
+        if (g != w) {
+            fprintf(stderr,
+                    "mlp: step %u: output[%zu][%zu] = %.9g (0x%08x), reference %.9g (0x%08x)\n",
+                    step, i / o->width, i % o->width, got[i], g, want[i], w);
+            break;
+        }
+    }
+    return 1;
+}
+
+/* All steps; *checksum covers every step's device output. */
+static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *checksum,
+               int *mismatch)
+{
+    size_t act_bytes = mlp_act_floats(o) * sizeof(float);
+    int st;
+
+    /* Device first: a model that does not fit fails on cuMemAlloc before
+     * the host spends time and memory building its weights. */
+    if ((st = mlp_gpu_open(g, o)) != 0)
+        return st;
+    if ((st = host_alloc(o, h)) != 0)
+        return st;
+    if ((st = mlp_gpu_upload(*g, h->weights)) != 0)
+        return st;
+    *checksum = MLP_FNV_BASIS;
+    for (uint32_t s = 0; s < o->steps; s++) {
+        mlp_input(o, s, h->in);
+        if ((st = mlp_gpu_step(*g, h->in, h->out)) != 0)
+            return st;
+        mlp_reference(o, h->weights, h->in, h->ref, h->tmp);
+        if (compare(o, s, h->out, h->ref) && !*mismatch)
+            *mismatch = 1;
+        *checksum = mlp_fnv1a(*checksum, h->out, act_bytes);
+    }
+    return MLP_EXIT_MATCH;
+}
+
+int main(int argc, char **argv)
+{
+    mlp_opts_t o;
+    mlp_gpu_t *g = NULL;
+    host_bufs_t h = {0};
+    uint64_t checksum = 0;
+    int mismatch = 0, done, st;
+
+    st = parse_args(argc, argv, &o, &done);
+    if (st != 0 || done)
+        return st;
+    st = run(&o, &g, &h, &checksum, &mismatch);
+    mlp_gpu_close(g);
+    host_free(&h);
+    if (st != 0)
+        return st;
+    printf("mlp: layers=%u width=%u steps=%u batch=%u kernel=%s buffers=%s graph=%s "
+           "weights=%.1fMiB route=%s checksum=0x%016" PRIx64 " result=%s\n",
+           o.layers, o.width, o.steps, o.batch, o.gemm ? "gemm" : "gemv",
+           o.one_buffer ? "one" : "per-layer", o.graph ? "yes" : "no",
+           (double)mlp_layer_floats(&o) * o.layers * sizeof(float) / (1024.0 * 1024.0),
+           o.route_loader ? "loader" : "direct", checksum, mismatch ? "mismatch" : "match");
+    return mismatch ? MLP_EXIT_MISMATCH : MLP_EXIT_MATCH;
+}
