@@ -1,0 +1,344 @@
+/*
+ * Tracked allocations: cuMemAlloc/cuMemFree and the questions applications
+ * ask about pointers, plus the budgets that decide where chunks live.
+ *
+ * An allocation of at least SPILLWAY_MIN_ALLOC becomes a reservation tiled
+ * by chunks of at most SPILLWAY_CHUNK. Before creating it, spillway makes
+ * room under SPILLWAY_GPU_BUDGET by demoting the least recently used
+ * chunks; when the driver still answers out of memory it demotes more and
+ * retries; chunks that cannot fit on the device are born in host memory.
+ * Only when host memory (SPILLWAY_HOST_BUDGET) is exhausted too does the
+ * application get the driver's CUDA_ERROR_OUT_OF_MEMORY, with nothing
+ * leaked. Allocations made during a stream capture, below MIN_ALLOC, or
+ * while VMM is unusable pass through untouched.
+ */
+#include "mech.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_VICTIMS 4096
+
+static sw_table_t *table;             /* gate held to use */
+static int tracking;                  /* allocations in the table (atomic) */
+static uint64_t gpu_budget, host_budget; /* resolved at first use */
+static bool budget_set;
+
+sw_table_t *sw_tracked(void) { return table; }
+bool sw_tracking_any(void) { return __atomic_load_n(&tracking, __ATOMIC_ACQUIRE) > 0; }
+bool sw_budget_set(void) { return budget_set; }
+
+uint64_t sw_device_room(void)
+{
+    if (!budget_set)
+        return UINT64_MAX;
+    uint64_t used = sw_stat_get(SW_STAT_device_bytes);
+    return used >= gpu_budget ? 0 : gpu_budget - used;
+}
+
+static uint64_t host_room(void)
+{
+    uint64_t used = sw_stat_get(SW_STAT_host_bytes);
+    return used >= host_budget ? 0 : host_budget - used;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+/* Resolves the budgets against the device and the machine, once. */
+static bool ready(const sw_vmm_info_t **vi)
+{
+    *vi = sw_vmm_setup();
+    if (!*vi)
+        return false;
+    if (!table) {
+        const sw_options_t *o = sw_opts();
+        size_t dev_total = 0;
+        SW_REAL(cuDeviceTotalMem_v2)(&dev_total, (*vi)->device);
+        uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+        budget_set = o->gpu_budget.set;
+        gpu_budget = sw_amount_resolve(&o->gpu_budget, dev_total);
+        host_budget = sw_amount_resolve(&o->host_budget, ram);
+        table = sw_table_new((*vi)->granularity);
+        if (!table)
+            return false;
+        sw_info("budgets: gpu %s%llu bytes, host %llu bytes", budget_set ? "" : "(none) ",
+                (unsigned long long)gpu_budget, (unsigned long long)host_budget);
+    }
+    return true;
+}
+
+CUresult sw_safe_sync(void)
+{
+    sw_stat_add(SW_STAT_safety_syncs, 1);
+    return SW_REAL(cuCtxSynchronize)();
+}
+
+/* Moves c and keeps the byte counts; failure leaves c as it was. */
+CUresult sw_move(sw_chunk_t *c, sw_where_t to)
+{
+    if (to == SW_ON_HOST && host_room() < c->size)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = sw_vmm_move(c, to);
+    if (r != CUDA_SUCCESS) {
+        sw_stat_add(SW_STAT_failed_moves, 1);
+        sw_debug("moving chunk 0x%llx failed: %s", (unsigned long long)c->va, sw_cu_name(r));
+        return r;
+    }
+    int64_t n = (int64_t)c->size;
+    bool down = to == SW_ON_HOST;
+    sw_stat_add(SW_STAT_device_bytes, down ? -n : n);
+    sw_stat_add(SW_STAT_host_bytes, down ? n : -n);
+    sw_stat_add(down ? SW_STAT_demotions : SW_STAT_promotions, 1);
+    sw_stat_add(down ? SW_STAT_bytes_demoted : SW_STAT_bytes_promoted, n);
+    return CUDA_SUCCESS;
+}
+
+/* Demotes cold chunks until `need` device bytes are free (or no candidate
+ * is left). Gate held exclusively; synchronizes once, first. Returns the
+ * bytes freed. */
+static uint64_t demote(uint64_t need, bool *synced)
+{
+    static sw_chunk_t *victims[MAX_VICTIMS];
+    uint64_t would;
+    size_t n = sw_policy_victims(table, need, NULL, NULL, victims, MAX_VICTIMS, &would);
+    if (n == 0)
+        return 0;
+    if (!*synced) {
+        CUresult r = sw_safe_sync();
+        if (r != CUDA_SUCCESS) {
+            sw_debug("no demotion: synchronization failed (%s)", sw_cu_name(r));
+            return 0;
+        }
+        *synced = true;
+    }
+    uint64_t freed = 0;
+    for (size_t i = 0; i < n; i++)
+        if (sw_move(victims[i], SW_ON_HOST) == CUDA_SUCCESS)
+            freed += victims[i]->size;
+    return freed;
+}
+
+/* Backs one new chunk: on the device if the budget allows (making room
+ * first), else in host memory. */
+static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
+{
+    uint64_t room = sw_device_room();
+    if (room < c->size && !sw_capturing())
+        room += demote(c->size - room, synced);
+    if (room >= c->size) {
+        CUresult r = sw_vmm_back(c, SW_ON_DEVICE);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && !sw_capturing() && demote(c->size, synced) > 0) {
+            r = sw_vmm_back(c, SW_ON_DEVICE);
+            *recovered = r == CUDA_SUCCESS;
+        }
+        if (r == CUDA_SUCCESS) {
+            sw_stat_add(SW_STAT_device_bytes, (int64_t)c->size);
+            return r;
+        }
+        if (r != CUDA_ERROR_OUT_OF_MEMORY)
+            return r;
+        *recovered = true; /* the host is the fallback for the device's OOM */
+    }
+    if (host_room() < c->size)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = sw_vmm_back(c, SW_ON_HOST);
+    if (r == CUDA_SUCCESS)
+        sw_stat_add(SW_STAT_host_bytes, (int64_t)c->size);
+    return r;
+}
+
+static void release_chunks(sw_alloc_t *a, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        sw_stat_add(c->where == SW_ON_DEVICE ? SW_STAT_device_bytes : SW_STAT_host_bytes,
+                    -(int64_t)c->size);
+        sw_vmm_unback(c);
+    }
+}
+
+static sw_alloc_t *alloc_new(uint64_t size, uint64_t gran)
+{
+    uint64_t reserved = round_up(size, gran);
+    uint64_t chunk = round_up(sw_opts()->chunk, gran);
+    uint32_t n = (uint32_t)((reserved + chunk - 1) / chunk);
+    sw_alloc_t *a = calloc(1, sizeof *a);
+    if (!a || !(a->chunks = calloc(n, sizeof *a->chunks))) {
+        free(a);
+        return NULL;
+    }
+    a->size = size;
+    a->reserved = reserved;
+    a->nchunks = n;
+    return a;
+}
+
+/* The tracked path; gate held exclusively. */
+static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *vi)
+{
+    sw_alloc_t *a = alloc_new(bytesize, vi->granularity);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUdeviceptr va;
+    CUresult r = sw_vmm_reserve(a->reserved, &va);
+    a->va = va;
+    if (r != CUDA_SUCCESS) {
+        free(a->chunks);
+        free(a);
+        return r;
+    }
+    uint64_t chunk = round_up(sw_opts()->chunk, vi->granularity);
+    bool synced = false, recovered = false;
+    uint32_t backed = 0;
+    for (; backed < a->nchunks; backed++) {
+        sw_chunk_t *c = &a->chunks[backed];
+        c->va = a->va + (uint64_t)backed * chunk;
+        c->size = backed + 1 < a->nchunks ? chunk : a->reserved - (uint64_t)backed * chunk;
+        c->alloc = a;
+        c->index = backed;
+        if ((r = back_chunk(c, &synced, &recovered)) != CUDA_SUCCESS)
+            break;
+    }
+    if (r == CUDA_SUCCESS && sw_table_insert(table, a) != 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS) {
+        release_chunks(a, backed);
+        sw_vmm_unreserve(a->va, a->reserved);
+        free(a->chunks);
+        free(a);
+        return r;
+    }
+    __atomic_add_fetch(&tracking, 1, __ATOMIC_RELEASE);
+    sw_stat_add(SW_STAT_tracked_bytes, (int64_t)a->reserved);
+    sw_stat_add(SW_STAT_tracked_allocs, 1);
+    if (recovered)
+        sw_stat_add(SW_STAT_oom_recoveries, 1);
+    *dptr = a->va;
+    return CUDA_SUCCESS;
+}
+
+static CUresult passthrough(CUdeviceptr *dptr, size_t bytesize)
+{
+    sw_stat_add(SW_STAT_passthrough_allocs, 1);
+    return SW_REAL(cuMemAlloc_v2) ? SW_REAL(cuMemAlloc_v2)(dptr, bytesize) : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
+{
+    const sw_options_t *o = sw_opts();
+    const sw_vmm_info_t *vi;
+    if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing())
+        return passthrough(dptr, bytesize);
+    sw_gate_wr();
+    CUresult r = ready(&vi) ? track(dptr, bytesize, vi) : CUDA_ERROR_NOT_SUPPORTED;
+    sw_gate_unwr();
+    if (r == CUDA_ERROR_NOT_SUPPORTED)
+        return passthrough(dptr, bytesize);
+    if (r != CUDA_SUCCESS)
+        sw_info("allocation of %zu bytes failed: %s", bytesize, sw_cu_name(r));
+    return r;
+}
+
+CUresult sw_mem_free(CUdeviceptr dptr)
+{
+    if (!sw_tracking_any())
+        return SW_REAL(cuMemFree_v2)(dptr);
+    sw_gate_wr();
+    sw_alloc_t *a = table ? sw_table_find_base(table, dptr) : NULL;
+    CUresult r;
+    if (!a) {
+        sw_gate_unwr();
+        if (table && sw_table_lookup(table, dptr))
+            return CUDA_ERROR_INVALID_VALUE; /* inside a tracked block, not its base */
+        return SW_REAL(cuMemFree_v2)(dptr);
+    }
+    /* cuMemFree synchronizes the device; this keeps that behaviour, and
+     * is the safety rule's synchronization for the unmaps below. */
+    r = sw_safe_sync();
+    if (r == CUDA_SUCCESS) {
+        sw_table_remove(table, a);
+        release_chunks(a, a->nchunks);
+        sw_vmm_unreserve(a->va, a->reserved);
+        __atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE);
+        sw_stat_add(SW_STAT_tracked_bytes, -(int64_t)a->reserved);
+        sw_stat_add(SW_STAT_tracked_allocs, -1);
+        free(a->chunks);
+        free(a);
+    }
+    sw_gate_unwr();
+    return r;
+}
+
+CUresult sw_mem_get_info(size_t *free_b, size_t *total)
+{
+    CUresult r = SW_REAL(cuMemGetInfo_v2)(free_b, total);
+    if (r != CUDA_SUCCESS || sw_opts()->meminfo != SW_MEMINFO_VIRTUAL || !free_b || !total)
+        return r;
+    /* Frameworks that size themselves from this see the host budget too. */
+    uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t hb = host_budget ? host_budget : sw_amount_resolve(&sw_opts()->host_budget, ram);
+    *total += hb;
+    *free_b += hb > sw_stat_get(SW_STAT_host_bytes) ? hb - sw_stat_get(SW_STAT_host_bytes) : 0;
+    return r;
+}
+
+/* The tracked allocation containing p, read under the gate. */
+static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size)
+{
+    if (!sw_gate_rd())
+        return false;
+    sw_chunk_t *c = table ? sw_table_lookup(table, p) : NULL;
+    if (c) {
+        *base = c->alloc->va;
+        *size = c->alloc->size;
+    }
+    sw_gate_unrd();
+    return c != NULL;
+}
+
+CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    CUdeviceptr base;
+    size_t size;
+    if (!tracked_range(dptr, &base, &size) || dptr >= base + size)
+        return SW_REAL(cuMemGetAddressRange_v2)(pbase, psize, dptr);
+    if (pbase)
+        *pbase = base;
+    if (psize)
+        *psize = size;
+    return CUDA_SUCCESS;
+}
+
+/* Tracked pointers answer as the cuMemAlloc block the application asked
+ * for, whichever memory backs them now. */
+CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    CUdeviceptr base;
+    size_t size;
+    if (data && tracked_range(ptr, &base, &size) && ptr < base + size) {
+        switch (attribute) {
+        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+            *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+            *(CUdeviceptr *)data = base;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+            *(size_t *)data = size;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+            *(unsigned long long *)data = base;
+            return CUDA_SUCCESS;
+        case CU_POINTER_ATTRIBUTE_MAPPED:
+            *(int *)data = 1;
+            return CUDA_SUCCESS;
+        default:
+            break;
+        }
+    }
+    return SW_REAL(cuPointerGetAttribute)(data, attribute, ptr);
+}

@@ -1,0 +1,66 @@
+/*
+ * Which memory a launch may touch, as far as its arguments tell.
+ *
+ * Pointers can hide anywhere in a parameter (PyTorch passes arrays of
+ * pointers inside one by-value struct), so every 8-byte-aligned word of
+ * every parameter is a candidate; the caller filters them against the
+ * table. Pointers stored in device memory cannot be seen at all, which is
+ * why spillway's correctness never depends on this scan.
+ */
+#include "../sw.h"
+
+#include <string.h>
+
+/* The cuLaunchKernel `extra` keys (cuda.h values; the core does not
+ * include cuda.h). */
+#define PARAM_END ((void *)0x00)
+#define PARAM_BUFFER_POINTER ((void *)0x01)
+#define PARAM_BUFFER_SIZE ((void *)0x02)
+
+bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len)
+{
+    const void *b = NULL;
+    const size_t *n = NULL;
+    for (size_t i = 0; extra[i] != PARAM_END; i += 2) {
+        if (extra[i] == PARAM_BUFFER_POINTER)
+            b = extra[i + 1];
+        else if (extra[i] == PARAM_BUFFER_SIZE)
+            n = extra[i + 1];
+        else
+            return false;
+    }
+    if (!b || !n)
+        return false;
+    *buf = b;
+    *len = *n;
+    return true;
+}
+
+size_t sw_scan_args(const sw_layout_t *l, void *const *params, const void *buf, size_t buflen,
+                    void (*hit)(uint64_t word, void *arg), void *arg)
+{
+    size_t words = 0;
+    uint64_t w;
+    if (params) {
+        for (uint32_t i = 0; i < l->nparams; i++) {
+            const unsigned char *p = params[i];
+            for (uint32_t off = 0; p && off + 8 <= l->size[i]; off += 8) {
+                memcpy(&w, p + off, 8);
+                if (w) {
+                    hit(w, arg);
+                    words++;
+                }
+            }
+        }
+        return words;
+    }
+    size_t end = buflen < l->total ? buflen : l->total;
+    for (size_t off = 0; buf && off + 8 <= end; off += 8) {
+        memcpy(&w, (const unsigned char *)buf + off, 8);
+        if (w) {
+            hit(w, arg);
+            words++;
+        }
+    }
+    return words;
+}

@@ -1,0 +1,188 @@
+/*
+ * The allocation table: which tracked allocation and chunk an address
+ * belongs to, in O(1).
+ *
+ * Every chunk's address and size are multiples of one granule (the VMM
+ * granularity), so an address maps to a chunk through its granule index:
+ *
+ *     addr >> shift  ──►  { chunk }          one entry per granule
+ *     base va        ──►  { allocation }     for frees and iteration
+ *
+ * A 1 GiB allocation at 2 MiB granules takes 512 index entries; the launch
+ * path does one hash lookup per argument word that passes the [lo, hi)
+ * pre-filter. uthash is used with HASH_NONFATAL_OOM: an interposer must
+ * never exit() the application from inside a hash insert.
+ */
+#include "../sw.h"
+
+#include <stdlib.h>
+
+static __thread bool hash_oom;
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(obj) (hash_oom = true)
+#include <uthash.h>
+
+typedef struct {
+    uint64_t granule;  /* key: addr >> shift */
+    sw_chunk_t *chunk;
+    UT_hash_handle hh;
+} gentry_t;
+
+typedef struct {
+    uint64_t va;       /* key */
+    sw_alloc_t *alloc;
+    UT_hash_handle hh;
+} bentry_t;
+
+struct sw_table {
+    unsigned shift;
+    gentry_t *granules;
+    bentry_t *bases;
+    uint64_t lo, hi;   /* every tracked byte lies in [lo, hi) */
+};
+
+sw_table_t *sw_table_new(uint64_t granule)
+{
+    if (granule == 0 || (granule & (granule - 1)))
+        return NULL;
+    sw_table_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->shift = (unsigned)__builtin_ctzll(granule);
+    t->lo = UINT64_MAX;
+    return t;
+}
+
+void sw_table_free(sw_table_t *t)
+{
+    if (!t)
+        return;
+    gentry_t *g, *gt;
+    HASH_ITER(hh, t->granules, g, gt) {
+        HASH_DEL(t->granules, g);
+        free(g);
+    }
+    bentry_t *b, *bt;
+    HASH_ITER(hh, t->bases, b, bt) {
+        HASH_DEL(t->bases, b);
+        free(b);
+    }
+    free(t);
+}
+
+static gentry_t *gfind(const sw_table_t *t, uint64_t key)
+{
+    gentry_t *g;
+    HASH_FIND(hh, t->granules, &key, sizeof key, g);
+    return g;
+}
+
+/* Removes the index entries of a's granules that point into a. */
+static void unindex(sw_table_t *t, const sw_alloc_t *a)
+{
+    for (uint64_t k = a->va >> t->shift; k < (a->va + a->reserved) >> t->shift; k++) {
+        gentry_t *g = gfind(t, k);
+        if (g && g->chunk->alloc == a) {
+            HASH_DEL(t->granules, g);
+            free(g);
+        }
+    }
+}
+
+static void recompute_bounds(sw_table_t *t)
+{
+    t->lo = UINT64_MAX;
+    t->hi = 0;
+    for (bentry_t *b = t->bases; b; b = b->hh.next) {
+        if (b->va < t->lo)
+            t->lo = b->va;
+        if (b->va + b->alloc->reserved > t->hi)
+            t->hi = b->va + b->alloc->reserved;
+    }
+}
+
+int sw_table_insert(sw_table_t *t, sw_alloc_t *a)
+{
+    uint64_t first = a->va >> t->shift, end = (a->va + a->reserved) >> t->shift;
+    for (uint64_t k = first; k < end; k++)
+        if (gfind(t, k))
+            return -1; /* overlaps a tracked allocation */
+    bentry_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return -1;
+    b->va = a->va;
+    b->alloc = a;
+    hash_oom = false;
+    HASH_ADD(hh, t->bases, va, sizeof b->va, b);
+    if (hash_oom) {
+        free(b);
+        return -1;
+    }
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        for (uint64_t k = c->va >> t->shift; k < (c->va + c->size) >> t->shift; k++) {
+            gentry_t *g = calloc(1, sizeof *g);
+            if (g) {
+                g->granule = k;
+                g->chunk = c;
+                hash_oom = false;
+                HASH_ADD(hh, t->granules, granule, sizeof g->granule, g);
+            }
+            if (!g || hash_oom) {
+                free(hash_oom ? g : NULL);
+                unindex(t, a);
+                HASH_DEL(t->bases, b);
+                free(b);
+                return -1;
+            }
+        }
+    }
+    if (a->va < t->lo)
+        t->lo = a->va;
+    if (a->va + a->reserved > t->hi)
+        t->hi = a->va + a->reserved;
+    return 0;
+}
+
+void sw_table_remove(sw_table_t *t, sw_alloc_t *a)
+{
+    bentry_t *b;
+    HASH_FIND(hh, t->bases, &a->va, sizeof a->va, b);
+    if (!b || b->alloc != a)
+        return;
+    unindex(t, a);
+    HASH_DEL(t->bases, b);
+    free(b);
+    recompute_bounds(t);
+}
+
+bool sw_table_maybe(const sw_table_t *t, uint64_t addr)
+{
+    return addr >= t->lo && addr < t->hi;
+}
+
+sw_chunk_t *sw_table_lookup(const sw_table_t *t, uint64_t addr)
+{
+    if (!sw_table_maybe(t, addr))
+        return NULL;
+    gentry_t *g = gfind(t, addr >> t->shift);
+    return g ? g->chunk : NULL;
+}
+
+sw_alloc_t *sw_table_find_base(const sw_table_t *t, uint64_t va)
+{
+    bentry_t *b;
+    HASH_FIND(hh, t->bases, &va, sizeof va, b);
+    return b ? b->alloc : NULL;
+}
+
+void sw_table_each(const sw_table_t *t, void (*fn)(sw_alloc_t *a, void *arg), void *arg)
+{
+    for (bentry_t *b = t->bases; b; b = b->hh.next)
+        fn(b->alloc, arg);
+}
+
+size_t sw_table_count(const sw_table_t *t)
+{
+    return HASH_COUNT(t->bases);
+}

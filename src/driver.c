@@ -1,0 +1,152 @@
+/*
+ * The real driver: one table of its entry points, resolved on first use,
+ * the routes from real pointers to spillway's wrappers, and the gate.
+ *
+ * Resolution never goes through spillway's own exported symbols: the real
+ * dlsym (found with dlvsym, which the override does not touch) looks each
+ * name up in libcuda's own handle. So spillway's calls into the driver
+ * never re-enter its wrappers.
+ */
+#include "mech.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void *(*dlsym_fn)(void *, const char *);
+
+static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
+static dlsym_fn real_dlsym;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static sw_real_t real;
+static void *driver;
+
+typedef struct {
+    void *real, *wrapper;
+} route_t;
+static route_t routes[256];
+static size_t nroutes;
+
+/* The wrappers, for the routes (hooks.c defines them). */
+#define SW_HOOK(ret, sym, params, call) SW_EXPORT ret sym params;
+#include "hooks.def"
+#undef SW_HOOK
+
+static void find_dlsym(void)
+{
+    real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!real_dlsym)
+        real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+}
+
+dlsym_fn sw_real_dlsym(void)
+{
+    pthread_once(&dlsym_once, find_dlsym);
+    return real_dlsym;
+}
+
+static int route_cmp(const void *a, const void *b)
+{
+    const route_t *x = a, *y = b;
+    return x->real < y->real ? -1 : x->real > y->real;
+}
+
+static void add_route(void *real_fn, void *wrapper)
+{
+    if (real_fn && nroutes < sizeof routes / sizeof routes[0])
+        routes[nroutes++] = (route_t){real_fn, wrapper};
+}
+
+static void resolve(void)
+{
+    dlsym_fn sym = sw_real_dlsym();
+    driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!driver || !sym) {
+        sw_error("cannot load the CUDA driver (libcuda.so.1): %s",
+                 driver ? "no dlsym" : dlerror());
+        return;
+    }
+#define SW_HOOK(ret, name, params, call)                  \
+    real.name = (__typeof__(real.name))sym(driver, #name); \
+    add_route((void *)real.name, (void *)name);
+#include "hooks.def"
+#undef SW_HOOK
+#define SW_USE(name) real.name = (__typeof__(real.name))sym(driver, #name);
+    SW_USES(SW_USE)
+#undef SW_USE
+    qsort(routes, nroutes, sizeof routes[0], route_cmp);
+}
+
+const sw_real_t *sw_real(void)
+{
+    pthread_once(&real_once, resolve);
+    return &real;
+}
+
+void *sw_driver_handle(void)
+{
+    sw_real();
+    return driver;
+}
+
+void *sw_route(void *real_fn)
+{
+    size_t lo = 0, hi = nroutes;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (routes[mid].real == real_fn)
+            return routes[mid].wrapper;
+        if (routes[mid].real < real_fn)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return real_fn;
+}
+
+CUresult sw_route_result(CUresult r, void **pfn)
+{
+    if (r == CUDA_SUCCESS && pfn && *pfn)
+        *pfn = sw_route(*pfn);
+    return r;
+}
+
+const char *sw_cu_name(CUresult r)
+{
+    const char *s = NULL;
+    if (real.cuGetErrorName && real.cuGetErrorName(r, &s) == CUDA_SUCCESS && s)
+        return s;
+    return "CUDA_ERROR_?";
+}
+
+/* ---- the gate ---- */
+
+static pthread_rwlock_t gate = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+bool sw_gate_rd(void)
+{
+    if (!sw_tracking_any())
+        return false;
+    pthread_rwlock_rdlock(&gate);
+    return true;
+}
+
+void sw_gate_rd_always(void)
+{
+    pthread_rwlock_rdlock(&gate);
+}
+
+void sw_gate_unrd(void)
+{
+    pthread_rwlock_unlock(&gate);
+}
+
+void sw_gate_wr(void)
+{
+    pthread_rwlock_wrlock(&gate);
+}
+
+void sw_gate_unwr(void)
+{
+    pthread_rwlock_unlock(&gate);
+}

@@ -1,0 +1,60 @@
+/*
+ * The exported entry points, all generated from hooks.def, plus the dlsym
+ * override. Each wrapper is one line that hands its arguments to the layer
+ * below; there is no logic here.
+ *
+ * Three routes lead here (cuda-facts.md §1):
+ *   - programs linked with -lcuda bind to these exported names;
+ *   - the runtime, cuBLAS and Triton dlopen libcuda and dlsym
+ *     cuGetProcAddress_v2 from its handle: the dlsym override swaps the
+ *     real pointer for the wrapper;
+ *   - every later entry point comes from cuGetProcAddress, whose wrapper
+ *     swaps each pointer it returns by looking the real pointer up, so
+ *     each version and per-thread variant gets a wrapper of its own ABI.
+ */
+#include "mech.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define SW_HOOK(ret, sym, params, call) SW_EXPORT ret sym params;
+#include "hooks.def"
+#undef SW_HOOK
+
+#define SW_HOOK(ret, sym, params, call) \
+    SW_EXPORT ret sym params            \
+    {                                   \
+        return call;                    \
+    }
+#include "hooks.def"
+#undef SW_HOOK
+
+/* A lookup in libcuda's own handle gets the wrapper for what it finds. */
+static void *driver_dlsym(void *handle, const char *name)
+{
+    void *p = sw_real_dlsym()(handle, name);
+    if (!p)
+        return p;
+    /* Only the driver's handle is routed; the first such lookup is the
+     * program's first CUDA call, and resolves the real table. */
+    Dl_info info;
+    if (dladdr(p, &info) && info.dli_fname && strstr(info.dli_fname, "libcuda.so") &&
+        handle == sw_driver_handle())
+        return sw_route(p);
+    return p;
+}
+
+/*
+ * glibc resolves RTLD_DEFAULT and RTLD_NEXT relative to the library that
+ * calls dlsym, found from the return address, so those lookups must reach
+ * the real dlsym by a tail call with the caller's return address in place.
+ * They need no routing: RTLD_DEFAULT finds spillway's exports first.
+ */
+SW_EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *
+dlsym(void *restrict handle, const char *restrict name)
+{
+    if (handle != RTLD_DEFAULT && handle != RTLD_NEXT && name[0] == 'c' &&
+        name[1] == 'u' && strncmp(name, "cuda", 4) != 0)
+        return driver_dlsym(handle, name);
+    return sw_real_dlsym()(handle, name);
+}

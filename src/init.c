@@ -1,0 +1,67 @@
+/*
+ * Start-up, in two steps, so that a process that never uses CUDA pays
+ * nothing:
+ *   load time   (constructor) read SPILLWAY_* once from one table; a bad
+ *               value stops the program here, before it runs, with exit 2.
+ *               No thread, no file, no driver load.
+ *   first CUDA  (the driver's cuInit succeeded) logging, the stats file,
+ *               the exit report.
+ */
+#include "mech.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static sw_options_t opts;
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+
+const sw_options_t *sw_opts(void)
+{
+    return &opts;
+}
+
+__attribute__((constructor)) static void load_options(void)
+{
+    char err[512] = "", warn[2048] = "";
+    if (sw_options_parse(&opts, environ, err, sizeof err, warn, sizeof warn) != 0) {
+        fprintf(stderr, "%s\n", err);
+        _exit(2);
+    }
+    if (warn[0])
+        fputs(warn, stderr);
+}
+
+static void at_exit(void)
+{
+    if (opts.report[0])
+        sw_stats_report(opts.report);
+    sw_stats_unpublish();
+}
+
+static void start(void)
+{
+    sw_log_init(&opts);
+    if (opts.log_level >= SW_LOG_INFO)
+        sw_options_print(&opts, stderr);
+    if (opts.disable) {
+        sw_info("SPILLWAY_DISABLE is set: every call passes straight through");
+        return;
+    }
+    sw_stats_publish();
+    atexit(at_exit);
+}
+
+void sw_start(void)
+{
+    pthread_once(&start_once, start);
+}
+
+CUresult sw_on_init(unsigned int flags)
+{
+    CUresult r = SW_REAL(cuInit) ? SW_REAL(cuInit)(flags) : CUDA_ERROR_NOT_FOUND;
+    if (r == CUDA_SUCCESS)
+        sw_start();
+    return r;
+}

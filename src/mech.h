@@ -1,0 +1,134 @@
+/*
+ * The mechanism layer's header: the parts of spillway that call the real
+ * driver. Kept apart from sw.h so the pure core never sees cuda.h.
+ */
+#ifndef SW_MECH_H
+#define SW_MECH_H
+
+#include <cuda.h>
+#include <pthread.h>
+
+#include "sw.h"
+
+#define SW_EXPORT __attribute__((visibility("default")))
+
+/* Driver functions spillway calls on its own behalf but does not wrap. */
+#define SW_USES(X)                                                          \
+    X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
+    X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemGetAllocationGranularity) \
+    X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuCtxGetDevice)        \
+    X(cuCtxSynchronize) X(cuStreamCreate) X(cuStreamSynchronize)            \
+    X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)
+
+/* ---- the one table of real driver entry points (driver.c) ---- */
+typedef struct {
+#define SW_HOOK(ret, sym, params, call) ret (*sym) params;
+#include "hooks.def"
+#undef SW_HOOK
+#define SW_USE(sym) __typeof__(&sym) sym;
+    SW_USES(SW_USE)
+#undef SW_USE
+} sw_real_t;
+
+/* The real driver, resolved on first use (loads libcuda.so.1 then, never
+ * before). Returns a table whose entries may be NULL where the driver lacks
+ * a function; every wrapper checks before calling. */
+const sw_real_t *sw_real(void);
+#define SW_REAL(sym) (sw_real()->sym)
+/* The real dlsym, found with dlvsym: never loads the driver. */
+void *(*sw_real_dlsym(void))(void *, const char *);
+/* libcuda's handle once resolved, else NULL. */
+void *sw_driver_handle(void);
+/* Swaps a real driver pointer for spillway's wrapper of exactly that
+ * variant; other pointers are returned unchanged. */
+void *sw_route(void *real_fn);
+CUresult sw_route_result(CUresult r, void **pfn);
+/* The name of a CUresult, for logs. */
+const char *sw_cu_name(CUresult r);
+
+/* ---- the gate (driver.c) ----
+ * Every hooked call that issues device work holds the gate shared while it
+ * issues; spillway holds it exclusively while it changes any mapping. See
+ * vmm.c for why this, with a device synchronization, makes unmapping safe.
+ * sw_gate_rd returns false, taking nothing, while no allocation is tracked
+ * (nothing can then be unmapped under the caller). */
+bool sw_gate_rd(void);
+/* Takes the gate shared unconditionally (to re-take it after promoting). */
+void sw_gate_rd_always(void);
+void sw_gate_unrd(void);
+void sw_gate_wr(void);
+void sw_gate_unwr(void);
+#define SW_GATED(sym, args)                              \
+    ({                                                   \
+        bool gated_ = sw_gate_rd();                      \
+        CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args   \
+                                   : CUDA_ERROR_NOT_FOUND; \
+        if (gated_)                                      \
+            sw_gate_unrd();                              \
+        r_;                                              \
+    })
+
+/* ---- init.c ---- */
+const sw_options_t *sw_opts(void);
+CUresult sw_on_init(unsigned int flags);
+/* Started once after the driver's cuInit succeeded: logging, stats. */
+void sw_start(void);
+
+/* ---- alloc.c: tracked allocations ---- */
+CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize);
+CUresult sw_mem_free(CUdeviceptr dptr);
+CUresult sw_mem_get_info(size_t *free, size_t *total);
+CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+/* The table and budget state; callers hold the gate (shared to read,
+ * exclusive to change). */
+sw_table_t *sw_tracked(void);
+bool sw_tracking_any(void);
+uint64_t sw_device_room(void);   /* budget left for device chunks; UINT64_MAX: none set */
+bool sw_budget_set(void);
+/* Moves chunk c to `to`, after the device was synchronized under the
+ * exclusive gate (sw_safe_sync). Keeps the byte counts. Failure leaves c
+ * exactly as it was. */
+CUresult sw_move(sw_chunk_t *c, sw_where_t to);
+/* The device synchronization that makes unmapping safe; counted. Gate
+ * held exclusively. */
+CUresult sw_safe_sync(void);
+
+/* ---- vmm.c: chunks on the real driver ---- */
+typedef struct {
+    CUdevice device;
+    uint64_t granularity;      /* common multiple of the device and host granularities */
+    bool host_ok;              /* pinned host VMM memory is available */
+} sw_vmm_info_t;
+/* Probes the device once: VMM support, granularities, which host location
+ * works. Returns NULL when VMM cannot be used (spillway then passes
+ * allocations through). */
+const sw_vmm_info_t *sw_vmm_setup(void);
+CUresult sw_vmm_reserve(uint64_t size, CUdeviceptr *va);
+void sw_vmm_unreserve(CUdeviceptr va, uint64_t size);
+/* Backs c (c->va, c->size set) with a new handle at `where`; maps it with
+ * device access. On failure c has no mapping and nothing leaked. */
+CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where);
+/* Unmaps and releases c's backing. */
+void sw_vmm_unback(sw_chunk_t *c);
+/* Copies c's bytes into a new handle at `to` and remaps c->va onto it;
+ * the old handle is released only once the new mapping has access. Any
+ * failure restores the old mapping: no data is lost. */
+CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to);
+
+/* ---- launch.c ---- */
+enum { SW_HANDLE_FUNC = 1, SW_HANDLE_KERNEL = 2 };
+CUresult sw_note_handle(CUresult r, void **h, int kind);
+typedef CUresult (*sw_launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*sw_launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                   unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,
+                   void **params, void **extra);
+CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunction f,
+                      void **params, void **extra);
+CUresult sw_capture_begin(CUresult r);
+CUresult sw_capture_end(CUresult r);
+bool sw_capturing(void);
+
+#endif

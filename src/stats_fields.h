@@ -1,0 +1,35 @@
+/*
+ * The one list of spillway's statistics. It generates the stats struct,
+ * the shared-memory layout, the JSON report and spillway-stat's table.
+ * GAUGE fields keep a current value and a peak; COUNTER fields only grow.
+ * X(kind, name, unit, help). Adding a field bumps SW_STATS_VERSION.
+ */
+#ifndef SW_STATS_FIELDS_H
+#define SW_STATS_FIELDS_H
+
+#define SW_STATS_VERSION 1
+
+#define SW_STATS_FIELDS(X)                                                              \
+    X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
+    X(GAUGE, device_bytes, "bytes", "tracked bytes resident on the GPU")                 \
+    X(GAUGE, host_bytes, "bytes", "tracked bytes in pinned host memory (zero-copy)")     \
+    X(GAUGE, tracked_allocs, "count", "live tracked allocations")                        \
+    X(COUNTER, demotions, "count", "chunks moved from the GPU to host memory")           \
+    X(COUNTER, promotions, "count", "chunks moved from host memory to the GPU")          \
+    X(COUNTER, bytes_demoted, "bytes", "bytes moved to host memory")                     \
+    X(COUNTER, bytes_promoted, "bytes", "bytes moved to the GPU")                        \
+    X(COUNTER, oom_recoveries, "count", "allocations that succeeded after the driver said out of memory") \
+    X(COUNTER, safety_syncs, "count", "device synchronizations made before unmapping")  \
+    X(COUNTER, launches, "count", "kernel launches seen")                                \
+    X(COUNTER, launches_touching_host, "count", "launches whose arguments point into host-resident chunks") \
+    X(COUNTER, passthrough_allocs, "count", "allocations passed to the driver untouched") \
+    X(COUNTER, failed_moves, "count", "demotions or promotions abandoned (chunk left as it was)")
+
+typedef enum {
+#define SW_STAT_ENUM(kind, name, unit, help) SW_STAT_##name,
+    SW_STATS_FIELDS(SW_STAT_ENUM)
+#undef SW_STAT_ENUM
+    SW_STAT_COUNT
+} sw_stat_id_t;
+
+#endif

@@ -1,0 +1,208 @@
+/*
+ * spillway internal header. One header; prototypes grouped under the file
+ * that defines them.
+ *
+ * Three layers:
+ *   hooks.c            thin exported entry points, generated from hooks.def
+ *   core/              pure C: options parsing, the allocation table, the
+ *                      residency policy, argument scanning. Never calls CUDA;
+ *                      unit-tested with check (tests/unit).
+ *   driver.c, vmm.c,   the mechanism: calls the real driver through one table
+ *   alloc.c, launch.c  (sw_real), acts on the policy's verdicts.
+ * Plus options.c/log.c/stats.c (process plumbing) and tools/spillway-stat.
+ */
+#ifndef SW_H
+#define SW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ======================= core (pure, no CUDA) ========================== */
+
+/* ---- core/options.c: SPILLWAY_* parsing -------------------------------- */
+
+/* A byte amount given as a size ("20GiB") or a percentage ("40%") of some
+ * total known only later (device memory, machine RAM). */
+typedef struct {
+    uint64_t bytes;
+    double percent; /* valid when is_percent */
+    bool is_percent;
+    bool set;       /* given by the user (vs default) */
+} sw_amount_t;
+
+enum { SW_LOG_ERROR, SW_LOG_WARN, SW_LOG_INFO, SW_LOG_DEBUG };
+enum { SW_MEMINFO_PHYSICAL, SW_MEMINFO_VIRTUAL };
+
+typedef struct {
+    sw_amount_t gpu_budget;  /* unset: no budget, demote only on OOM */
+    sw_amount_t host_budget; /* default: 50% of RAM */
+    uint64_t min_alloc;      /* default 2MiB */
+    uint64_t chunk;          /* default 32MiB; rounded to granularity later */
+    bool disable;
+    int log_level;           /* default SW_LOG_WARN */
+    char log_file[1024];
+    char report[1024];
+    int meminfo;             /* default SW_MEMINFO_PHYSICAL */
+    char stats_dir[1024];    /* "" (default): the per-user rule in stats_file.c */
+} sw_options_t;
+
+/* Parses the SPILLWAY_* entries of env (a NULL-terminated "NAME=value"
+ * array, like environ) into *o, starting from the defaults. On a bad value
+ * returns -1 and writes one message naming the variable, the value and the
+ * accepted forms into err. Unknown SPILLWAY_* names do not fail: for each,
+ * a warning suggesting the closest known name is written into warn (lines
+ * separated by '\n'). Never touches the process environment itself. */
+int sw_options_parse(sw_options_t *o, char *const *env, char *err, size_t errlen,
+                     char *warn, size_t warnlen);
+/* Prints every effective option, one per line ("SPILLWAY_X=value"). */
+void sw_options_print(const sw_options_t *o, FILE *f);
+/* bytes for a size amount, or percent of total for a percentage. */
+uint64_t sw_amount_resolve(const sw_amount_t *a, uint64_t total);
+/* Parsers shared with tools: return false on a malformed value. */
+bool sw_parse_size(const char *s, uint64_t *out);   /* "64", "2MiB", "1G", "512k" */
+bool sw_parse_bool(const char *s, bool *out);       /* 1/0 on/off yes/no true/false */
+
+/* ---- core/table.c: allocations, chunks, and address lookup ------------- */
+
+/* Where a chunk's bytes are. Transitional states are held only under the
+ * residency lock while the mechanism moves the chunk. */
+typedef enum {
+    SW_ON_DEVICE,   /* mapped to a device handle */
+    SW_ON_HOST,     /* mapped to a pinned host handle (zero-copy for kernels) */
+} sw_where_t;
+
+struct sw_alloc;
+
+typedef struct sw_chunk {
+    uint64_t va, size;          /* size: a multiple of the granularity */
+    sw_where_t where;
+    uint64_t handle;            /* the CUmemGenericAllocationHandle mapped at va */
+    uint64_t last_use;          /* launch sequence number of the last launch seen touching it; 0 never */
+    uint64_t uses;              /* launches seen touching it */
+    struct sw_alloc *alloc;
+    uint32_t index;             /* within alloc->chunks */
+} sw_chunk_t;
+
+typedef struct sw_alloc {
+    uint64_t va;                /* the reservation base == the pointer the app holds */
+    uint64_t size;              /* bytes the app asked for */
+    uint64_t reserved;          /* reservation size (sum of chunk sizes) */
+    uint32_t nchunks;
+    sw_chunk_t *chunks;         /* nchunks entries, ascending va */
+} sw_alloc_t;
+
+typedef struct sw_table sw_table_t;
+
+/* granule: a power of two; every chunk va and size is a multiple of it.
+ * Returns NULL when out of memory. */
+sw_table_t *sw_table_new(uint64_t granule);
+void sw_table_free(sw_table_t *t);
+/* Registers a (fully built) allocation: one index entry per granule of
+ * [va, va+reserved). Returns -1 (table unchanged) on OOM or overlap. */
+int sw_table_insert(sw_table_t *t, sw_alloc_t *a);
+/* Unregisters; the caller frees a. */
+void sw_table_remove(sw_table_t *t, sw_alloc_t *a);
+/* The chunk containing addr, or NULL. addr may be anywhere in
+ * [a->va, a->va + a->reserved). O(1). */
+sw_chunk_t *sw_table_lookup(const sw_table_t *t, uint64_t addr);
+/* The allocation whose base is exactly va, or NULL. */
+sw_alloc_t *sw_table_find_base(const sw_table_t *t, uint64_t va);
+/* Cheap pre-filter: false when addr is certainly not tracked. */
+bool sw_table_maybe(const sw_table_t *t, uint64_t addr);
+/* Iteration over all allocations (order unspecified): call fn for each;
+ * fn must not modify the table. */
+void sw_table_each(const sw_table_t *t, void (*fn)(sw_alloc_t *a, void *arg), void *arg);
+size_t sw_table_count(const sw_table_t *t);
+
+/* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
+
+typedef enum { SW_POLICY_LRU } sw_policy_kind_t;
+
+/* Chooses chunks to demote so that at least `need` bytes of device-resident
+ * chunks are freed: device chunks only, least recently used first (ties:
+ * fewer uses first, then lower address), skipping any chunk for which
+ * keep(chunk, arg) returns true (e.g. chunks the current launch touches).
+ * Writes up to max pointers into out and returns how many. Freed bytes may
+ * fall short of need when there are not enough candidates; *freed says how
+ * many bytes the chosen chunks hold. Pure: looks, never changes. */
+size_t sw_policy_victims(const sw_table_t *t, uint64_t need,
+                         bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                         sw_chunk_t **out, size_t max, uint64_t *freed);
+
+/* What to do with a host chunk a launch touches. */
+typedef enum {
+    SW_VERDICT_ZERO_COPY, /* leave it on the host; the kernel reads over PCIe */
+    SW_VERDICT_PROMOTE,   /* move it to the device before the launch */
+} sw_verdict_t;
+
+/* device_free: budget room (bytes) left on the device for tracked chunks. */
+sw_verdict_t sw_policy_on_touch(const sw_chunk_t *c, uint64_t device_free, bool capturing);
+
+/* ---- core/scan.c: which tracked memory a launch's arguments point into -- */
+
+typedef struct {
+    uint32_t nparams;
+    uint32_t total;             /* bytes of the packed parameter buffer */
+    uint32_t *offset, *size;    /* nparams entries each */
+} sw_layout_t;
+
+/* Calls hit(word, arg) for every 8-byte-aligned 8-byte word of every
+ * parameter, read from kernelParams (params[i] points at parameter i) when
+ * params != NULL, else from the packed buffer buf of buflen bytes (the
+ * `extra` form; words at 8-aligned offsets in [0, min(buflen, total))).
+ * Parameters smaller than 8 bytes are skipped; a parameter of size s >= 8 is
+ * scanned at parameter offsets 0, 8, ... while the word fits. Words equal to
+ * zero are skipped. Returns the number of words passed to hit. */
+size_t sw_scan_args(const sw_layout_t *l, void *const *params, const void *buf, size_t buflen,
+                    void (*hit)(uint64_t word, void *arg), void *arg);
+/* Parses a cuLaunchKernel `extra` array: finds the buffer pointer and size.
+ * Returns false when extra is malformed. */
+bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len);
+
+/* ======================= plumbing ====================================== */
+
+/* ---- log.c ---- */
+void sw_log_init(const sw_options_t *o);
+void sw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define sw_error(...) sw_log(SW_LOG_ERROR, __VA_ARGS__)
+#define sw_warn(...) sw_log(SW_LOG_WARN, __VA_ARGS__)
+#define sw_info(...) sw_log(SW_LOG_INFO, __VA_ARGS__)
+#define sw_debug(...) sw_log(SW_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- stats.c: one field list (stats_fields.h) ---- */
+#include "stats_fields.h"
+
+/* Updates are cheap and thread-safe. Gauges track current and peak. */
+void sw_stat_add(sw_stat_id_t id, int64_t delta);
+uint64_t sw_stat_get(sw_stat_id_t id);
+/* Creates this process's stats file (see stats.c for the path rules);
+ * failure only logs: stats are optional, the application is not. */
+void sw_stats_publish(void);
+/* Writes the final stats as JSON to path (SPILLWAY_REPORT). */
+void sw_stats_report(const char *path);
+/* Removes the stats file (at exit). */
+void sw_stats_unpublish(void);
+
+/* ==== plumbing additions (options.c, stats.c) ========================= */
+
+/* options.c: every option with its accepted forms, default and help, for
+ * people (README, --help). Can't fail. */
+void sw_options_help(FILE *f);
+/* Note on sw_options_parse's messages: err and each warn line start with
+ * "spillway: " already, so print them as they are (fputs), not through
+ * sw_log, which adds its own prefix. warn lines have no trailing '\n'. */
+
+/* stats.c: remembers the options publishing needs (o->stats_dir). Call once
+ * at start-up, before sw_stats_publish; without it publish uses the default
+ * directory. Can't fail. */
+void sw_stats_init(const sw_options_t *o);
+/* stats.c: bracket a group of sw_stat_add calls that readers must see all
+ * or none of (a demotion moves bytes from device_bytes to host_bytes and
+ * counts it). Groups are serialised by one mutex; lone sw_stat_add calls
+ * outside a group stay lock-free. Can't fail. */
+void sw_stats_batch_begin(void);
+void sw_stats_batch_end(void);
+
+#endif

@@ -1,0 +1,219 @@
+/*
+ * Chunks on the real driver: reserve, back, move, unback.
+ *
+ * A tracked allocation is one address reservation, tiled by chunks. Each
+ * chunk is one physical handle mapped at its place, either device memory
+ * or pinned host memory (CU_MEM_LOCATION_TYPE_HOST, or HOST_NUMA node 0
+ * where that is what the driver offers). Both are mapped with device
+ * read/write access, so a kernel reads and writes a host chunk correctly,
+ * over PCIe, at the same address:
+ *
+ *      reservation  [ chunk 0 | chunk 1 | chunk 2 | chunk 3 ]
+ *      backing         dev      host      dev       host
+ *
+ * THE SAFETY RULE. spillway unmaps a range only
+ *   1. while holding the gate exclusively, and
+ *   2. after cuCtxSynchronize, called under that same hold, returned
+ *      CUDA_SUCCESS.
+ * Every hooked call that issues device work (launches, graph launches,
+ * copies, memsets) holds the gate shared while it issues. So when the
+ * unmap happens, all work issued before it has finished, and none can be
+ * issued until the new mapping, with access, is in place. This does not
+ * depend on seeing which memory a kernel touches: a kernel that reaches a
+ * chunk through a pointer stored in device memory has finished too.
+ * Moving a chunk copies its bytes under the same hold, so no kernel writes
+ * them during the copy. The old handle is released only after the new
+ * mapping has access; any failure before that remaps the old handle, so no
+ * byte is lost and the application sees the driver's own error.
+ * Under stream capture a synchronization is forbidden, so nothing moves.
+ */
+#include "mech.h"
+
+#include <string.h>
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static sw_vmm_info_t info;
+static bool usable;
+static CUmemAllocationProp dev_prop, host_prop;
+static CUdeviceptr staging;      /* a spare range to fill a new handle through */
+static uint64_t staging_size;
+static CUstream copy_stream;
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+static uint64_t gran_of(const CUmemAllocationProp *p)
+{
+    size_t g = 0;
+    if (SW_REAL(cuMemGetAllocationGranularity)(&g, p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+        CUDA_SUCCESS)
+        return 0;
+    return g;
+}
+
+/* Tries a host location by creating (and releasing) one small handle:
+ * attributes may be missing on older drivers, and HOST_NUMA creation has
+ * crashed or failed on some (cuda-facts.md §3). */
+static bool host_location_works(CUmemLocationType type)
+{
+    host_prop = (CUmemAllocationProp){.type = CU_MEM_ALLOCATION_TYPE_PINNED};
+    host_prop.location.type = type;
+    host_prop.location.id = 0;
+    uint64_t g = gran_of(&host_prop);
+    CUmemGenericAllocationHandle h;
+    if (!g || SW_REAL(cuMemCreate)(&h, g, &host_prop, 0) != CUDA_SUCCESS)
+        return false;
+    SW_REAL(cuMemRelease)(h);
+    return true;
+}
+
+static void setup(void)
+{
+    const sw_real_t *r = sw_real();
+    int vmm = 0;
+    if (!r->cuMemCreate || !r->cuMemMap || r->cuCtxGetDevice(&info.device) != CUDA_SUCCESS ||
+        r->cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                info.device) != CUDA_SUCCESS || !vmm) {
+        sw_warn("virtual memory management is not available: allocations pass through");
+        return;
+    }
+    dev_prop = (CUmemAllocationProp){.type = CU_MEM_ALLOCATION_TYPE_PINNED};
+    dev_prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    dev_prop.location.id = info.device;
+    uint64_t g = gran_of(&dev_prop);
+    info.host_ok = host_location_works(CU_MEM_LOCATION_TYPE_HOST) ||
+                   host_location_works(CU_MEM_LOCATION_TYPE_HOST_NUMA);
+    if (!g || !info.host_ok) {
+        sw_warn("pinned host VMM memory is not available: allocations pass through");
+        return;
+    }
+    uint64_t hg = gran_of(&host_prop);
+    info.granularity = g > hg ? g : hg; /* both powers of two */
+    staging_size = round_up(sw_opts()->chunk, info.granularity);
+    if (SW_REAL(cuMemAddressReserve)(&staging, staging_size, 0, 0, 0) != CUDA_SUCCESS) {
+        sw_warn("cannot reserve a staging range: allocations pass through");
+        return;
+    }
+    sw_info("device %d: granularity %llu, host memory via %s", info.device,
+            (unsigned long long)info.granularity,
+            host_prop.location.type == CU_MEM_LOCATION_TYPE_HOST ? "HOST" : "HOST_NUMA");
+    usable = true;
+}
+
+const sw_vmm_info_t *sw_vmm_setup(void)
+{
+    pthread_once(&setup_once, setup);
+    return usable ? &info : NULL;
+}
+
+CUresult sw_vmm_reserve(uint64_t size, CUdeviceptr *va)
+{
+    return SW_REAL(cuMemAddressReserve)(va, size, 0, 0, 0);
+}
+
+void sw_vmm_unreserve(CUdeviceptr va, uint64_t size)
+{
+    SW_REAL(cuMemAddressFree)(va, size);
+}
+
+static CUresult grant(CUdeviceptr va, uint64_t size)
+{
+    CUmemAccessDesc d = {.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = info.device;
+    return SW_REAL(cuMemSetAccess)(va, size, &d, 1);
+}
+
+/* Maps handle h at va with access; on failure nothing stays mapped. */
+static CUresult map_at(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHandle h)
+{
+    CUresult r = SW_REAL(cuMemMap)(va, size, 0, h, 0);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = grant(va, size);
+    if (r != CUDA_SUCCESS)
+        SW_REAL(cuMemUnmap)(va, size);
+    return r;
+}
+
+static CUresult create(sw_where_t where, uint64_t size, CUmemGenericAllocationHandle *h)
+{
+    return SW_REAL(cuMemCreate)(h, size, where == SW_ON_DEVICE ? &dev_prop : &host_prop, 0);
+}
+
+CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where)
+{
+    CUmemGenericAllocationHandle h;
+    CUresult r = create(where, c->size, &h);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = map_at(c->va, c->size, h);
+    if (r != CUDA_SUCCESS) {
+        SW_REAL(cuMemRelease)(h);
+        return r;
+    }
+    c->handle = h;
+    c->where = where;
+    return CUDA_SUCCESS;
+}
+
+void sw_vmm_unback(sw_chunk_t *c)
+{
+    SW_REAL(cuMemUnmap)(c->va, c->size);
+    SW_REAL(cuMemRelease)(c->handle);
+    c->handle = 0;
+}
+
+/* Copies size bytes from src to dst on spillway's own stream and waits. */
+static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size)
+{
+    const sw_real_t *r = sw_real();
+    CUresult e = CUDA_SUCCESS;
+    if (!copy_stream)
+        e = r->cuStreamCreate(&copy_stream, CU_STREAM_NON_BLOCKING);
+    if (e == CUDA_SUCCESS)
+        e = r->cuMemcpyDtoDAsync_v2(dst, src, size, copy_stream);
+    if (e == CUDA_SUCCESS)
+        e = r->cuStreamSynchronize(copy_stream);
+    return e;
+}
+
+/* Caller holds the gate exclusively and has synchronized (the rule). */
+CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to)
+{
+    CUmemGenericAllocationHandle h;
+    if (c->size > staging_size)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = create(to, c->size, &h);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* Fill the new handle through the staging range. */
+    r = map_at(staging, c->size, h);
+    if (r == CUDA_SUCCESS) {
+        r = copy(staging, c->va, c->size);
+        SW_REAL(cuMemUnmap)(staging, c->size);
+    }
+    if (r == CUDA_SUCCESS)
+        r = SW_REAL(cuMemUnmap)(c->va, c->size);
+    if (r != CUDA_SUCCESS) {
+        SW_REAL(cuMemRelease)(h);
+        return r; /* c still mapped to its old handle */
+    }
+    r = map_at(c->va, c->size, h);
+    if (r != CUDA_SUCCESS) {
+        /* Put the old handle back; it still holds every byte. */
+        CUresult back = map_at(c->va, c->size, c->handle);
+        if (back != CUDA_SUCCESS)
+            sw_error("cannot restore chunk 0x%llx after a failed move (%s): its data is in "
+                     "handle %llu but unmapped",
+                     (unsigned long long)c->va, sw_cu_name(back), (unsigned long long)c->handle);
+        SW_REAL(cuMemRelease)(h);
+        return r;
+    }
+    SW_REAL(cuMemRelease)(c->handle);
+    c->handle = h;
+    c->where = to;
+    return CUDA_SUCCESS;
+}
