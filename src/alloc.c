@@ -273,17 +273,37 @@ CUresult sw_mem_free(CUdeviceptr dptr)
     return r;
 }
 
+/* Frameworks that size themselves from cuMemGetInfo see the host budget
+ * too when SPILLWAY_MEMINFO=virtual. Done once per query: a runtime
+ * wrapper that reaches the driver wrapper is told it was done. */
+void sw_meminfo_adjust(size_t *free_b, size_t *total)
+{
+    sw_rt_state_t *rt = sw_rt_state();
+    if (sw_opts()->meminfo != SW_MEMINFO_VIRTUAL || !free_b || !total || (rt->inside && rt->handled))
+        return;
+    uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t hb = host_budget ? host_budget : sw_amount_resolve(&sw_opts()->host_budget, ram);
+    uint64_t used = sw_stat_get(SW_STAT_host_bytes);
+    *total += hb;
+    *free_b += hb > used ? hb - used : 0;
+    rt->handled = rt->inside;
+}
+
 CUresult sw_mem_get_info(size_t *free_b, size_t *total)
 {
     CUresult r = SW_REAL(cuMemGetInfo_v2)(free_b, total);
-    if (r != CUDA_SUCCESS || sw_opts()->meminfo != SW_MEMINFO_VIRTUAL || !free_b || !total)
-        return r;
-    /* Frameworks that size themselves from this see the host budget too. */
-    uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t hb = host_budget ? host_budget : sw_amount_resolve(&sw_opts()->host_budget, ram);
-    *total += hb;
-    *free_b += hb > sw_stat_get(SW_STAT_host_bytes) ? hb - sw_stat_get(SW_STAT_host_bytes) : 0;
+    if (r == CUDA_SUCCESS)
+        sw_meminfo_adjust(free_b, total);
     return r;
+}
+
+bool sw_is_tracked_base(CUdeviceptr p)
+{
+    if (!sw_gate_rd())
+        return false;
+    bool t = table && sw_table_find_base(table, p);
+    sw_gate_unrd();
+    return t;
 }
 
 /* The tracked allocation containing p, read under the gate. */

@@ -18,7 +18,9 @@
 #include <string.h>
 
 #define SW_HOOK(ret, sym, params, call) SW_EXPORT ret sym params;
+#define SW_RT_HOOK SW_HOOK
 #include "hooks.def"
+#undef SW_RT_HOOK
 #undef SW_HOOK
 
 #define SW_HOOK(ret, sym, params, call) \
@@ -26,7 +28,9 @@
     {                                   \
         return call;                    \
     }
+#define SW_RT_HOOK SW_HOOK
 #include "hooks.def"
+#undef SW_RT_HOOK
 #undef SW_HOOK
 
 /* A lookup in libcuda's own handle gets the wrapper for what it finds. */

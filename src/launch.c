@@ -173,8 +173,7 @@ static void promote(const marks_t *m)
     sw_gate_rd_always();
 }
 
-/* Scans a launch's arguments; gate held shared. */
-static void mark(CUfunction f, void **params, void **extra)
+void sw_mark(CUfunction f, void **params, void **extra)
 {
     const sw_layout_t *l = layout_of(f);
     marks_t m = {.seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED)};
@@ -194,18 +193,44 @@ static void mark(CUfunction f, void **params, void **extra)
         promote(&m);
 }
 
+/* A launch with nothing tracked: counted, not scanned. */
+static void count_unscanned(void)
+{
+    if (!sw_opts()->disable)
+        sw_stat_add(SW_STAT_launches, 1);
+}
+
+/* True when a runtime wrapper on this thread owns this launch: it holds
+ * the gate and has scanned (or, when it could not name the function,
+ * leaves the scan to this, its driver-level twin). */
+static bool from_runtime(CUfunction f, void **params, void **extra)
+{
+    sw_rt_state_t *rt = sw_rt_state();
+    if (!rt->inside)
+        return false;
+    if (!rt->handled) {
+        if (rt->gated)
+            sw_mark(f, params, extra);
+        else
+            count_unscanned();
+        rt->handled = true;
+    }
+    return true;
+}
+
 CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,
                    void **params, void **extra)
 {
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
+    if (from_runtime(f, params, extra))
+        return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     if (!sw_gate_rd()) {
-        if (!sw_opts()->disable)
-            sw_stat_add(SW_STAT_launches, 1);
+        count_unscanned();
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     }
-    mark(f, params, extra);
+    sw_mark(f, params, extra);
     CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     sw_gate_unrd();
     return r;
@@ -216,12 +241,13 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
 {
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
+    if (from_runtime(f, params, extra))
+        return real(config, f, params, extra);
     if (!sw_gate_rd()) {
-        if (!sw_opts()->disable)
-            sw_stat_add(SW_STAT_launches, 1);
+        count_unscanned();
         return real(config, f, params, extra);
     }
-    mark(f, params, extra);
+    sw_mark(f, params, extra);
     CUresult r = real(config, f, params, extra);
     sw_gate_unrd();
     return r;

@@ -6,6 +6,7 @@
 #define SW_MECH_H
 
 #include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <pthread.h>
 
 #include "sw.h"
@@ -127,8 +128,33 @@ CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, un
                    void **params, void **extra);
 CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunction f,
                       void **params, void **extra);
+/* Scans a launch's arguments and stamps the chunks hit; gate held shared. */
+void sw_mark(CUfunction f, void **params, void **extra);
 CUresult sw_capture_begin(CUresult r);
 CUresult sw_capture_end(CUresult r);
 bool sw_capturing(void);
+
+/* ---- runtime.c: the shared CUDA runtime ----
+ * The runtime may reach the driver through wrapped public entry points or
+ * through private ones. Its wrappers therefore do the work themselves and
+ * mark this thread while they call into the runtime, so that a driver
+ * wrapper reached from inside does not do it a second time. */
+typedef struct {
+    bool inside;   /* a runtime wrapper is calling the real runtime */
+    bool gated;    /* ... holding the gate shared */
+    bool handled;  /* the work was done (scan, meminfo adjustment) */
+} sw_rt_state_t;
+sw_rt_state_t *sw_rt_state(void);
+enum { SW_RT_LEGACY, SW_RT_PTSZ };
+cudaError_t sw_rt_malloc(void **p, size_t size);
+cudaError_t sw_rt_free(void *p);
+cudaError_t sw_rt_mem_get_info(size_t *free, size_t *total);
+cudaError_t sw_rt_launch(int variant, const void *func, dim3 grid, dim3 block, void **args,
+                         size_t shmem, cudaStream_t stream);
+cudaError_t sw_rt_launch_ex(int variant, const cudaLaunchConfig_t *config, const void *func,
+                            void **args);
+/* alloc.c helpers the runtime wrappers share */
+bool sw_is_tracked_base(CUdeviceptr p);
+void sw_meminfo_adjust(size_t *free, size_t *total);
 
 #endif
