@@ -101,7 +101,7 @@ static bool query_layout(fn_t *f, param_info_fn info)
 /* The layout of a function or kernel handle, cached. A CUkernel must be
  * asked with cuKernelGetParamInfo (cuFuncGetParamInfo refuses it); a
  * handle of unknown origin is tried both ways. NULL: unknown. */
-static const sw_layout_t *layout_of(CUfunction h)
+static const sw_layout_t *layout_lookup(CUfunction h)
 {
     pthread_mutex_lock(&fn_lock);
     fn_t *f = fn_get(h);
@@ -123,6 +123,26 @@ static const sw_layout_t *layout_of(CUfunction h)
     if (f && f->have_layout)
         l = &f->layout;
     pthread_mutex_unlock(&fn_lock);
+    return l;
+}
+
+/* Each thread keeps the layouts it used last, direct-mapped by handle, so
+ * a launch takes no lock once its function is known. Entries are never
+ * freed, so a cached pointer stays valid. */
+#define TLS_WAYS 64
+static __thread struct {
+    void *h;
+    const sw_layout_t *l;
+} recent[TLS_WAYS];
+
+static const sw_layout_t *layout_of(CUfunction h)
+{
+    unsigned way = (unsigned)(((uintptr_t)h >> 4) ^ ((uintptr_t)h >> 12)) % TLS_WAYS;
+    if (recent[way].h == h)
+        return recent[way].l;
+    const sw_layout_t *l = layout_lookup(h);
+    recent[way].h = h;
+    recent[way].l = l;
     return l;
 }
 
