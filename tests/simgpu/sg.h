@@ -178,6 +178,7 @@ typedef enum {
 } sg_cost_t;
 
 /* ---- sg_config.c: SIMGPU_* environment, read once -------------------- */
+#define SG_MAX_FAILS 8 /* SIMGPU_FAIL entries per function */
 typedef struct {
     uint64_t mem, granularity, host_granularity, va_size;
     uint64_t jitter_us, seed;
@@ -186,7 +187,7 @@ typedef struct {
     uint64_t kernel_ns, launch_ns, api_ns, memcreate_ns, memmap_ns;
     uint64_t setaccess_ns, unmap_ns, reserve_ns;
     char report[4096];
-    uint64_t fail_nth[SG_FN_COUNT]; /* 0: never */
+    uint64_t fail_nth[SG_FN_COUNT][SG_MAX_FAILS]; /* calls to fail; 0: unused */
 } sg_config_t;
 
 /* Parses the environment into *cfg; on a bad value prints one message
@@ -249,6 +250,8 @@ void sg_fault(const char *what);
 
 /* ---- sg_mem.c: address space, physical memory, translation ----------- */
 enum { SG_LOC_DEVICE, SG_LOC_HOST }; /* where a byte physically lives */
+enum { SG_ACCESS_NONE, SG_ACCESS_READ, SG_ACCESS_RW };
+#define SG_MAX_PHYS 8 /* handles an op's ranges may be backed by, recorded */
 
 typedef struct sg_phys {
     uint64_t id;        /* the CUmemGenericAllocationHandle */
@@ -264,7 +267,7 @@ typedef struct {
     uint64_t size;
     sg_phys_t *phys;
     uint64_t phys_off;
-    bool access;        /* cuMemSetAccess granted read/write */
+    int access;         /* SG_ACCESS_*: what cuMemSetAccess granted the device */
     bool legacy;        /* made by cuMemAlloc, not by cuMemMap */
 } sg_map_t;
 
@@ -279,6 +282,8 @@ typedef struct {
 typedef struct {
     void *host;
     uint64_t device_bytes, host_bytes;
+    int nphys;                   /* the handles behind the range (first few) */
+    uint64_t phys[SG_MAX_PHYS];
 } sg_xlate_t;
 
 /* mem_lock: readers are ops that touch memory (held while they run), the
@@ -289,11 +294,11 @@ void sg_mem_wrlock(void);
 void sg_mem_unlock(void);
 CUresult sg_mem_init(void);
 bool sg_mem_is_device_va(uint64_t addr);
-/* Translates [addr, addr+len) if every byte is mapped with access (device
- * VA) or inside pinned host memory; false otherwise. Caller holds
- * mem_lock for reading. A range outside both spaces is plain host memory
- * only when allow_pageable. */
-bool sg_mem_xlate(uint64_t addr, uint64_t len, bool allow_pageable, sg_xlate_t *out);
+/* Translates [addr, addr+len) if every byte is mapped with access (write
+ * access when write) in device VA, or inside pinned host memory; false
+ * otherwise. Caller holds mem_lock for reading. A range outside both
+ * spaces is plain host memory only when allow_pageable. */
+bool sg_mem_xlate(uint64_t addr, uint64_t len, bool write, bool allow_pageable, sg_xlate_t *out);
 /* Reads len bytes at device address addr, for peeking at a table when a
  * launch is issued. Takes mem_lock itself. False when not readable. */
 bool sg_mem_peek(uint64_t addr, void *dst, uint64_t len);
@@ -310,7 +315,7 @@ void sg_phys_put(sg_phys_t *p); /* drops one ref, frees at zero */
 CUresult sg_map_insert(CUdeviceptr va, uint64_t size, sg_phys_t *p, uint64_t off, bool legacy);
 CUresult sg_map_remove(CUdeviceptr va, uint64_t size);
 sg_map_t *sg_map_find(uint64_t addr);
-int sg_map_set_access(CUdeviceptr va, uint64_t size, bool access);
+int sg_map_set_access(CUdeviceptr va, uint64_t size, int access);
 /* Pinned host allocations (cuMemAllocHost): device pointer == host pointer. */
 CUresult sg_pinned_alloc(uint64_t size, void **out);
 CUresult sg_pinned_free(void *p);
@@ -361,6 +366,8 @@ typedef struct sg_op {
     uint64_t stream_id;
     int nranges;
     sg_range_t ranges[SG_MAX_RANGES];
+    int nphys;                    /* handles behind the ranges when issued */
+    uint64_t phys[SG_MAX_RANGES * SG_MAX_PHYS];
     int ndeps;
     struct sg_op **deps;          /* ops that must really finish first */
     /* kernel */
@@ -418,8 +425,11 @@ void sg_op_wait(sg_op_t *op);
 CUresult sg_stream_sync(sg_stream_t *s);   /* g.lock held */
 CUresult sg_ctx_sync(void);                /* g.lock held */
 bool sg_op_vt_done(sg_op_t *op);           /* g.lock held */
-/* True when any queued or running op overlaps [addr, addr+len); names it. */
+/* Records a hazard for each queued or running op that overlaps
+ * [addr, addr+len), naming the call and the op. g.lock held. */
 void sg_check_hazard(const char *call, uint64_t addr, uint64_t len);
+/* The same for an op whose ranges were backed by handle id when issued. */
+void sg_check_hazard_handle(const char *call, uint64_t id);
 bool sg_is_stream(void *h);
 bool sg_is_event(void *h);
 void sg_handle_add(void *h, int kind);

@@ -101,8 +101,9 @@ static bool parse_bool(const char *s, bool *out)
     return false;
 }
 
-/* "cuMemCreate:3,cuMemMap:1" */
-static bool parse_fail(const char *s, uint64_t *nth)
+/* "cuMemCreate:3,cuMemMap:1,cuMemCreate:5": a function may appear up to
+ * SG_MAX_FAILS times. */
+static bool parse_fail(const char *s, uint64_t (*nth)[SG_MAX_FAILS])
 {
     char buf[1024];
     if (strlen(s) >= sizeof buf)
@@ -123,7 +124,12 @@ static bool parse_fail(const char *s, uint64_t *nth)
                 fn = i;
         if (fn < 0)
             return false;
-        nth[fn] = n;
+        int slot = 0;
+        while (slot < SG_MAX_FAILS && nth[fn][slot])
+            slot++;
+        if (slot == SG_MAX_FAILS)
+            return false;
+        nth[fn][slot] = n;
     }
     return true;
 }
@@ -163,7 +169,8 @@ void sg_config_load(sg_config_t *cfg)
             break;
         case K_FAIL:
             if (*v && !parse_fail(v, field))
-                bad(o->name, v, "function:n[,function:n...] with a simgpu function name and n >= 1");
+                bad(o->name, v, "function:n[,function:n...] with a simgpu function name, n >= 1, "
+                       "and at most 8 entries per function");
             break;
         }
     }

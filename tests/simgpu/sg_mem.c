@@ -336,7 +336,7 @@ CUresult sg_map_insert(CUdeviceptr va, uint64_t size, sg_phys_t *p, uint64_t off
         return CUDA_ERROR_OUT_OF_MEMORY;
     size_t at = (size_t)(map_floor(va) + 1);
     memmove(&mem.maps.v[at + 1], &mem.maps.v[at], (mem.maps.n - at) * sizeof *mem.maps.v);
-    mem.maps.v[at] = (sg_map_t){va, size, p, off, false, legacy};
+    mem.maps.v[at] = (sg_map_t){va, size, p, off, SG_ACCESS_NONE, legacy};
     mem.maps.n++;
     p->refs++;
     return CUDA_SUCCESS;
@@ -370,7 +370,7 @@ CUresult sg_map_remove(CUdeviceptr va, uint64_t size)
 
 /* Grants or revokes access on every mapping in the range, which must be
  * fully mapped. Returns 0 on success, -1 when a byte is unmapped. */
-int sg_map_set_access(CUdeviceptr va, uint64_t size, bool access)
+int sg_map_set_access(CUdeviceptr va, uint64_t size, int access)
 {
     uint64_t at = va;
     while (at < va + size) {
@@ -389,7 +389,16 @@ int sg_map_set_access(CUdeviceptr va, uint64_t size, bool access)
 
 /* ---- translation -------------------------------------------------------- */
 
-bool sg_mem_xlate(uint64_t addr, uint64_t len, bool allow_pageable, sg_xlate_t *out)
+static void note_phys(sg_xlate_t *out, uint64_t id)
+{
+    for (int i = 0; i < out->nphys; i++)
+        if (out->phys[i] == id)
+            return;
+    if (out->nphys < SG_MAX_PHYS)
+        out->phys[out->nphys++] = id;
+}
+
+bool sg_mem_xlate(uint64_t addr, uint64_t len, bool write, bool allow_pageable, sg_xlate_t *out)
 {
     memset(out, 0, sizeof *out);
     if (sg_mem_is_device_va(addr)) {
@@ -397,8 +406,9 @@ bool sg_mem_xlate(uint64_t addr, uint64_t len, bool allow_pageable, sg_xlate_t *
             return len == 0;
         for (uint64_t at = addr; at < addr + len;) {
             sg_map_t *m = sg_map_find(at);
-            if (!m || !m->access)
+            if (!m || m->access < (write ? SG_ACCESS_RW : SG_ACCESS_READ))
                 return false;
+            note_phys(out, m->phys->id);
             uint64_t end = m->va + m->size < addr + len ? m->va + m->size : addr + len;
             if (m->phys->loc == SG_LOC_DEVICE)
                 out->device_bytes += end - at;
@@ -429,7 +439,7 @@ bool sg_mem_peek(uint64_t addr, void *dst, uint64_t len)
 {
     sg_xlate_t x;
     sg_mem_rdlock();
-    bool ok = sg_mem_xlate(addr, len, false, &x);
+    bool ok = sg_mem_xlate(addr, len, false, false, &x);
     if (ok)
         memcpy(dst, x.host, len);
     sg_mem_unlock();
@@ -494,7 +504,7 @@ CUresult sg_legacy_alloc(uint64_t size, CUdeviceptr *out)
         span_remove_at(&mem.resv, (size_t)resv_index(va));
         return r;
     }
-    sg_map_find(va)->access = true;
+    sg_map_find(va)->access = SG_ACCESS_RW;
     *out = va;
     return CUDA_SUCCESS;
 }

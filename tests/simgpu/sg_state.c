@@ -72,7 +72,10 @@ CUresult sg_enter(sg_fn_t fn, sg_cost_t cost)
     CUresult r = CUDA_SUCCESS;
     bool needs_init = fn_cost[fn] != SG_COST_FREE && fn != SG_FN_cuInit &&
                       fn != SG_FN_cuDriverGetVersion;
-    if (state.cfg.fail_nth[fn] == n)
+    bool inject = false;
+    for (int i = 0; i < SG_MAX_FAILS && state.cfg.fail_nth[fn][i]; i++)
+        inject |= state.cfg.fail_nth[fn][i] == n;
+    if (inject)
         r = fn_error[fn];
     else if (needs_init && !state.initialized)
         r = CUDA_ERROR_NOT_INITIALIZED;

@@ -110,6 +110,7 @@ sg_op_t *sg_op_clone(const sg_op_t *op)
     c->done = false;
     c->ndeps = 0;
     c->deps = NULL;
+    c->nphys = 0; /* recomputed when the copy is issued */
     return c;
 }
 
@@ -198,7 +199,7 @@ static bool run_op(sg_op_t *op)
     for (int i = 0; i < n && ok; i++) {
         sg_xlate_t x;
         bool pageable = op->pageable >> i & 1;
-        ok = sg_mem_xlate(r[i].addr, r[i].len, pageable, &x);
+        ok = sg_mem_xlate(r[i].addr, r[i].len, r[i].write, pageable, &x);
         host[i] = x.host;
     }
     if (ok) {
@@ -288,15 +289,18 @@ static double ns_for(uint64_t bytes, double gbps)
     return (double)bytes / gbps; /* 1 GB/s moves one byte per ns */
 }
 
-/* Backing of each range now, for the cost model; an untranslatable range
- * counts as device memory (the op will fault when it runs). */
-static void backing(const sg_range_t *r, bool pageable, uint64_t *dev, uint64_t *host)
+/* Backing of a range now, for the cost model and the handle hazards; an
+ * untranslatable range counts as device memory (the op will fault when it
+ * runs). */
+static void backing(sg_op_t *op, const sg_range_t *r, bool pageable, uint64_t *dev, uint64_t *host)
 {
     sg_xlate_t x;
     sg_mem_rdlock();
-    if (sg_mem_xlate(r->addr, r->len, pageable, &x)) {
+    if (sg_mem_xlate(r->addr, r->len, false, pageable, &x)) {
         *dev += x.device_bytes;
         *host += x.host_bytes;
+        for (int i = 0; i < x.nphys && op->nphys < SG_MAX_RANGES * SG_MAX_PHYS; i++)
+            op->phys[op->nphys++] = x.phys[i];
     } else {
         *dev += r->len;
     }
@@ -311,7 +315,7 @@ static uint64_t op_cost(sg_op_t *op)
     switch (op->kind) {
     case SG_OP_KERNEL: {
         for (int i = 0; i < op->nranges; i++)
-            backing(&op->ranges[i], false, &dev, &host);
+            backing(op, &op->ranges[i], false, &dev, &host);
         st->kernels++;
         st->kernel_bytes_device += dev;
         st->kernel_bytes_host += host;
@@ -322,8 +326,8 @@ static uint64_t op_cost(sg_op_t *op)
     }
     case SG_OP_COPY: {
         uint64_t ddev = 0, dhost = 0, sdev = 0, shost = 0, n = op->ranges[0].len;
-        backing(&op->ranges[0], op->pageable & 1, &ddev, &dhost);
-        backing(&op->ranges[1], op->pageable >> 1 & 1, &sdev, &shost);
+        backing(op, &op->ranges[0], op->pageable & 1, &ddev, &dhost);
+        backing(op, &op->ranges[1], op->pageable >> 1 & 1, &sdev, &shost);
         bool dst_host = dhost > ddev, src_host = shost > sdev;
         if (src_host && !dst_host) {
             op->engine = SG_ENGINE_H2D;
@@ -340,7 +344,7 @@ static uint64_t op_cost(sg_op_t *op)
         return (uint64_t)ns_for(n, cfg->d2h_gbps);
     }
     case SG_OP_MEMSET:
-        backing(&op->ranges[0], false, &dev, &host);
+        backing(op, &op->ranges[0], false, &dev, &host);
         op->engine = SG_ENGINE_COMPUTE;
         return cfg->kernel_ns + (uint64_t)(ns_for(dev, cfg->hbm_gbps) +
                                            ns_for(host, cfg->zerocopy_gbps));
@@ -376,14 +380,21 @@ CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
     /* Legacy default stream semantics: it waits for every blocking
      * stream, and every blocking stream waits for it. */
     sg_stream_t *legacy = SG->legacy;
+    uint64_t start = max_u64(SG->host_ns, s->ready_ns);
+    /* The order holds in virtual time whether or not the earlier work has
+     * really finished yet; only the real wait is skipped when it has. */
     if (s == legacy) {
         for (sg_stream_t *t = SG->streams; t; t = t->next)
-            if (t != s && t->blocking && t->last && !t->last->done)
-                sg_op_add_dep(op, t->last);
-    } else if (s->blocking && legacy && legacy->last && !legacy->last->done) {
-        sg_op_add_dep(op, legacy->last);
+            if (t != s && t->blocking && t->last) {
+                start = max_u64(start, t->ready_ns);
+                if (!t->last->done)
+                    sg_op_add_dep(op, t->last);
+            }
+    } else if (s->blocking && legacy && legacy->last) {
+        start = max_u64(start, legacy->ready_ns);
+        if (!legacy->last->done)
+            sg_op_add_dep(op, legacy->last);
     }
-    uint64_t start = max_u64(SG->host_ns, s->ready_ns);
     for (int i = 0; i < op->ndeps; i++)
         start = max_u64(start, op->deps[i]->end_ns);
     uint64_t dur = op_cost(op);
@@ -465,9 +476,13 @@ CUresult sg_stream_sync(sg_stream_t *s)
         sg_op_wait(op);
         sg_op_put(op);
     }
-    /* The legacy stream also waits for the blocking streams. */
+    /* The legacy stream also waits for the blocking streams, in virtual
+     * time too when their work has already really finished. */
     while (s == SG->legacy && wait_one(pick_blocking, s))
         ;
+    for (sg_stream_t *t = SG->streams; s == SG->legacy && t; t = t->next)
+        if (t->blocking)
+            SG->host_ns = max_u64(SG->host_ns, t->ready_ns);
     SG->host_ns = max_u64(SG->host_ns, s->ready_ns);
     return SG->sticky;
 }
@@ -496,4 +511,18 @@ void sg_check_hazard(const char *call, uint64_t addr, uint64_t len)
                     break;
                 }
             }
+}
+
+void sg_check_hazard_handle(const char *call, uint64_t id)
+{
+    for (sg_stream_t *s = SG->streams; s; s = s->next)
+        for (sg_op_t *op = s->head; op; op = op->next)
+            for (int i = 0; i < op->nphys; i++)
+                if (op->phys[i] == id) {
+                    sg_hazard("%s(handle %llu) frees memory that %s (op %llu, stream %llu) "
+                              "still uses",
+                              call, (unsigned long long)id, op->name,
+                              (unsigned long long)op->seq, (unsigned long long)op->stream_id);
+                    break;
+                }
 }

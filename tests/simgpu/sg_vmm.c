@@ -111,12 +111,23 @@ SG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     return r;
 }
 
-/* Drops one handle reference; the bytes go when no mapping holds them. */
+/* Drops one handle reference; the bytes go when no mapping holds them.
+ * Freeing bytes that queued or running work was issued against is a
+ * hazard (checked first: g.lock is never taken under the mem write lock). */
 SG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     SG_ENTER(cuMemRelease, API);
-    sg_mem_wrlock();
+    sg_mem_rdlock();
     sg_phys_t *p = sg_phys_find(handle);
+    bool frees = p && p->handle_refs == 1 && p->refs == 1;
+    sg_mem_unlock();
+    if (frees) {
+        sg_lock();
+        sg_check_hazard_handle("cuMemRelease", handle);
+        sg_unlock();
+    }
+    sg_mem_wrlock();
+    p = sg_phys_find(handle);
     CUresult r = CUDA_SUCCESS;
     if (!p || p->handle_refs == 0)
         r = CUDA_ERROR_INVALID_VALUE;
@@ -204,7 +215,12 @@ SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
         if (l->type == CU_MEM_LOCATION_TYPE_DEVICE) {
             if (l->id != 0)
                 return CUDA_ERROR_INVALID_DEVICE;
-            device = desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE;
+            switch (desc[i].flags) {
+            case CU_MEM_ACCESS_FLAGS_PROT_NONE: device = SG_ACCESS_NONE; break;
+            case CU_MEM_ACCESS_FLAGS_PROT_READ: device = SG_ACCESS_READ; break;
+            case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: device = SG_ACCESS_RW; break;
+            default: return CUDA_ERROR_INVALID_VALUE;
+            }
         } else if (l->type != CU_MEM_LOCATION_TYPE_HOST &&
                    l->type != CU_MEM_LOCATION_TYPE_HOST_NUMA) {
             return CUDA_ERROR_INVALID_VALUE;
@@ -213,12 +229,9 @@ SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     sg_mem_wrlock();
     sg_map_t *m = sg_map_find(ptr);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (m && !m->legacy && m->va == ptr) {
-        if (device < 0)
-            r = sg_map_set_access(ptr, size, m->access) == 0 ? CUDA_SUCCESS : r;
-        else
-            r = sg_map_set_access(ptr, size, device) == 0 ? CUDA_SUCCESS : r;
-    }
+    if (m && !m->legacy && m->va == ptr &&
+        sg_map_set_access(ptr, size, device < 0 ? m->access : device) == 0)
+        r = CUDA_SUCCESS;
     sg_mem_unlock();
     return r;
 }
@@ -232,7 +245,9 @@ SG_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation
     sg_mem_rdlock();
     sg_map_t *m = sg_map_find(ptr);
     if (m)
-        *flags = m->access ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+        *flags = m->access == SG_ACCESS_RW     ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                 : m->access == SG_ACCESS_READ ? CU_MEM_ACCESS_FLAGS_PROT_READ
+                                               : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     sg_mem_unlock();
     return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

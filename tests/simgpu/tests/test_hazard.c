@@ -1,0 +1,255 @@
+/*
+ * test_hazard.c: unmapping or freeing memory that queued work still uses is
+ * recorded as a hazard naming the call and the operation; doing the same
+ * after a synchronize, or through cuMemFree (which synchronizes), is not.
+ */
+#include "sgt.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define G (2 * SGT_MIB)
+
+static atomic_int gate; /* 1: the blocking host function may return */
+static atomic_int host_fn_done;
+
+/* Blocks its stream until the test opens the gate (or 5 s pass, so that a
+ * simgpu that serialises host functions with API calls cannot hang us). */
+static void CUDA_CB wait_gate(void *arg)
+{
+    for (int i = 0; i < 5000 && !atomic_load(&gate); i++)
+        sgt_sleep_ms(1);
+}
+
+static void CUDA_CB sleep_200ms(void *arg)
+{
+    sgt_sleep_ms(200);
+    atomic_store(&host_fn_done, 1);
+}
+
+static CUdeviceptr mapped(size_t size)
+{
+    CUdeviceptr p = 0;
+    SGT_OK(cuMemAddressReserve(&p, size, 0, 0, 0));
+    CUmemAllocationProp prop = sgt_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmemGenericAllocationHandle h;
+    SGT_OK(cuMemCreate(&h, size, &prop, 0));
+    SGT_OK(cuMemMap(p, size, 0, h, 0));
+    SGT_OK(sgt_set_access(p, size));
+    return p;
+}
+
+static void unmap_queued_child(void *arg)
+{
+    sgt_init();
+    CUdeviceptr p = mapped(G);
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    atomic_store(&gate, 0);
+    SGT_OK(cuLaunchHostFunc(s, wait_gate, NULL));
+    sgt_fill_u32(s, p, 5, G / 4);
+    /* The kernel is queued behind the host function: it still uses p. */
+    SGT_OK(cuMemUnmap(p, G));
+    atomic_store(&gate, 1);
+    (void)cuStreamSynchronize(s); /* the kernel now faults; not our point */
+}
+
+START_TEST(hazard_unmap_under_queued_kernel_is_recorded)
+{
+    char path[256];
+    sgt_report_env(path, sizeof path, "hazard");
+    sgt_child_ok(unmap_queued_child, NULL);
+    char *json = sgt_report_read(path);
+    ck_assert_uint_ge(sgt_json_u64(json, "hazards"), 1);
+    char *list = sgt_json_array(json, "hazard_list");
+    ck_assert_msg(list != NULL, "no hazard_list array in %s", json);
+    ck_assert_msg(strstr(list, "cuMemUnmap") != NULL,
+                  "hazard_list does not name cuMemUnmap: %s", list);
+    ck_assert_msg(strstr(list, "sg_fill_u32") != NULL,
+                  "hazard_list does not name the kernel: %s", list);
+    free(list);
+    free(json);
+}
+END_TEST
+
+static void unmap_after_sync_child(void *arg)
+{
+    sgt_init();
+    CUdeviceptr p = mapped(G);
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    atomic_store(&gate, 1);
+    SGT_OK(cuLaunchHostFunc(s, wait_gate, NULL));
+    sgt_fill_u32(s, p, 5, G / 4);
+    SGT_OK(cuStreamSynchronize(s));
+    SGT_OK(cuMemUnmap(p, G));
+    SGT_OK(cuCtxSynchronize());
+}
+
+START_TEST(hazard_none_when_synced_before_unmap)
+{
+    char path[256];
+    sgt_report_env(path, sizeof path, "clean");
+    sgt_child_ok(unmap_after_sync_child, NULL);
+    char *json = sgt_report_read(path);
+    ck_assert_uint_eq(sgt_json_u64(json, "hazards"), 0);
+    ck_assert_uint_eq(sgt_json_u64(json, "faults"), 0);
+    char *list = sgt_json_array(json, "hazard_list");
+    ck_assert_msg(list != NULL, "no hazard_list array in %s", json);
+    ck_assert_msg(strstr(list, "\"") == NULL, "hazard_list not empty: %s",
+                  list);
+    free(list);
+    free(json);
+}
+END_TEST
+
+static void free_queued_child(void *arg)
+{
+    sgt_init();
+    CUdeviceptr d;
+    SGT_OK(cuMemAlloc(&d, SGT_MIB));
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    atomic_store(&host_fn_done, 0);
+    SGT_OK(cuLaunchHostFunc(s, sleep_200ms, NULL));
+    sgt_fill_u32(s, d, 5, SGT_MIB / 4);
+    /* cuMemFree synchronizes the device first, as the real one does. */
+    SGT_OK(cuMemFree(d));
+    ck_assert_int_eq(atomic_load(&host_fn_done), 1);
+}
+
+START_TEST(hazard_none_for_free_of_busy_memory)
+{
+    char path[256];
+    sgt_report_env(path, sizeof path, "free");
+    sgt_child_ok(free_queued_child, NULL);
+    char *json = sgt_report_read(path);
+    ck_assert_uint_eq(sgt_json_u64(json, "hazards"), 0);
+    ck_assert_uint_eq(sgt_json_u64(json, "faults"), 0);
+    free(json);
+}
+END_TEST
+
+/* Unmap p (itself a hazard) under a queued kernel, then make `call` on the
+ * now unmapped handle or reservation while the kernel is still queued. */
+static void after_unmap_child(void *arg)
+{
+    const char *call = arg;
+    sgt_init();
+    CUdeviceptr p = 0;
+    SGT_OK(cuMemAddressReserve(&p, G, 0, 0, 0));
+    CUmemAllocationProp prop = sgt_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmemGenericAllocationHandle h;
+    SGT_OK(cuMemCreate(&h, G, &prop, 0));
+    SGT_OK(cuMemMap(p, G, 0, h, 0));
+    SGT_OK(sgt_set_access(p, G));
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    atomic_store(&gate, 0);
+    SGT_OK(cuLaunchHostFunc(s, wait_gate, NULL));
+    sgt_fill_u32(s, p, 5, G / 4);
+    SGT_OK(cuMemUnmap(p, G));
+    if (strcmp(call, "cuMemRelease") == 0)
+        SGT_OK(cuMemRelease(h));
+    else
+        SGT_OK(cuMemAddressFree(p, G));
+    atomic_store(&gate, 1);
+    (void)cuStreamSynchronize(s);
+}
+
+static void expect_hazard_named(const char *call)
+{
+    char path[256];
+    sgt_report_env(path, sizeof path, call);
+    sgt_child_ok(after_unmap_child, (void *)call);
+    char *json = sgt_report_read(path);
+    ck_assert_uint_ge(sgt_json_u64(json, "hazards"), 2);
+    char *list = sgt_json_array(json, "hazard_list");
+    ck_assert_msg(list != NULL, "no hazard_list array");
+    ck_assert_msg(strstr(list, call) != NULL, "hazard_list does not name %s: %s",
+                  call, list);
+    free(list);
+    free(json);
+}
+
+START_TEST(hazard_address_free_under_queued_kernel_is_recorded)
+{
+    expect_hazard_named("cuMemAddressFree");
+}
+END_TEST
+
+START_TEST(hazard_release_under_queued_kernel_is_recorded)
+{
+    /* README: "cuMemRelease of an unmapped handle ... that a queued or
+     * running operation still references" is a hazard. */
+    expect_hazard_named("cuMemRelease");
+}
+END_TEST
+
+#define MANY 70
+
+static void many_hazards_child(void *arg)
+{
+    sgt_init();
+    CUdeviceptr p = 0;
+    SGT_OK(cuMemAddressReserve(&p, MANY * G, 0, 0, 0));
+    CUmemAllocationProp prop = sgt_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    for (int i = 0; i < MANY; i++) {
+        CUmemGenericAllocationHandle h;
+        SGT_OK(cuMemCreate(&h, G, &prop, 0));
+        SGT_OK(cuMemMap(p + (size_t)i * G, G, 0, h, 0));
+    }
+    SGT_OK(sgt_set_access(p, MANY * G));
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    atomic_store(&gate, 0);
+    SGT_OK(cuLaunchHostFunc(s, wait_gate, NULL));
+    sgt_fill_u32(s, p, 5, MANY * G / 4);
+    for (int i = 0; i < MANY; i++)
+        SGT_OK(cuMemUnmap(p + (size_t)i * G, G));
+    atomic_store(&gate, 1);
+    (void)cuStreamSynchronize(s);
+}
+
+static int count_strings(const char *array)
+{
+    int n = 0;
+    bool in = false;
+    for (const char *p = array; *p; p++) {
+        if (in && *p == '\\' && p[1]) {
+            p++;
+        } else if (*p == '"') {
+            in = !in;
+            n += in;
+        }
+    }
+    return n;
+}
+
+START_TEST(hazard_list_keeps_the_first_64)
+{
+    char path[256];
+    sgt_report_env(path, sizeof path, "many");
+    sgt_child_ok(many_hazards_child, NULL);
+    char *json = sgt_report_read(path);
+    ck_assert_uint_eq(sgt_json_u64(json, "hazards"), MANY);
+    char *list = sgt_json_array(json, "hazard_list");
+    ck_assert_ptr_nonnull(list);
+    ck_assert_int_eq(count_strings(list), 64);
+    free(list);
+    free(json);
+}
+END_TEST
+
+Suite *hazard_suite(void)
+{
+    Suite *s = suite_create("hazard");
+    sgt_case(s, hazard_unmap_under_queued_kernel_is_recorded);
+    sgt_case(s, hazard_none_when_synced_before_unmap);
+    sgt_case(s, hazard_none_for_free_of_busy_memory);
+    sgt_case(s, hazard_address_free_under_queued_kernel_is_recorded);
+    sgt_case(s, hazard_release_under_queued_kernel_is_recorded);
+    sgt_case(s, hazard_list_keeps_the_first_64);
+    return s;
+}
