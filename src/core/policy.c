@@ -63,7 +63,8 @@ size_t sw_policy_victims(const sw_table_t *t, uint64_t need,
     sw_table_each(t, collect, &cs);
     /* On allocation failure the candidates found so far still give a
      * correct (if smaller) answer. */
-    qsort(cs.v, cs.n, sizeof *cs.v, colder);
+    if (cs.n > 1)
+        qsort(cs.v, cs.n, sizeof *cs.v, colder); /* qsort's array must be valid even for 0 */
     size_t n = 0;
     for (size_t i = 0; i < cs.n && n < max && *freed < need; i++) {
         out[n++] = cs.v[i];

@@ -1,0 +1,18 @@
+/* The unit-test runner: one suite per file, fork mode on. */
+#include <check.h>
+#include <stdlib.h>
+
+#include "unit.h"
+
+int main(void)
+{
+    SRunner *sr = srunner_create(options_suite());
+    srunner_add_suite(sr, table_suite());
+    srunner_add_suite(sr, policy_suite());
+    srunner_add_suite(sr, scan_suite());
+    srunner_add_suite(sr, stats_file_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
