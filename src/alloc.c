@@ -90,10 +90,12 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
     }
     int64_t n = (int64_t)c->size;
     bool down = to == SW_ON_HOST;
+    sw_stats_batch_begin(); /* readers see the bytes moved all at once */
     sw_stat_add(SW_STAT_device_bytes, down ? -n : n);
     sw_stat_add(SW_STAT_host_bytes, down ? n : -n);
     sw_stat_add(down ? SW_STAT_demotions : SW_STAT_promotions, 1);
     sw_stat_add(down ? SW_STAT_bytes_demoted : SW_STAT_bytes_promoted, n);
+    sw_stats_batch_end();
     return CUDA_SUCCESS;
 }
 

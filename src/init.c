@@ -49,6 +49,7 @@ static void start(void)
         sw_info("SPILLWAY_DISABLE is set: every call passes straight through");
         return;
     }
+    sw_stats_init(&opts);
     sw_stats_publish();
     atexit(at_exit);
 }

@@ -191,8 +191,9 @@ void sw_stats_unpublish(void);
  * people (README, --help). Can't fail. */
 void sw_options_help(FILE *f);
 /* Note on sw_options_parse's messages: err and each warn line start with
- * "spillway: " already, so print them as they are (fputs), not through
- * sw_log, which adds its own prefix. warn lines have no trailing '\n'. */
+ * "spillway: " already, so print them as they are, not through sw_log,
+ * which adds its own prefix. Every warn line ends in '\n' (fputs it); err
+ * has no '\n'. */
 
 /* stats.c: remembers the options publishing needs (o->stats_dir). Call once
  * at start-up, before sw_stats_publish; without it publish uses the default

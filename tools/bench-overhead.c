@@ -19,7 +19,7 @@
  * (simulated) GPU's work is drained between batches and not counted.
  * The driver's environment (LD_LIBRARY_PATH) must reach libcuda.so.1.
  */
-#define _GNU_SOURCE
+
 #include <cuda.h>
 #include <errno.h>
 #include <stdbool.h>

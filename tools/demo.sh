@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
-# The demo: the MLP program on simgpu, first with a model that fits, then
-# with one 2.5x bigger than the simulated GPU. Usage: tools/demo.sh [builddir]
+# The demo: the MLP program on simgpu (the simulated GPU). First a model
+# that fits; then one 2.7x bigger than the GPU, which fails with
+# out-of-memory on its own and runs correctly under spillway, with
+# spillway-stat's view of it while it runs.
+# Usage: tools/demo.sh [builddir]
 set -u
 build=${1:-build}
-if [ ! -x "$build/tests/apps/mlp" ]; then
-    echo "demo: $build/tests/apps/mlp not found; run: meson setup $build && ninja -C $build" >&2
-    exit 2
-fi
+mlp=$build/tests/apps/mlp
+lib=$build/src/libspillway.so
+stat=$build/tools/spillway-stat
+for f in "$mlp" "$lib" "$stat"; do
+    if [ ! -e "$f" ]; then
+        echo "demo: $f not found; run: meson setup $build && ninja -C $build" >&2
+        exit 2
+    fi
+done
 export LD_LIBRARY_PATH="$build/tests/simgpu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-mlp="$build/tests/apps/mlp"
+stats=$(mktemp -d)
+trap 'rm -rf "$stats"' EXIT
+model=(--layers 16 --width 1024)
 
-echo "== 1. a 64 MiB model (16 layers x 1024^2 floats) on a simulated 80 GiB GPU"
-"$mlp" --layers 16 --width 1024 --steps 4 || exit 1
+echo "== 1. a 64 MiB model (16 layers of 1024x1024 floats) on a simulated 80 GiB GPU"
+"$mlp" "${model[@]}" --steps 4 || exit 1
 
 echo
-echo "== 2. the same model on a simulated GPU of 24 MiB (the model is 2.7x the GPU)"
-SIMGPU_MEM=24MiB "$mlp" --layers 16 --width 1024 --steps 4
+echo "== 2. the same model on a simulated GPU of 24 MiB, without spillway"
+SIMGPU_MEM=24MiB "$mlp" "${model[@]}" --steps 4
 rc=$?
-if [ "$rc" -eq 2 ]; then
-    echo "   -> out of memory, as expected without spillway (exit $rc)"
-else
-    echo "   -> unexpected exit status $rc" >&2
-    exit 1
-fi
+[ "$rc" -eq 2 ] || { echo "   -> unexpected exit status $rc" >&2; exit 1; }
+echo "   -> out of memory (exit $rc): the problem spillway removes"
+
+echo
+echo "== 3. the same, under spillway (LD_PRELOAD=$lib)"
+SIMGPU_MEM=24MiB SPILLWAY_STATS_DIR=$stats LD_PRELOAD=$lib \
+    "$mlp" "${model[@]}" --steps 300 &
+pid=$!
+# Wait (at most ~10 s) until the model is loaded and running.
+for _ in $(seq 100); do
+    [ -n "$("$stat" --dir "$stats" --json 2>/dev/null | grep '"launches": [1-9]')" ] && break
+    sleep 0.1
+done
+echo "-- spillway-stat (while it runs):"
+"$stat" --dir "$stats"
+echo "-- spillway-stat $pid:"
+"$stat" --dir "$stats" "$pid"
+wait "$pid" || { echo "   -> mlp under spillway failed" >&2; exit 1; }

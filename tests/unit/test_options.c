@@ -1,0 +1,761 @@
+/* core/options.c: the SPILLWAY_* table, its parsers, messages and printing. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sw.h"
+#include "unit.h"
+
+#define KiB (1ull << 10)
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+#define TiB (1ull << 40)
+
+/* Parses one "NAME=value" entry; err and warn land in the caller's buffers. */
+static int parse1(sw_options_t *o, const char *entry, char *err, size_t errlen, char *warn,
+                  size_t warnlen)
+{
+    char *env[] = {(char *)entry, NULL};
+    return sw_options_parse(o, env, err, errlen, warn, warnlen);
+}
+
+/* Expects entry to be refused with exactly message. */
+static void expect_bad(const char *entry, const char *message)
+{
+    sw_options_t o;
+    char err[512] = "", warn[512] = "";
+    ck_assert_int_eq(parse1(&o, entry, err, sizeof err, warn, sizeof warn), -1);
+    ck_assert_str_eq(err, message);
+    ck_assert_str_eq(warn, "");
+}
+
+static void parse_ok(sw_options_t *o, const char *entry)
+{
+    char err[512] = "", warn[512] = "";
+    ck_assert_msg(parse1(o, entry, err, sizeof err, warn, sizeof warn) == 0, "%s: %s", entry, err);
+    ck_assert_str_eq(err, "");
+    ck_assert_str_eq(warn, "");
+}
+
+/* ---- defaults ---- */
+
+static void defaults(sw_options_t *o)
+{
+    char *env[] = {NULL};
+    char err[64] = "x", warn[64] = "x";
+    ck_assert_int_eq(sw_options_parse(o, env, err, sizeof err, warn, sizeof warn), 0);
+    ck_assert_str_eq(err, "");
+    ck_assert_str_eq(warn, "");
+}
+
+START_TEST(test_default_gpu_budget_is_unset)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert(!o.gpu_budget.set);
+    ck_assert(!o.gpu_budget.is_percent);
+    ck_assert_uint_eq(o.gpu_budget.bytes, 0);
+}
+END_TEST
+
+START_TEST(test_default_host_budget_is_half_of_ram_as_a_percentage)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert(!o.host_budget.set);
+    ck_assert(o.host_budget.is_percent);
+    ck_assert_double_eq(o.host_budget.percent, 50.0);
+    ck_assert_uint_eq(sw_amount_resolve(&o.host_budget, 64 * GiB), 32 * GiB);
+}
+END_TEST
+
+START_TEST(test_default_min_alloc_is_2mib)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert_uint_eq(o.min_alloc, 2 * MiB);
+}
+END_TEST
+
+START_TEST(test_default_chunk_is_32mib)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert_uint_eq(o.chunk, 32 * MiB);
+}
+END_TEST
+
+START_TEST(test_default_disable_is_off)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert(!o.disable);
+}
+END_TEST
+
+START_TEST(test_default_log_is_warn)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert_int_eq(o.log_level, SW_LOG_WARN);
+}
+END_TEST
+
+START_TEST(test_default_paths_are_empty)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert_str_eq(o.log_file, "");
+    ck_assert_str_eq(o.report, "");
+    ck_assert_str_eq(o.stats_dir, "");
+}
+END_TEST
+
+START_TEST(test_default_meminfo_is_physical)
+{
+    sw_options_t o;
+    defaults(&o);
+    ck_assert_int_eq(o.meminfo, SW_MEMINFO_PHYSICAL);
+}
+END_TEST
+
+START_TEST(test_null_environment_gives_defaults)
+{
+    sw_options_t o, d;
+    defaults(&d);
+    memset(&o, 0xa5, sizeof o);
+    ck_assert_int_eq(sw_options_parse(&o, NULL, NULL, 0, NULL, 0), 0);
+    ck_assert_mem_eq(&o, &d, sizeof o);
+}
+END_TEST
+
+START_TEST(test_other_variables_are_ignored)
+{
+    sw_options_t o, d;
+    defaults(&d);
+    char *env[] = {"PATH=/bin", "SPILLWAYCHUNK=1", "SPILLWAY_CHUNK", "XSPILLWAY_CHUNK=1", NULL};
+    char err[64], warn[64];
+    ck_assert_int_eq(sw_options_parse(&o, env, err, sizeof err, warn, sizeof warn), 0);
+    ck_assert_mem_eq(&o, &d, sizeof o);
+    ck_assert_str_eq(warn, "");
+}
+END_TEST
+
+/* ---- sizes ---- */
+
+START_TEST(test_size_plain_integer_is_bytes)
+{
+    uint64_t v;
+    ck_assert(sw_parse_size("4096", &v));
+    ck_assert_uint_eq(v, 4096);
+    ck_assert(sw_parse_size("0", &v));
+    ck_assert_uint_eq(v, 0);
+    ck_assert(sw_parse_size("007", &v));
+    ck_assert_uint_eq(v, 7);
+}
+END_TEST
+
+START_TEST(test_size_accepts_every_multiplier_spelling)
+{
+    static const struct {
+        const char *s;
+        uint64_t v;
+    } forms[] = {
+        {"512k", 512 * KiB}, {"512K", 512 * KiB}, {"512KiB", 512 * KiB}, {"512KB", 512 * KiB},
+        {"512kib", 512 * KiB}, {"512kb", 512 * KiB}, {"2M", 2 * MiB}, {"2MiB", 2 * MiB},
+        {"2MB", 2 * MiB}, {"2m", 2 * MiB}, {"1G", GiB}, {"1GiB", GiB}, {"1GB", GiB},
+        {"1g", GiB}, {"3T", 3 * TiB}, {"3TiB", 3 * TiB}, {"3tb", 3 * TiB}, {"64B", 64},
+        {"64b", 64},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        uint64_t v = 0;
+        ck_assert_msg(sw_parse_size(forms[i].s, &v), "%s refused", forms[i].s);
+        ck_assert_msg(v == forms[i].v, "%s gave %llu", forms[i].s, (unsigned long long)v);
+    }
+}
+END_TEST
+
+START_TEST(test_size_largest_values_fit)
+{
+    uint64_t v;
+    ck_assert(sw_parse_size("18446744073709551615", &v));
+    ck_assert_uint_eq(v, UINT64_MAX);
+    ck_assert(sw_parse_size("16777215TiB", &v));
+    ck_assert_uint_eq(v, 16777215ull * TiB);
+}
+END_TEST
+
+START_TEST(test_size_rejects_overflow)
+{
+    uint64_t v = 42;
+    ck_assert(!sw_parse_size("18446744073709551616", &v));
+    ck_assert(!sw_parse_size("99999999999999999999999", &v));
+    ck_assert(!sw_parse_size("16777216T", &v)); /* 2^64 */
+    ck_assert(!sw_parse_size("17179869184G", &v));
+    ck_assert_uint_eq(v, 42); /* untouched */
+}
+END_TEST
+
+START_TEST(test_size_rejects_malformed_values)
+{
+    static const char *const junk[] = {
+        "", "-1", "+1", " 1", "1 ", "1.5G", "12XB", "G", "GiB", "1iB", "1KK", "0x10",
+        "1Gi", "1GiBs", "1 GiB", "1e3", "1P", "1,000", "２",
+    };
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        uint64_t v = 42;
+        ck_assert_msg(!sw_parse_size(junk[i], &v), "\"%s\" accepted", junk[i]);
+        ck_assert_uint_eq(v, 42);
+    }
+    uint64_t v;
+    ck_assert(!sw_parse_size(NULL, &v));
+}
+END_TEST
+
+/* ---- booleans ---- */
+
+START_TEST(test_bool_accepts_every_word_in_any_case)
+{
+    static const char *const yes[] = {"1", "on", "yes", "true", "ON", "Yes", "TRUE"};
+    static const char *const no[] = {"0", "off", "no", "false", "OFF", "No", "False"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+        bool b = false;
+        ck_assert_msg(sw_parse_bool(yes[i], &b) && b, "%s", yes[i]);
+        b = true;
+        ck_assert_msg(sw_parse_bool(no[i], &b) && !b, "%s", no[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_bool_rejects_other_words)
+{
+    static const char *const junk[] = {"", "2", "y", "n", "enable", "truee", " 1", "01"};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        bool b = true;
+        ck_assert_msg(!sw_parse_bool(junk[i], &b), "\"%s\" accepted", junk[i]);
+        ck_assert(b);
+    }
+    bool b;
+    ck_assert(!sw_parse_bool(NULL, &b));
+}
+END_TEST
+
+/* ---- each option ---- */
+
+START_TEST(test_gpu_budget_takes_a_size)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=20GiB");
+    ck_assert(o.gpu_budget.set);
+    ck_assert(!o.gpu_budget.is_percent);
+    ck_assert_uint_eq(o.gpu_budget.bytes, 20 * GiB);
+}
+END_TEST
+
+START_TEST(test_gpu_budget_takes_a_percentage)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=40%");
+    ck_assert(o.gpu_budget.set);
+    ck_assert(o.gpu_budget.is_percent);
+    ck_assert_double_eq(o.gpu_budget.percent, 40.0);
+}
+END_TEST
+
+START_TEST(test_gpu_budget_empty_means_none)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=");
+    ck_assert(!o.gpu_budget.set);
+    ck_assert_uint_eq(sw_amount_resolve(&o.gpu_budget, 80 * GiB), 0);
+}
+END_TEST
+
+START_TEST(test_percentages_accept_decimals_up_to_100)
+{
+    static const struct {
+        const char *s;
+        double p;
+    } forms[] = {
+        {"SPILLWAY_HOST_BUDGET=12.5%", 12.5}, {"SPILLWAY_HOST_BUDGET=100%", 100},
+        {"SPILLWAY_HOST_BUDGET=0.5%", 0.5},   {"SPILLWAY_HOST_BUDGET=100.0%", 100},
+        {"SPILLWAY_HOST_BUDGET=007%", 7},     {"SPILLWAY_HOST_BUDGET=99.999%", 99.999},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        sw_options_t o;
+        parse_ok(&o, forms[i].s);
+        ck_assert(o.host_budget.set && o.host_budget.is_percent);
+        ck_assert_double_eq_tol(o.host_budget.percent, forms[i].p, 1e-9);
+    }
+}
+END_TEST
+
+START_TEST(test_percentages_outside_0_to_100_or_malformed_are_refused)
+{
+    static const char *const junk[] = {
+        "0%", "0.0%", "100.1%", "101%", "-5%", "%", "5.%", ".5%", "5%%", "1e2%", "40 %",
+        " 40%", "40%x", "inf%", "nan%", "1000000000000000000000%",
+    };
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        char entry[64], msg[256];
+        snprintf(entry, sizeof entry, "SPILLWAY_HOST_BUDGET=%s", junk[i]);
+        snprintf(msg, sizeof msg,
+                 "spillway: bad value SPILLWAY_HOST_BUDGET=\"%s\": expected a size such as "
+                 "20GiB or 512MiB, or a percentage such as 40%%", junk[i]);
+        expect_bad(entry, msg);
+    }
+}
+END_TEST
+
+START_TEST(test_bad_gpu_budget_message_names_variable_value_and_forms)
+{
+    expect_bad("SPILLWAY_GPU_BUDGET=12XB",
+               "spillway: bad value SPILLWAY_GPU_BUDGET=\"12XB\": expected a size such as 20GiB "
+               "or 512MiB, or a percentage such as 40%");
+}
+END_TEST
+
+START_TEST(test_host_budget_empty_is_refused)
+{
+    expect_bad("SPILLWAY_HOST_BUDGET=",
+               "spillway: bad value SPILLWAY_HOST_BUDGET=\"\": expected a size such as 20GiB "
+               "or 512MiB, or a percentage such as 40%");
+}
+END_TEST
+
+START_TEST(test_min_alloc_takes_a_size_including_zero)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_MIN_ALLOC=64KiB");
+    ck_assert_uint_eq(o.min_alloc, 64 * KiB);
+    parse_ok(&o, "SPILLWAY_MIN_ALLOC=0");
+    ck_assert_uint_eq(o.min_alloc, 0);
+}
+END_TEST
+
+START_TEST(test_min_alloc_refuses_a_percentage)
+{
+    expect_bad("SPILLWAY_MIN_ALLOC=10%",
+               "spillway: bad value SPILLWAY_MIN_ALLOC=\"10%\": expected a size such as 2MiB, "
+               "512KiB or 4096 (bytes)");
+}
+END_TEST
+
+START_TEST(test_chunk_takes_a_size)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_CHUNK=64M");
+    ck_assert_uint_eq(o.chunk, 64 * MiB);
+}
+END_TEST
+
+START_TEST(test_chunk_of_zero_is_refused)
+{
+    expect_bad("SPILLWAY_CHUNK=0",
+               "spillway: bad value SPILLWAY_CHUNK=\"0\": expected a size greater than zero such "
+               "as 32MiB or 1GiB");
+    expect_bad("SPILLWAY_CHUNK=0GiB",
+               "spillway: bad value SPILLWAY_CHUNK=\"0GiB\": expected a size greater than zero "
+               "such as 32MiB or 1GiB");
+}
+END_TEST
+
+START_TEST(test_size_overflow_is_refused_with_a_message)
+{
+    expect_bad("SPILLWAY_CHUNK=99999999999T",
+               "spillway: bad value SPILLWAY_CHUNK=\"99999999999T\": expected a size greater "
+               "than zero such as 32MiB or 1GiB");
+}
+END_TEST
+
+START_TEST(test_negative_size_is_refused_with_a_message)
+{
+    expect_bad("SPILLWAY_MIN_ALLOC=-1",
+               "spillway: bad value SPILLWAY_MIN_ALLOC=\"-1\": expected a size such as 2MiB, "
+               "512KiB or 4096 (bytes)");
+}
+END_TEST
+
+START_TEST(test_disable_takes_a_boolean)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_DISABLE=yes");
+    ck_assert(o.disable);
+    parse_ok(&o, "SPILLWAY_DISABLE=off");
+    ck_assert(!o.disable);
+}
+END_TEST
+
+START_TEST(test_bad_boolean_message_lists_the_words)
+{
+    expect_bad("SPILLWAY_DISABLE=maybe",
+               "spillway: bad value SPILLWAY_DISABLE=\"maybe\": expected 1/0, on/off, yes/no or "
+               "true/false");
+}
+END_TEST
+
+START_TEST(test_log_takes_each_level_in_any_case)
+{
+    static const struct {
+        const char *s;
+        int level;
+    } forms[] = {
+        {"SPILLWAY_LOG=error", SW_LOG_ERROR}, {"SPILLWAY_LOG=warn", SW_LOG_WARN},
+        {"SPILLWAY_LOG=info", SW_LOG_INFO},   {"SPILLWAY_LOG=debug", SW_LOG_DEBUG},
+        {"SPILLWAY_LOG=DEBUG", SW_LOG_DEBUG}, {"SPILLWAY_LOG=Error", SW_LOG_ERROR},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        sw_options_t o;
+        parse_ok(&o, forms[i].s);
+        ck_assert_int_eq(o.log_level, forms[i].level);
+    }
+}
+END_TEST
+
+START_TEST(test_bad_log_level_message_lists_the_levels)
+{
+    expect_bad("SPILLWAY_LOG=verbose",
+               "spillway: bad value SPILLWAY_LOG=\"verbose\": expected one of error, warn, info "
+               "or debug");
+    expect_bad("SPILLWAY_LOG=",
+               "spillway: bad value SPILLWAY_LOG=\"\": expected one of error, warn, info or "
+               "debug");
+}
+END_TEST
+
+START_TEST(test_meminfo_takes_physical_or_virtual)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_MEMINFO=virtual");
+    ck_assert_int_eq(o.meminfo, SW_MEMINFO_VIRTUAL);
+    parse_ok(&o, "SPILLWAY_MEMINFO=physical");
+    ck_assert_int_eq(o.meminfo, SW_MEMINFO_PHYSICAL);
+    expect_bad("SPILLWAY_MEMINFO=both",
+               "spillway: bad value SPILLWAY_MEMINFO=\"both\": expected one of physical or "
+               "virtual");
+}
+END_TEST
+
+START_TEST(test_paths_are_copied)
+{
+    sw_options_t o;
+    char *env[] = {"SPILLWAY_LOG_FILE=/var/log/sw.log", "SPILLWAY_REPORT=out/report.json",
+                   "SPILLWAY_STATS_DIR=/run/user/1000/spillway", NULL};
+    ck_assert_int_eq(sw_options_parse(&o, env, NULL, 0, NULL, 0), 0);
+    ck_assert_str_eq(o.log_file, "/var/log/sw.log");
+    ck_assert_str_eq(o.report, "out/report.json");
+    ck_assert_str_eq(o.stats_dir, "/run/user/1000/spillway");
+}
+END_TEST
+
+START_TEST(test_path_of_1023_bytes_fits_and_1024_is_refused)
+{
+    static char entry[2100];
+    const char *prefix = "SPILLWAY_REPORT=";
+    strcpy(entry, prefix);
+    memset(entry + strlen(prefix), 'a', 1023);
+    sw_options_t o;
+    parse_ok(&o, entry);
+    ck_assert_uint_eq(strlen(o.report), 1023);
+
+    strcat(entry, "a");
+    char err[4096];
+    ck_assert_int_eq(parse1(&o, entry, err, sizeof err, NULL, 0), -1);
+    ck_assert(strstr(err, "spillway: bad value SPILLWAY_REPORT=\"aaaa") == err);
+    ck_assert(strstr(err, "\": expected a path shorter than 1024 bytes") != NULL);
+    ck_assert_str_eq(o.report, "");
+}
+END_TEST
+
+START_TEST(test_first_bad_value_is_reported_and_valid_ones_still_apply)
+{
+    sw_options_t o;
+    char err[512], warn[512];
+    char *env[] = {"SPILLWAY_CHUNK=64MiB", "SPILLWAY_LOG=loud", "SPILLWAY_DISABLE=2",
+                   "SPILLWAY_MIN_ALLOC=1MiB", NULL};
+    ck_assert_int_eq(sw_options_parse(&o, env, err, sizeof err, warn, sizeof warn), -1);
+    ck_assert_str_eq(err, "spillway: bad value SPILLWAY_LOG=\"loud\": expected one of error, "
+                          "warn, info or debug");
+    ck_assert_uint_eq(o.chunk, 64 * MiB);
+    ck_assert_uint_eq(o.min_alloc, 1 * MiB);
+    ck_assert_int_eq(o.log_level, SW_LOG_WARN);
+    ck_assert(!o.disable);
+}
+END_TEST
+
+START_TEST(test_later_duplicate_wins)
+{
+    sw_options_t o;
+    char *env[] = {"SPILLWAY_CHUNK=64MiB", "SPILLWAY_CHUNK=4MiB", NULL};
+    ck_assert_int_eq(sw_options_parse(&o, env, NULL, 0, NULL, 0), 0);
+    ck_assert_uint_eq(o.chunk, 4 * MiB);
+}
+END_TEST
+
+START_TEST(test_small_message_buffers_are_not_overrun)
+{
+    sw_options_t o;
+    char err[16 + 8], warn[16 + 8];
+    memset(err, '#', sizeof err);
+    memset(warn, '#', sizeof warn);
+    char *env[] = {"SPILLWAY_GPU_BUDGTE=1", "SPILLWAY_CHUNK=bad", "SPILLWAY_XYZZY=2", NULL};
+    ck_assert_int_eq(sw_options_parse(&o, env, err, 16, warn, 16), -1);
+    ck_assert_uint_eq(strlen(err), 15);
+    ck_assert_uint_eq(strlen(warn), 15);
+    for (int i = 16; i < 24; i++) {
+        ck_assert_int_eq(err[i], '#');
+        ck_assert_int_eq(warn[i], '#');
+    }
+}
+END_TEST
+
+/* ---- unknown names ---- */
+
+START_TEST(test_unknown_variable_suggests_the_closest_name)
+{
+    sw_options_t o;
+    char err[256], warn[256];
+    ck_assert_int_eq(parse1(&o, "SPILLWAY_GPU_BUDGTE=20GiB", err, sizeof err, warn, sizeof warn),
+                     0);
+    ck_assert_str_eq(warn, "spillway: unknown variable SPILLWAY_GPU_BUDGTE (did you mean "
+                           "SPILLWAY_GPU_BUDGET?)\n");
+    ck_assert(!o.gpu_budget.set);
+}
+END_TEST
+
+START_TEST(test_unknown_variable_far_from_every_name_gets_no_suggestion)
+{
+    sw_options_t o;
+    char warn[256];
+    ck_assert_int_eq(parse1(&o, "SPILLWAY_XYZZY=1", NULL, 0, warn, sizeof warn), 0);
+    ck_assert_str_eq(warn, "spillway: unknown variable SPILLWAY_XYZZY\n");
+    ck_assert_int_eq(parse1(&o, "SPILLWAY_FOO=1", NULL, 0, warn, sizeof warn), 0);
+    ck_assert_str_eq(warn, "spillway: unknown variable SPILLWAY_FOO\n");
+}
+END_TEST
+
+START_TEST(test_unknown_variable_suggestions_cover_other_typos)
+{
+    static const struct {
+        const char *entry, *warn;
+    } cases[] = {
+        {"SPILLWAY_CHUNKS=1", "spillway: unknown variable SPILLWAY_CHUNKS (did you mean "
+                              "SPILLWAY_CHUNK?)\n"},
+        {"SPILLWAY_LOGFILE=x", "spillway: unknown variable SPILLWAY_LOGFILE (did you mean "
+                               "SPILLWAY_LOG_FILE?)\n"},
+        {"SPILLWAY_LGO=x", "spillway: unknown variable SPILLWAY_LGO (did you mean "
+                           "SPILLWAY_LOG?)\n"},
+        {"SPILLWAY_HOST_BUDGE=x", "spillway: unknown variable SPILLWAY_HOST_BUDGE (did you mean "
+                                  "SPILLWAY_HOST_BUDGET?)\n"},
+        {"SPILLWAY_STAT_DIR=x", "spillway: unknown variable SPILLWAY_STAT_DIR (did you mean "
+                                "SPILLWAY_STATS_DIR?)\n"},
+        /* Names are case-sensitive, but a wrong case is the likeliest typo. */
+        {"SPILLWAY_chunk=1", "spillway: unknown variable SPILLWAY_chunk (did you mean "
+                             "SPILLWAY_CHUNK?)\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sw_options_t o;
+        char warn[256];
+        ck_assert_int_eq(parse1(&o, cases[i].entry, NULL, 0, warn, sizeof warn), 0);
+        ck_assert_str_eq(warn, cases[i].warn);
+    }
+}
+END_TEST
+
+START_TEST(test_unknown_variable_does_not_stop_known_ones)
+{
+    sw_options_t o;
+    char warn[512];
+    char *env[] = {"SPILLWAY_GPU_BUDGTE=20GiB", "SPILLWAY_GPU_BUDGET=10GiB", "SPILLWAY_XYZZY=1",
+                   NULL};
+    ck_assert_int_eq(sw_options_parse(&o, env, NULL, 0, warn, sizeof warn), 0);
+    ck_assert_uint_eq(o.gpu_budget.bytes, 10 * GiB);
+    ck_assert_str_eq(warn, "spillway: unknown variable SPILLWAY_GPU_BUDGTE (did you mean "
+                           "SPILLWAY_GPU_BUDGET?)\n"
+                           "spillway: unknown variable SPILLWAY_XYZZY\n");
+}
+END_TEST
+
+/* ---- resolving amounts ---- */
+
+START_TEST(test_size_amount_resolves_to_its_bytes)
+{
+    sw_amount_t a = {.bytes = 20 * GiB, .set = true};
+    ck_assert_uint_eq(sw_amount_resolve(&a, 80 * GiB), 20 * GiB);
+    ck_assert_uint_eq(sw_amount_resolve(&a, 0), 20 * GiB);
+}
+END_TEST
+
+START_TEST(test_percent_amount_resolves_against_the_total)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=40%");
+    ck_assert_uint_eq(sw_amount_resolve(&o.gpu_budget, 100 * GiB), 40 * GiB);
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=12.5%");
+    ck_assert_uint_eq(sw_amount_resolve(&o.gpu_budget, 80 * GiB), 10 * GiB);
+    ck_assert_uint_eq(sw_amount_resolve(&o.gpu_budget, 8), 1);
+    ck_assert_uint_eq(sw_amount_resolve(&o.gpu_budget, 7), 0); /* truncates */
+}
+END_TEST
+
+START_TEST(test_percent_of_huge_totals_does_not_overflow)
+{
+    sw_amount_t all = {.percent = 100, .is_percent = true, .set = true};
+    sw_amount_t half = {.percent = 50, .is_percent = true, .set = true};
+    ck_assert_uint_eq(sw_amount_resolve(&all, UINT64_MAX), UINT64_MAX);
+    ck_assert_uint_eq(sw_amount_resolve(&half, UINT64_MAX), UINT64_MAX / 2);
+    ck_assert_uint_eq(sw_amount_resolve(&half, 0), 0);
+}
+END_TEST
+
+/* ---- printing ---- */
+
+static char *print_to_string(const sw_options_t *o)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    sw_options_print(o, f);
+    fclose(f);
+    return buf;
+}
+
+START_TEST(test_print_shows_every_default)
+{
+    sw_options_t o;
+    defaults(&o);
+    char *s = print_to_string(&o);
+    ck_assert_str_eq(s, "SPILLWAY_GPU_BUDGET=\n"
+                        "SPILLWAY_HOST_BUDGET=50%\n"
+                        "SPILLWAY_MIN_ALLOC=2MiB\n"
+                        "SPILLWAY_CHUNK=32MiB\n"
+                        "SPILLWAY_DISABLE=0\n"
+                        "SPILLWAY_LOG=warn\n"
+                        "SPILLWAY_LOG_FILE=\n"
+                        "SPILLWAY_REPORT=\n"
+                        "SPILLWAY_MEMINFO=physical\n"
+                        "SPILLWAY_STATS_DIR=\n");
+    free(s);
+}
+END_TEST
+
+START_TEST(test_print_output_parses_back_to_the_same_options)
+{
+    char *env[] = {"SPILLWAY_GPU_BUDGET=12.5%", "SPILLWAY_HOST_BUDGET=3000000",
+                   "SPILLWAY_MIN_ALLOC=1536KiB", "SPILLWAY_CHUNK=3GiB", "SPILLWAY_DISABLE=true",
+                   "SPILLWAY_LOG=DEBUG", "SPILLWAY_LOG_FILE=/tmp/l", "SPILLWAY_REPORT=r.json",
+                   "SPILLWAY_MEMINFO=virtual", "SPILLWAY_STATS_DIR=/tmp/s", NULL};
+    sw_options_t a, b;
+    ck_assert_int_eq(sw_options_parse(&a, env, NULL, 0, NULL, 0), 0);
+    char *s = print_to_string(&a);
+    ck_assert(strstr(s, "SPILLWAY_MIN_ALLOC=1536KiB\n") != NULL);
+    ck_assert(strstr(s, "SPILLWAY_HOST_BUDGET=3000000\n") != NULL);
+    ck_assert(strstr(s, "SPILLWAY_GPU_BUDGET=12.5%\n") != NULL);
+
+    char *lines[16] = {0};
+    int n = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(s, "\n", &save); l && n < 15; l = strtok_r(NULL, "\n", &save))
+        lines[n++] = l;
+    ck_assert_int_eq(n, 10);
+    ck_assert_int_eq(sw_options_parse(&b, lines, NULL, 0, NULL, 0), 0);
+    /* parse starts from a zeroed struct, so padding compares equal too */
+    ck_assert_mem_eq(&a, &b, sizeof a);
+    free(s);
+}
+END_TEST
+
+START_TEST(test_help_describes_every_option)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sw_options_help(f);
+    fclose(f);
+    static const char *const names[] = {"GPU_BUDGET", "HOST_BUDGET", "MIN_ALLOC", "CHUNK",
+                                        "DISABLE", "LOG ", "LOG_FILE", "REPORT", "MEMINFO",
+                                        "STATS_DIR"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "SPILLWAY_%s", names[i]);
+        ck_assert_msg(strstr(buf, want), "%s missing from help", want);
+    }
+    ck_assert(strstr(buf, "(default: 50%)"));
+    ck_assert(strstr(buf, "(default: none)"));
+    free(buf);
+}
+END_TEST
+
+Suite *options_suite(void)
+{
+    Suite *s = suite_create("options");
+    TCase *tc = tcase_create("defaults");
+    tcase_add_test(tc, test_default_gpu_budget_is_unset);
+    tcase_add_test(tc, test_default_host_budget_is_half_of_ram_as_a_percentage);
+    tcase_add_test(tc, test_default_min_alloc_is_2mib);
+    tcase_add_test(tc, test_default_chunk_is_32mib);
+    tcase_add_test(tc, test_default_disable_is_off);
+    tcase_add_test(tc, test_default_log_is_warn);
+    tcase_add_test(tc, test_default_paths_are_empty);
+    tcase_add_test(tc, test_default_meminfo_is_physical);
+    tcase_add_test(tc, test_null_environment_gives_defaults);
+    tcase_add_test(tc, test_other_variables_are_ignored);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("values");
+    tcase_add_test(tc, test_size_plain_integer_is_bytes);
+    tcase_add_test(tc, test_size_accepts_every_multiplier_spelling);
+    tcase_add_test(tc, test_size_largest_values_fit);
+    tcase_add_test(tc, test_size_rejects_overflow);
+    tcase_add_test(tc, test_size_rejects_malformed_values);
+    tcase_add_test(tc, test_bool_accepts_every_word_in_any_case);
+    tcase_add_test(tc, test_bool_rejects_other_words);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("options");
+    tcase_add_test(tc, test_gpu_budget_takes_a_size);
+    tcase_add_test(tc, test_gpu_budget_takes_a_percentage);
+    tcase_add_test(tc, test_gpu_budget_empty_means_none);
+    tcase_add_test(tc, test_percentages_accept_decimals_up_to_100);
+    tcase_add_test(tc, test_percentages_outside_0_to_100_or_malformed_are_refused);
+    tcase_add_test(tc, test_bad_gpu_budget_message_names_variable_value_and_forms);
+    tcase_add_test(tc, test_host_budget_empty_is_refused);
+    tcase_add_test(tc, test_min_alloc_takes_a_size_including_zero);
+    tcase_add_test(tc, test_min_alloc_refuses_a_percentage);
+    tcase_add_test(tc, test_chunk_takes_a_size);
+    tcase_add_test(tc, test_chunk_of_zero_is_refused);
+    tcase_add_test(tc, test_size_overflow_is_refused_with_a_message);
+    tcase_add_test(tc, test_negative_size_is_refused_with_a_message);
+    tcase_add_test(tc, test_disable_takes_a_boolean);
+    tcase_add_test(tc, test_bad_boolean_message_lists_the_words);
+    tcase_add_test(tc, test_log_takes_each_level_in_any_case);
+    tcase_add_test(tc, test_bad_log_level_message_lists_the_levels);
+    tcase_add_test(tc, test_meminfo_takes_physical_or_virtual);
+    tcase_add_test(tc, test_paths_are_copied);
+    tcase_add_test(tc, test_path_of_1023_bytes_fits_and_1024_is_refused);
+    tcase_add_test(tc, test_first_bad_value_is_reported_and_valid_ones_still_apply);
+    tcase_add_test(tc, test_later_duplicate_wins);
+    tcase_add_test(tc, test_small_message_buffers_are_not_overrun);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("unknown");
+    tcase_add_test(tc, test_unknown_variable_suggests_the_closest_name);
+    tcase_add_test(tc, test_unknown_variable_far_from_every_name_gets_no_suggestion);
+    tcase_add_test(tc, test_unknown_variable_suggestions_cover_other_typos);
+    tcase_add_test(tc, test_unknown_variable_does_not_stop_known_ones);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("resolve");
+    tcase_add_test(tc, test_size_amount_resolves_to_its_bytes);
+    tcase_add_test(tc, test_percent_amount_resolves_against_the_total);
+    tcase_add_test(tc, test_percent_of_huge_totals_does_not_overflow);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("print");
+    tcase_add_test(tc, test_print_shows_every_default);
+    tcase_add_test(tc, test_print_output_parses_back_to_the_same_options);
+    tcase_add_test(tc, test_help_describes_every_option);
+    suite_add_tcase(s, tc);
+    return s;
+}

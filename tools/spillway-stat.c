@@ -1,0 +1,293 @@
+/*
+ * spillway-stat: shows the live statistics of processes running under
+ * spillway, read from their stats files (src/stats_file.h).
+ *
+ *   spillway-stat              one line per process; removes the files of
+ *                              processes that are gone, and says so
+ *   spillway-stat PID          every field of one process
+ *   --json                     the same, as JSON
+ *   --watch [SECONDS]          refresh until interrupted (--count N: N times)
+ *   --dir DIR                  the stats directory (default: the library's)
+ *
+ * Exit status: 0 done, 1 the directory could not be read, 2 bad input (a
+ * bad option or PID, no stats for the PID, a file that fails validation).
+ * Only reads: the one thing it changes is the removal of stale files.
+ */
+#include "stats_file.h"
+#include "sw.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_WATCH_SECONDS 3600
+
+typedef struct {
+    char dir[1024];
+    int pid;        /* 0: list every process */
+    bool json;
+    bool watch;
+    double interval;
+    long count;     /* refreshes; 0: until interrupted */
+} args_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: spillway-stat [--dir DIR] [--json] [--watch [SECONDS]] [--count N] [PID]\n"
+            "  without PID     list the processes running under spillway, removing the\n"
+            "                  stats files of processes that are gone\n"
+            "  PID             show every statistic of that process\n"
+            "  --json          print JSON instead of a table\n"
+            "  --watch [SECS]  refresh every SECS seconds (default 1) until interrupted\n"
+            "  --count N       stop after N refreshes (implies --watch)\n"
+            "  --dir DIR       stats directory (default: $SPILLWAY_STATS_DIR, else\n"
+            "                  $XDG_RUNTIME_DIR/spillway, else /tmp/spillway-<uid>)\n");
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2))) bad(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("spillway-stat: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(2);
+}
+
+/* A process id: digits only, 1 .. INT_MAX. */
+static bool parse_pid(const char *s, int *out)
+{
+    long v = 0;
+    if (!*s)
+        return false;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + (*p - '0');
+        if (v > INT_MAX)
+            return false;
+    }
+    *out = (int)v;
+    return v > 0;
+}
+
+/* Seconds: a plain decimal number (no sign, no exponent). */
+static bool parse_seconds(const char *s, double *out)
+{
+    if (!*s || strspn(s, "0123456789.") != strlen(s) || strchr(s, '.') != strrchr(s, '.'))
+        return false;
+    char *end;
+    double v = strtod(s, &end);
+    if (*end || !(v > 0))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Takes the value of --name VALUE or --name=VALUE; NULL when arg is not
+ * --name. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, bool optional)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n])
+        return NULL;
+    if (optional) {
+        double ignored;
+        if (*i + 1 < argc && parse_seconds(argv[*i + 1], &ignored))
+            return argv[++*i];
+        return "";
+    }
+    if (*i + 1 >= argc)
+        bad("%s needs a value", name);
+    return argv[++*i];
+}
+
+static void parse_args(int argc, char **argv, args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->interval = 1;
+    bool have_dir = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *v;
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strcmp(arg, "--json") == 0) {
+            a->json = true;
+        } else if ((v = option_value(argc, argv, &i, "--watch", true))) {
+            a->watch = true;
+            if (*v && !parse_seconds(v, &a->interval))
+                bad("--watch %s: expected a number of seconds such as 1 or 0.5", v);
+            /* "--watch 4321" is more likely a PID than an hour-long interval. */
+            if (a->interval > MAX_WATCH_SECONDS)
+                bad("--watch %s: at most %d seconds (to watch PID %s, write: spillway-stat %s "
+                    "--watch)", v, MAX_WATCH_SECONDS, v, v);
+        } else if ((v = option_value(argc, argv, &i, "--count", false))) {
+            char *end;
+            errno = 0;
+            a->count = strtol(v, &end, 10);
+            if (!*v || *end || errno || a->count < 1 || v[0] == '+' || v[0] == ' ')
+                bad("--count %s: expected a whole number of at least 1", v);
+            a->watch = true;
+        } else if ((v = option_value(argc, argv, &i, "--dir", false))) {
+            if (!*v || strlen(v) >= sizeof a->dir)
+                bad("--dir: expected a directory path shorter than %zu bytes", sizeof a->dir);
+            strcpy(a->dir, v);
+            have_dir = true;
+        } else if (arg[0] == '-') {
+            bad("unknown option '%s' (see spillway-stat --help)", arg);
+        } else if (a->pid) {
+            bad("one PID at most: '%s'", arg);
+        } else if (!parse_pid(arg, &a->pid)) {
+            bad("not a process id: '%s'", arg);
+        }
+    }
+    if (!have_dir) {
+        /* The library's rule: the options table's STATS_DIR, else the
+         * per-user default. A bad value of some other SPILLWAY_ variable
+         * is the library's business, not a reason to show nothing. */
+        sw_options_t o;
+        sw_options_parse(&o, environ, NULL, 0, NULL, 0);
+        if (sw_statsfile_dir(o.stats_dir, getenv("XDG_RUNTIME_DIR"), a->dir, sizeof a->dir) != 0)
+            bad("stats directory path too long");
+    }
+}
+
+/* ---- list mode ---- */
+
+typedef struct {
+    const args_t *a;
+    int shown;
+} list_t;
+
+static int list_one(int pid, const char *path, void *arg)
+{
+    list_t *l = arg;
+    char err[512];
+    int r = sw_statsfile_remove_stale(path, pid, err, sizeof err);
+    if (r == 1) {
+        fprintf(stderr, "spillway-stat: removed %s: process %d is gone\n", path, pid);
+        return 0;
+    }
+    if (r < 0)
+        fprintf(stderr, "spillway-stat: %s\n", err);
+    const sw_statsfile_t *m = sw_statsfile_open(path, geteuid(), err, sizeof err);
+    if (!m) {
+        if (r == 0)
+            fprintf(stderr, "spillway-stat: skipping %s\n", err);
+        return 0;
+    }
+    sw_stats_snapshot_t s;
+    if (!sw_statsfile_snapshot(m, &s))
+        fprintf(stderr, "spillway-stat: pid %d is stopped mid-update; figures may not add up\n",
+                pid);
+    sw_statsfile_close(m);
+    if (l->a->json) {
+        fputs(l->shown ? ",\n  " : "[\n  ", stdout);
+        sw_statsfile_json(stdout, &s, 2);
+    } else {
+        if (!l->shown)
+            sw_statsfile_list_header(stdout);
+        sw_statsfile_list_row(stdout, &s);
+    }
+    l->shown++;
+    return 0;
+}
+
+static int show_list(const args_t *a)
+{
+    char err[512];
+    if (access(a->dir, F_OK) != 0 && errno == ENOENT) {
+        if (a->json)
+            puts("[]");
+        else
+            printf("no processes under spillway (%s does not exist)\n", a->dir);
+        return 0;
+    }
+    if (sw_statsfile_prepare_dir(a->dir, false, err, sizeof err) != 0)
+        bad("%s", err);
+    list_t l = {a, 0};
+    if (sw_statsfile_each(a->dir, list_one, &l) < 0) {
+        fprintf(stderr, "spillway-stat: cannot read %s: %s\n", a->dir, strerror(errno));
+        return 1;
+    }
+    if (a->json)
+        puts(l.shown ? "\n]" : "[]");
+    else if (!l.shown)
+        printf("no processes under spillway in %s\n", a->dir);
+    return 0;
+}
+
+/* ---- one process ---- */
+
+/* Returns 0 shown, 3 the file is gone after an earlier refresh showed it. */
+static int show_pid(const args_t *a, bool shown_before)
+{
+    char path[2048], err[2600];
+    snprintf(path, sizeof path, "%s/%d.stats", a->dir, a->pid);
+    struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT) {
+        if (shown_before) {
+            printf("process %d has exited\n", a->pid);
+            return 3;
+        }
+        bad("no spillway stats for process %d in %s (is it running under spillway? "
+            "another --dir?)", a->pid, a->dir);
+    }
+    if (sw_statsfile_prepare_dir(a->dir, false, err, sizeof err) != 0)
+        bad("%s", err);
+    const sw_statsfile_t *m = sw_statsfile_open(path, geteuid(), err, sizeof err);
+    if (!m)
+        bad("%s", err);
+    sw_stats_snapshot_t s;
+    if (!sw_statsfile_snapshot(m, &s))
+        fprintf(stderr, "spillway-stat: pid %d is stopped mid-update; figures may not add up\n",
+                a->pid);
+    sw_statsfile_close(m);
+    if (sw_statsfile_pid_gone(a->pid, s.start_time))
+        fprintf(stderr, "spillway-stat: process %d is gone; these are its last figures\n", a->pid);
+    if (a->json) {
+        sw_statsfile_json(stdout, &s, 0);
+        putchar('\n');
+    } else {
+        sw_statsfile_table(stdout, &s);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    args_t a;
+    parse_args(argc, argv, &a);
+    bool tty = isatty(STDOUT_FILENO);
+    for (long n = 1;; n++) {
+        if (a.watch && tty)
+            fputs("\033[H\033[2J", stdout);
+        else if (n > 1)
+            putchar('\n');
+        int rc = a.pid ? show_pid(&a, n > 1) : show_list(&a);
+        fflush(stdout);
+        if (rc == 3)
+            return 0;
+        if (rc || !a.watch || (a.count && n >= a.count))
+            return rc;
+        struct timespec ts = {(time_t)a.interval,
+                              (long)((a.interval - (double)(time_t)a.interval) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+}

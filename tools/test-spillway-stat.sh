@@ -1,0 +1,341 @@
+#!/bin/sh
+# Tests of the spillway-stat command, one case per run:
+#   test-spillway-stat.sh CASE SPILLWAY_STAT STAT_FIXTURE
+# stat-fixture (stat-fixture.c) publishes known values through the
+# library's own stats code; each case checks what spillway-stat makes of
+# them, or of a file spoiled on purpose. Exit 0 pass, 1 fail, 77 skip.
+set -u
+case_=$1
+stat=$2
+fixture=$3
+
+tmp=$(mktemp -d) || exit 1
+dir=$tmp/stats
+mkdir -m 700 "$dir" || exit 1
+fpid=
+unset SPILLWAY_STATS_DIR XDG_RUNTIME_DIR SPILLWAY_REPORT
+
+cleanup() {
+    if [ -n "$fpid" ]; then
+        kill "$fpid" 2>/dev/null
+        wait "$fpid" 2>/dev/null
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+    printf 'FAIL [%s]: %s\n' "$case_" "$*" >&2
+    for f in out err; do
+        [ -f "$tmp/$f" ] && { echo "--- std$f:" >&2; cat "$tmp/$f" >&2; }
+    done
+    exit 1
+}
+
+# Starts the fixture in the background (extra environment as arguments)
+# and waits for its "ready".
+start_fixture() {
+    # a "ready" left by an earlier fixture must not be taken for this one's
+    rm -f "$tmp/fixture.out" "$tmp/fixture.err"
+    env SPILLWAY_STATS_DIR="$dir" "$@" "$fixture" >"$tmp/fixture.out" 2>"$tmp/fixture.err" &
+    fpid=$!
+    i=0
+    until grep -q '^ready$' "$tmp/fixture.out" 2>/dev/null; do
+        i=$((i + 1))
+        [ $i -le 200 ] || fail "fixture not ready: $(cat "$tmp/fixture.err")"
+        kill -0 "$fpid" 2>/dev/null || fail "fixture died: $(cat "$tmp/fixture.err")"
+        sleep 0.05
+    done
+}
+
+stop_fixture() {
+    kill -TERM "$fpid" || fail "fixture already gone"
+    wait "$fpid" || fail "fixture did not exit cleanly"
+    fpid=
+}
+
+# A valid stats file of a process that is gone; prints its path.
+stale_file() {
+    SPILLWAY_STATS_DIR="$dir" "$fixture" --leave || fail "fixture --leave failed"
+    ls "$dir"/*.stats
+}
+
+# A copy of a valid file under a made-up pid in a second directory, for the
+# validation cases.
+spoilt_file() {
+    src=$(stale_file)
+    mkdir -m 700 "$tmp/bad"
+    cp "$src" "$tmp/bad/424242.stats" || fail "cp"
+    echo "$tmp/bad/424242.stats"
+}
+
+run() {
+    "$stat" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+expect_rc() { [ "$rc" = "$1" ] || fail "exit status $rc, expected $1"; }
+expect_out() { grep -qF -- "$1" "$tmp/out" || fail "stdout lacks: $1"; }
+expect_out_re() { grep -qE -- "$1" "$tmp/out" || fail "stdout lacks a line like: $1"; }
+expect_err_line() {
+    [ "$(cat "$tmp/err")" = "$1" ] || fail "stderr is not exactly: $1"
+}
+count_out() { grep -cE -- "$1" "$tmp/out"; }
+
+# Patches one byte of a file (offset, octal value).
+poke() { printf '%b' "\\0$3" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null; }
+
+case $case_ in
+list)
+    start_fixture
+    run --dir "$dir"
+    expect_rc 0
+    expect_out_re '^ +PID +COMMAND +TRACKED +DEVICE +HOST +DEMOTIONS$'
+    expect_out_re "^ +$fpid +stat-fixture +3\\.0 GiB +2\\.0 GiB +1\\.0 GiB +7\$"
+    [ "$(wc -l <"$tmp/out")" -eq 2 ] || fail "expected a header and one process"
+    [ ! -s "$tmp/err" ] || fail "unexpected stderr"
+    ;;
+pid-table)
+    start_fixture
+    run --dir "$dir" "$fpid"
+    expect_rc 0
+    expect_out "pid $fpid (stat-fixture)"
+    expect_out_re '^FIELD +VALUE +PEAK +DESCRIPTION$'
+    expect_out_re '^tracked_bytes +3\.0 GiB +4\.0 GiB +bytes in allocations spillway tracks$'
+    expect_out_re '^device_bytes +2\.0 GiB +4\.0 GiB '
+    expect_out_re '^host_bytes +1\.0 GiB +1\.0 GiB '
+    expect_out_re '^tracked_allocs +3 +5 +live tracked allocations$'
+    expect_out_re '^demotions +7 +- +chunks moved from the GPU to host memory$'
+    expect_out_re '^bytes_demoted +224\.0 MiB +- '
+    expect_out_re '^launches +1000 +- '
+    expect_out_re '^failed_moves +0 +- '
+    [ "$(wc -l <"$tmp/out")" -eq 16 ] || fail "expected 2 header lines and 14 fields"
+    ;;
+json)
+    start_fixture
+    run --dir "$dir" --json "$fpid"
+    expect_rc 0
+    expect_out "\"pid\": $fpid,"
+    expect_out '"command": "stat-fixture",'
+    expect_out '"version": 1,'
+    expect_out '"tracked_bytes": 3221225472,'
+    expect_out '"tracked_bytes_peak": 4294967296,'
+    expect_out '"tracked_allocs_peak": 5,'
+    expect_out '"bytes_demoted": 234881024,'
+    expect_out '"launches": 1000,'
+    expect_out '"failed_moves": 0'
+    [ "$(count_out '^  "[a-z_]+": [0-9]+,?$')" -eq 20 ] || fail "expected 2 + 14 + 4 numbers"
+    if command -v python3 >/dev/null; then
+        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d) != 21)' \
+            "$tmp/out" || fail "not JSON with 21 keys"
+    fi
+    ;;
+list-json)
+    start_fixture
+    run --dir "$dir" --json
+    expect_rc 0
+    if [ "$(head -n 1 "$tmp/out")" != "[" ] || [ "$(tail -n 1 "$tmp/out")" != "]" ]; then
+        fail "not a JSON array"
+    fi
+    expect_out "    \"pid\": $fpid,"
+    expect_out '    "host_bytes": 1073741824,'
+    if command -v python3 >/dev/null; then
+        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(not (len(d) == 1 and d[0]["demotions"] == 7))' \
+            "$tmp/out" || fail "not a JSON list of one process"
+    fi
+    rm -f "$dir"/*.stats
+    run --dir "$dir" --json
+    expect_rc 0
+    [ "$(cat "$tmp/out")" = "[]" ] || fail "expected an empty array"
+    ;;
+report)
+    start_fixture SPILLWAY_REPORT="$tmp/report.json"
+    [ -f "$dir/$fpid.stats" ] || fail "no stats file while running"
+    p=$fpid
+    stop_fixture
+    [ ! -e "$dir/$p.stats" ] || fail "stats file left after exit"
+    grep -qF "\"pid\": $p," "$tmp/report.json" || fail "report lacks the pid"
+    grep -qF '"tracked_bytes_peak": 4294967296,' "$tmp/report.json" || fail "report lacks a peak"
+    grep -qF '"demotions": 7,' "$tmp/report.json" || fail "report lacks demotions"
+    for f in "$tmp"/report.json.tmp*; do
+        [ ! -e "$f" ] || fail "temporary report left behind: $f"
+    done
+    ;;
+stale)
+    f=$(stale_file)
+    p=$(basename "$f" .stats)
+    start_fixture
+    run --dir "$dir"
+    expect_rc 0
+    expect_err_line "spillway-stat: removed $dir/$p.stats: process $p is gone"
+    [ ! -e "$f" ] || fail "stale file still there"
+    expect_out_re "^ +$fpid +stat-fixture "
+    [ -e "$dir/$fpid.stats" ] || fail "live file removed"
+    stop_fixture
+    run --dir "$dir"
+    expect_rc 0
+    expect_out "no processes under spillway in $dir"
+    ;;
+watch-count)
+    start_fixture
+    run --dir "$dir" --watch 0.05 --count 3 "$fpid"
+    expect_rc 0
+    [ "$(count_out "^pid $fpid \\(stat-fixture\\)\$")" -eq 3 ] || fail "expected 3 refreshes"
+    run --dir "$dir" --count 2
+    expect_rc 0
+    [ "$(count_out '^ +PID +COMMAND')" -eq 2 ] || fail "expected 2 refreshes of the list"
+    ;;
+watch-exit)
+    start_fixture
+    p=$fpid
+    (sleep 0.5 && kill -TERM "$p") &
+    run --dir "$dir" --watch 0.1 --count 100 "$p"
+    expect_rc 0
+    expect_out "process $p has exited"
+    wait "$p" 2>/dev/null
+    fpid=
+    ;;
+default-dir)
+    # SPILLWAY_STATS_DIR, as the library reads it
+    start_fixture
+    SPILLWAY_STATS_DIR="$dir" "$stat" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0
+    expect_out_re "^ +$fpid +stat-fixture "
+    stop_fixture
+    # XDG_RUNTIME_DIR/spillway when that is a directory of ours
+    # (an empty SPILLWAY_STATS_DIR means the default rule)
+    mkdir -m 700 "$tmp/xdg"
+    start_fixture SPILLWAY_STATS_DIR= XDG_RUNTIME_DIR="$tmp/xdg"
+    [ -f "$tmp/xdg/spillway/$fpid.stats" ] || fail "library did not publish in XDG_RUNTIME_DIR"
+    XDG_RUNTIME_DIR="$tmp/xdg" "$stat" "$fpid" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0
+    expect_out "pid $fpid (stat-fixture)"
+    # a bad value of another option does not stop the tool
+    XDG_RUNTIME_DIR="$tmp/xdg" SPILLWAY_CHUNK=0 "$stat" "$fpid" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    expect_rc 0
+    ;;
+log)
+    # log.c, through the fixture: level filter, prefix, SPILLWAY_LOG_FILE
+    start_fixture SPILLWAY_LOG=info SPILLWAY_LOG_FILE="$tmp/log"
+    # (the fixture's fork child logs its own file's line too)
+    [ "$(head -n 1 "$tmp/log")" = "spillway[$fpid]: live stats in $dir/$fpid.stats" ] ||
+        fail "log file: $(cat "$tmp/log")"
+    [ ! -s "$tmp/fixture.err" ] || fail "stderr used although the log file opened"
+    stop_fixture
+    start_fixture
+    [ ! -s "$tmp/fixture.err" ] || fail "info message shown at the default level"
+    stop_fixture
+    start_fixture SPILLWAY_LOG=info SPILLWAY_LOG_FILE="$tmp/no/such/dir/log"
+    expected="spillway[$fpid]: warning: cannot open SPILLWAY_LOG_FILE \"$tmp/no/such/dir/log\": No such file or directory; logging to stderr
+spillway[$fpid]: live stats in $dir/$fpid.stats"
+    [ "$(head -n 2 "$tmp/fixture.err")" = "$expected" ] || fail "stderr: $(cat "$tmp/fixture.err")"
+    ;;
+help)
+    run --help
+    expect_rc 0
+    expect_out 'usage: spillway-stat [--dir DIR] [--json] [--watch [SECONDS]] [--count N] [PID]'
+    ;;
+bad-option)
+    run --frobnicate
+    expect_rc 2
+    expect_err_line "spillway-stat: unknown option '--frobnicate' (see spillway-stat --help)"
+    run --count 0
+    expect_rc 2
+    expect_err_line "spillway-stat: --count 0: expected a whole number of at least 1"
+    run --count=x
+    expect_rc 2
+    expect_err_line "spillway-stat: --count x: expected a whole number of at least 1"
+    run --watch=soon
+    expect_rc 2
+    expect_err_line "spillway-stat: --watch soon: expected a number of seconds such as 1 or 0.5"
+    run --watch 4321
+    expect_rc 2
+    expect_err_line "spillway-stat: --watch 4321: at most 3600 seconds (to watch PID 4321, write: spillway-stat 4321 --watch)"
+    run --dir
+    expect_rc 2
+    expect_err_line "spillway-stat: --dir needs a value"
+    ;;
+bad-pid)
+    run --dir "$dir" abc
+    expect_rc 2
+    expect_err_line "spillway-stat: not a process id: 'abc'"
+    run --dir "$dir" 12x
+    expect_rc 2
+    expect_err_line "spillway-stat: not a process id: '12x'"
+    run --dir "$dir" 0
+    expect_rc 2
+    expect_err_line "spillway-stat: not a process id: '0'"
+    run --dir "$dir" 99999999999
+    expect_rc 2
+    expect_err_line "spillway-stat: not a process id: '99999999999'"
+    run --dir "$dir" 1 2
+    expect_rc 2
+    expect_err_line "spillway-stat: one PID at most: '2'"
+    ;;
+no-such-pid)
+    run --dir "$dir" 999999999
+    expect_rc 2
+    expect_err_line "spillway-stat: no spillway stats for process 999999999 in $dir (is it running under spillway? another --dir?)"
+    ;;
+bad-magic)
+    f=$(spoilt_file)
+    poke "$f" 0 130 # 'X'
+    run --dir "$tmp/bad" 424242
+    expect_rc 2
+    expect_err_line "spillway-stat: $f: not a spillway stats file (bad magic)"
+    ;;
+bad-version)
+    f=$(spoilt_file)
+    poke "$f" 8 143 # version 99 (little-endian u32 at offset 8)
+    run --dir "$tmp/bad" 424242
+    expect_rc 2
+    expect_err_line "spillway-stat: $f: stats format version 99, expected version 1 (spillway-stat and libspillway come from different builds)"
+    ;;
+bad-size)
+    f=$(spoilt_file)
+    size=$(wc -c <"$f")
+    printf 'x' >>"$f"
+    run --dir "$tmp/bad" 424242
+    expect_rc 2
+    expect_err_line "spillway-stat: $f: file is $((size + 1)) bytes, expected $size"
+    head -c 10 "$f" >"$f.short" && mv "$f.short" "$f"
+    run --dir "$tmp/bad" 424242
+    expect_rc 2
+    expect_err_line "spillway-stat: $f: 10 bytes, too small for a spillway stats file (expected $size)"
+    ;;
+bad-owner)
+    [ "$(id -u)" = 0 ] || exit 77 # only root can give a file away
+    f=$(spoilt_file)
+    chown 65534 "$f" || exit 77
+    run --dir "$tmp/bad" 424242
+    expect_rc 2
+    expect_err_line "spillway-stat: $f: owned by uid 65534, expected uid 0; refusing to read it"
+    # in the list it is skipped, and not removed although its pid is gone
+    run --dir "$tmp/bad"
+    expect_rc 0
+    expect_err_line "spillway-stat: skipping $f: owned by uid 65534, expected uid 0; refusing to read it"
+    [ -e "$f" ] || fail "another user's file was removed"
+    ;;
+symlink)
+    f=$(spoilt_file)
+    ln -s "$f" "$tmp/bad/5.stats"
+    run --dir "$tmp/bad" 5
+    expect_rc 2
+    expect_err_line "spillway-stat: $tmp/bad/5.stats: is a symbolic link; refusing to follow it"
+    ;;
+bad-dir)
+    chmod 755 "$dir"
+    run --dir "$dir"
+    expect_rc 2
+    expect_err_line "spillway-stat: stats directory $dir has mode 0755, expected 0700; refusing to use it"
+    run --dir "$tmp/none"
+    expect_rc 0
+    expect_out "no processes under spillway ($tmp/none does not exist)"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+exit 0
