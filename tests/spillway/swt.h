@@ -1,0 +1,110 @@
+/*
+ * swt: what the spillway integration tests share. Each test runs real
+ * programs (tests/apps, and the small ones in this directory) on simgpu,
+ * with or without libspillway preloaded, and judges them by their exit
+ * status, their output and the two JSON reports they leave: simgpu's
+ * (SIMGPU_REPORT: hazards, faults, call counts) and spillway's
+ * (SPILLWAY_REPORT: the stats_fields.h counters).
+ *
+ * Every run gets a fresh directory under the suite's temporary root:
+ *
+ *     <root>/run-XXXXXX/stdout, stderr     what the program printed
+ *                       simgpu.json        SIMGPU_REPORT
+ *                       spillway.json      SPILLWAY_REPORT
+ *                       stats/             SPILLWAY_STATS_DIR (made 0700,
+ *                                          empty), so no run ever touches
+ *                                          the user's own stats directory
+ *
+ * The environment of a run is the test's own minus every LD_PRELOAD,
+ * LD_LIBRARY_PATH, SPILLWAY_* and SIMGPU_* entry, plus the entries above,
+ * LD_LIBRARY_PATH=<simgpu>, LD_PRELOAD=<libspillway> when asked, and the
+ * run's own extra entries last ("NAME=value" sets, a bare "NAME" removes).
+ *
+ * Paths come from the environment meson gives the test (see meson.build):
+ * SWT_LIBSPILLWAY, SWT_SIMGPU_DIR, SWT_MLP, SWT_MOE, SWT_MT, SWT_LOADER,
+ * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_NM. A test that runs outside meson
+ * fails with a message naming the missing variable.
+ *
+ * The programs of this directory: errs.c (misuses and their codes),
+ * ptrs.c (pointer queries on moved memory), probe.c (meminfo and the
+ * stats file from inside), nocuda.c (a process that never uses CUDA).
+ *
+ * Failures: the helpers that return a value abort the current test (check's
+ * ck_abort_msg) when they cannot do their job, with a message that says
+ * which run and which file; they never return garbage.
+ */
+#ifndef SWT_H
+#define SWT_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SWT_MIB (1024ULL * 1024ULL)
+
+/* The suites, one per file. */
+Suite *oversize_suite(void);  /* test_oversize.c */
+Suite *threads_suite(void);   /* test_threads.c */
+Suite *options_suite(void);   /* test_options.c */
+Suite *errors_suite(void);    /* test_errors.c */
+Suite *pointers_suite(void);  /* test_pointers.c */
+Suite *inject_suite(void);    /* test_inject.c */
+Suite *process_suite(void);   /* test_process.c */
+Suite *policies_suite(void);  /* test_policies.c */
+
+/* main.c: the suite's temporary root (made before any test runs). */
+const char *swt_root(void);
+
+typedef struct {
+    char dir[512];
+    char out[600], err[600];             /* stdout, stderr */
+    char sg_report[600], sw_report[600]; /* SIMGPU_REPORT, SPILLWAY_REPORT */
+    char stats_dir[600];                 /* SPILLWAY_STATS_DIR */
+    bool exited;                         /* exited normally (else signal) */
+    int status;                          /* exit status when exited */
+    int signal;                          /* terminating signal otherwise */
+    bool timed_out;                      /* killed by swt_run's time limit */
+} swt_run_t;
+
+/* The path in environment variable name; aborts the test when unset. */
+const char *swt_path(const char *name);
+
+/* Runs argv (argv[0] a path; NULL-terminated) with the environment
+ * described above; env: extra entries, NULL-terminated, or NULL. Waits at
+ * most 120 s, then kills it (timed_out). Fills *r. Aborts the test when
+ * the program cannot be started at all. */
+void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *const *argv);
+
+/* The whole of a file as a NUL-terminated string (caller frees), or NULL
+ * when it cannot be read. */
+char *swt_slurp(const char *path);
+bool swt_exists(const char *path);
+/* True when the file contains text. */
+bool swt_file_has(const char *path, const char *text);
+
+/* The number after "key": in a JSON file (first occurrence of the quoted
+ * key, so "device_bytes" never matches "device_bytes_peak"). Returns false
+ * when the file or the key is missing or the value is not a number. */
+bool swt_json_u64(const char *path, const char *key, uint64_t *out);
+/* The same, aborting the test when the value is missing. */
+uint64_t swt_sg(const swt_run_t *r, const char *key); /* simgpu's report */
+uint64_t swt_sw(const swt_run_t *r, const char *key); /* spillway's report */
+/* simgpu's call count for a base function name; 0 when never called. */
+uint64_t swt_calls(const swt_run_t *r, const char *fn);
+
+/* One line about a run for failure messages: status, the start of stderr
+ * and stdout, simgpu's first hazard. Static buffer: use it at once. */
+const char *swt_describe(const swt_run_t *r);
+
+/* Assertions with swt_describe in their messages. */
+void swt_assert_status(const swt_run_t *r, int status);
+/* simgpu's report exists and has hazards == 0 and faults == 0. */
+void swt_assert_clean(const swt_run_t *r);
+/* Exited 0, printed "result=match", and simgpu saw no hazard or fault. */
+void swt_assert_match(const swt_run_t *r);
+
+/* The number of entries in a directory (not . and ..); -1 when it cannot
+ * be opened. */
+int swt_dir_entries(const char *path);
+
+#endif

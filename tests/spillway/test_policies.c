@@ -1,0 +1,90 @@
+/*
+ * test_policies.c: the residency policies (SPILLWAY_POLICY=learned, the
+ * default, and lru) and prefetching (SPILLWAY_PREFETCH_BYTES) change which
+ * chunks move and when, never what the program computes. Each run must
+ * match its host reference bit for bit with no hazard or fault, under
+ * device pressure or a budget, with and without jitter.
+ *
+ * Workloads: mlp (every layer every step, a fixed loop) and moe (a
+ * mixture of experts: 24 experts of 4 MiB, 2 per step, drawn from a
+ * seeded Zipf distribution), whose changing working set is what makes a
+ * budgeted policy promote as well as demote.
+ */
+#include <string.h>
+
+#include "swt.h"
+
+#define MLP_MODEL "--layers", "10", "--width", "1024", "--steps", "3"
+#define MOE_MODEL "--experts", "24", "--width", "1024", "--steps", "16"
+
+/* The model with a policy and pressure; returns the run for more checks. */
+static void run_policy(swt_run_t *r, const char *prog, const char *policy, bool budget,
+                       const char *jitter, const char *prefetch)
+{
+    const char *mlp[] = {swt_path("SWT_MLP"), MLP_MODEL, NULL};
+    const char *moe[] = {swt_path("SWT_MOE"), MOE_MODEL, NULL};
+    bool is_moe = strcmp(prog, "moe") == 0;
+    const char *env[] = {
+        policy,
+        jitter,
+        prefetch ? prefetch : "SPILLWAY_PREFETCH_BYTES",
+        /* mlp: 40 MiB of weights; moe: 96 MiB of experts. */
+        budget ? "SIMGPU_MEM=1GiB" : is_moe ? "SIMGPU_MEM=40MiB" : "SIMGPU_MEM=16MiB",
+        budget ? (is_moe ? "SPILLWAY_GPU_BUDGET=24MiB" : "SPILLWAY_GPU_BUDGET=12MiB")
+               : "SPILLWAY_GPU_BUDGET",
+        NULL,
+    };
+    swt_run(r, true, env, is_moe ? moe : mlp);
+    swt_assert_match(r);
+    ck_assert_msg(swt_sw(r, "demotions") > 0, "no demotion: %s", swt_describe(r));
+    if (budget)
+        ck_assert_msg(swt_sw(r, "device_bytes_peak") <= (is_moe ? 24 : 12) * SWT_MIB,
+                      "over budget: %s", swt_describe(r));
+}
+
+#define POLICY_TEST(name, prog, policy, budget, jitter, prefetch) \
+    START_TEST(name)                                              \
+    {                                                             \
+        swt_run_t r;                                              \
+        run_policy(&r, prog, policy, budget, jitter, prefetch);   \
+    }                                                             \
+    END_TEST
+
+POLICY_TEST(lru_runs_model_larger_than_device, "mlp", "SPILLWAY_POLICY=lru", false,
+            "SIMGPU_JITTER=0", NULL)
+POLICY_TEST(lru_keeps_model_within_budget_under_jitter, "mlp", "SPILLWAY_POLICY=lru", true,
+            "SIMGPU_JITTER=200", NULL)
+POLICY_TEST(learned_runs_experts_larger_than_device, "moe", "SPILLWAY_POLICY=learned", false,
+            "SIMGPU_JITTER=0", NULL)
+POLICY_TEST(learned_keeps_experts_within_budget_under_jitter, "moe", "SPILLWAY_POLICY=learned",
+            true, "SIMGPU_JITTER=200", NULL)
+POLICY_TEST(lru_runs_experts_larger_than_device_under_jitter, "moe", "SPILLWAY_POLICY=lru",
+            false, "SIMGPU_JITTER=200", NULL)
+POLICY_TEST(learned_without_prefetch_keeps_experts_within_budget, "moe",
+            "SPILLWAY_POLICY=learned", true, "SIMGPU_JITTER=0", "SPILLWAY_PREFETCH_BYTES=0")
+
+/* Under a budget with a changing working set, lru brings experts back. */
+START_TEST(lru_promotes_experts_back_under_a_budget)
+{
+    swt_run_t r;
+    run_policy(&r, "moe", "SPILLWAY_POLICY=lru", true, "SIMGPU_JITTER=200", NULL);
+    ck_assert_msg(swt_sw(&r, "promotions") > 0, "nothing promoted: %s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "failed_moves") == 0, "%s", swt_describe(&r));
+}
+END_TEST
+
+Suite *policies_suite(void)
+{
+    Suite *s = suite_create("policies");
+    TCase *tc = tcase_create("policy");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, lru_runs_model_larger_than_device);
+    tcase_add_test(tc, lru_keeps_model_within_budget_under_jitter);
+    tcase_add_test(tc, learned_runs_experts_larger_than_device);
+    tcase_add_test(tc, learned_keeps_experts_within_budget_under_jitter);
+    tcase_add_test(tc, lru_runs_experts_larger_than_device_under_jitter);
+    tcase_add_test(tc, learned_without_prefetch_keeps_experts_within_budget);
+    tcase_add_test(tc, lru_promotes_experts_back_under_a_budget);
+    suite_add_tcase(s, tc);
+    return s;
+}

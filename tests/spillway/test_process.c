@@ -1,0 +1,151 @@
+/*
+ * test_process.c: spillway as part of a process, apart from allocations.
+ *
+ *   - Nothing before the first CUDA call (init.c): a program that never
+ *     uses CUDA, preloaded, gets no thread, no driver, no file, no output.
+ *   - The live stats file (stats.c) is made in SPILLWAY_STATS_DIR, never
+ *     in the user's default directory, and removed at exit.
+ *   - libspillway exports only what it interposes: dlsym and cu* names
+ *     (spillway.map), checked with nm -D.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "swt.h"
+
+START_TEST(program_without_cuda_gets_no_thread_and_no_driver)
+{
+    const char *argv[] = {swt_path("SWT_NOCUDA"), NULL};
+    const char *env[] = {"SPILLWAY_LOG=debug", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_msg(swt_file_has(r.out, "nocuda: threads=1 driver=0"), "%s", swt_describe(&r));
+    char *err = swt_slurp(r.err);
+    ck_assert_msg(err && err[0] == '\0', "spillway wrote: %s", swt_describe(&r));
+    free(err);
+}
+END_TEST
+
+START_TEST(program_without_cuda_leaves_no_file)
+{
+    const char *argv[] = {swt_path("SWT_NOCUDA"), NULL};
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_int_eq(swt_dir_entries(r.stats_dir), 0);
+    ck_assert_msg(!swt_exists(r.sw_report), "report from a program without CUDA: %s",
+                  swt_describe(&r));
+    ck_assert_msg(!swt_exists(r.sg_report), "the driver was loaded: %s", swt_describe(&r));
+}
+END_TEST
+
+START_TEST(bin_true_runs_untouched)
+{
+    const char *argv[] = {"/bin/true", NULL};
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_int_eq(swt_dir_entries(r.stats_dir), 0);
+    ck_assert_msg(!swt_exists(r.sw_report), "%s", swt_describe(&r));
+    char *err = swt_slurp(r.err);
+    ck_assert_msg(err && err[0] == '\0', "%s", swt_describe(&r));
+    free(err);
+}
+END_TEST
+
+static uint64_t probe_flag(const swt_run_t *r, const char *key)
+{
+    char *out = swt_slurp(r->out);
+    ck_assert_ptr_nonnull(out);
+    char pat[64];
+    snprintf(pat, sizeof pat, "%s=", key);
+    const char *p = strstr(out, pat);
+    ck_assert_msg(p != NULL, "no %s: %s", key, swt_describe(r));
+    uint64_t v = strtoull(p + strlen(pat), NULL, 10);
+    free(out);
+    return v;
+}
+
+START_TEST(stats_file_lives_in_the_stats_dir)
+{
+    const char *argv[] = {swt_path("SWT_PROBE"), NULL};
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_msg(probe_flag(&r, "own_stats") == 1, "no stats file in SPILLWAY_STATS_DIR: %s",
+                  swt_describe(&r));
+}
+END_TEST
+
+START_TEST(stats_file_never_goes_to_the_default_dir)
+{
+    const char *argv[] = {swt_path("SWT_PROBE"), NULL};
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_msg(probe_flag(&r, "default_stats") == 0,
+                  "stats file made in the user's default directory although "
+                  "SPILLWAY_STATS_DIR is set: %s",
+                  swt_describe(&r));
+}
+END_TEST
+
+START_TEST(stats_file_is_removed_at_exit)
+{
+    const char *argv[] = {swt_path("SWT_PROBE"), NULL};
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_int_eq(swt_dir_entries(r.stats_dir), 0);
+    ck_assert_msg(swt_exists(r.sw_report), "no exit report: %s", swt_describe(&r));
+}
+END_TEST
+
+START_TEST(only_dlsym_and_cu_names_are_exported)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' -D --defined-only '%s'", swt_path("SWT_NM"),
+             swt_path("SWT_LIBSPILLWAY"));
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run %s", cmd);
+    char line[1024];
+    int cu = 0, total = 0;
+    bool has_dlsym = false;
+    while (fgets(line, sizeof line, p)) {
+        char addr[64], type[8], name[512];
+        if (sscanf(line, "%63s %7s %511s", addr, type, name) != 3)
+            continue;
+        /* Drop a version suffix (name@VER / name@@VER). */
+        name[strcspn(name, "@")] = '\0';
+        total++;
+        if (strcmp(name, "dlsym") == 0) {
+            has_dlsym = true;
+            continue;
+        }
+        ck_assert_msg(strncmp(name, "cu", 2) == 0, "unexpected export %s", name);
+        cu++;
+    }
+    int st = pclose(p);
+    ck_assert_msg(st == 0, "%s failed (%d)", cmd, st);
+    ck_assert_msg(has_dlsym, "dlsym is not exported");
+    ck_assert_msg(cu >= 10, "only %d cu* exports in %d", cu, total);
+}
+END_TEST
+
+Suite *process_suite(void)
+{
+    Suite *s = suite_create("process");
+    TCase *tc = tcase_create("footprint");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, program_without_cuda_gets_no_thread_and_no_driver);
+    tcase_add_test(tc, program_without_cuda_leaves_no_file);
+    tcase_add_test(tc, bin_true_runs_untouched);
+    tcase_add_test(tc, stats_file_lives_in_the_stats_dir);
+    tcase_add_test(tc, stats_file_never_goes_to_the_default_dir);
+    tcase_add_test(tc, stats_file_is_removed_at_exit);
+    tcase_add_test(tc, only_dlsym_and_cu_names_are_exported);
+    suite_add_tcase(s, tc);
+    return s;
+}
