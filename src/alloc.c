@@ -65,6 +65,9 @@ static bool ready(const sw_vmm_info_t **vi)
         table = sw_table_new((*vi)->granularity);
         if (!table)
             return false;
+        /* The prefetch window comes out of the GPU budget. */
+        if (budget_set)
+            sw_stat_add(SW_STAT_device_bytes, (int64_t)sw_prefetch_setup(gpu_budget));
         sw_info("budgets: gpu %s%llu bytes, host %llu bytes", budget_set ? "" : "(none) ",
                 (unsigned long long)gpu_budget, (unsigned long long)host_budget);
     }
@@ -99,6 +102,12 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
     return CUDA_SUCCESS;
 }
 
+/* Chunks in the prefetch window are not the policy's to demote. */
+static bool in_window(const sw_chunk_t *c, void *arg)
+{
+    return c->slot >= 0;
+}
+
 /* Demotes cold chunks until `need` device bytes are free (or no candidate
  * is left). Gate held exclusively; synchronizes once, first. Returns the
  * bytes freed. */
@@ -106,7 +115,10 @@ static uint64_t demote(uint64_t need, bool *synced)
 {
     static sw_chunk_t *victims[MAX_VICTIMS];
     uint64_t would;
-    size_t n = sw_policy_victims(table, need, NULL, NULL, victims, MAX_VICTIMS, &would);
+    size_t n = sw_opts()->policy == SW_POLICY_LEARNED
+                   ? sw_policy_victims_learned(table, need, sw_launch_now(), in_window, NULL,
+                                               victims, MAX_VICTIMS, &would)
+                   : sw_policy_victims(table, need, in_window, NULL, victims, MAX_VICTIMS, &would);
     if (n == 0)
         return 0;
     if (!*synced) {
@@ -153,18 +165,35 @@ static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
     return r;
 }
 
+/* A window chunk's bytes count as host bytes: its slot belongs to the
+ * window, which is counted once, as device bytes, when it is made. */
+static sw_stat_id_t counted_as(const sw_chunk_t *c)
+{
+    return c->where == SW_ON_DEVICE && c->slot < 0 ? SW_STAT_device_bytes : SW_STAT_host_bytes;
+}
+
 static void release_chunks(sw_alloc_t *a, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        sw_stat_add(c->where == SW_ON_DEVICE ? SW_STAT_device_bytes : SW_STAT_host_bytes,
-                    -(int64_t)c->size);
-        sw_vmm_unback(c);
+        sw_stat_add(counted_as(c), -(int64_t)c->size);
+        if (c->slot >= 0 || c->mirrored) {
+            sw_prefetch_forget(c);
+            sw_vmm_release(c->handle);
+        } else {
+            sw_vmm_unback(c);
+        }
     }
+    if (a->mirror)
+        sw_vmm_unreserve(a->mirror, a->reserved);
+    sw_segment_free(a);
 }
+
 
 static sw_alloc_t *alloc_new(uint64_t size, uint64_t gran)
 {
+    if (size > UINT64_MAX - gran)
+        return NULL; /* no rounding: the driver will answer */
     uint64_t reserved = round_up(size, gran);
     uint64_t chunk = round_up(sw_opts()->chunk, gran);
     uint32_t n = (uint32_t)((reserved + chunk - 1) / chunk);
@@ -184,7 +213,7 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
 {
     sw_alloc_t *a = alloc_new(bytesize, vi->granularity);
     if (!a)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+        return CUDA_ERROR_NOT_SUPPORTED;
     CUdeviceptr va;
     CUresult r = sw_vmm_reserve(a->reserved, &va);
     a->va = va;
@@ -202,6 +231,7 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
         c->size = backed + 1 < a->nchunks ? chunk : a->reserved - (uint64_t)backed * chunk;
         c->alloc = a;
         c->index = backed;
+        c->slot = -1;
         if ((r = back_chunk(c, &synced, &recovered)) != CUDA_SUCCESS)
             break;
     }
@@ -238,7 +268,9 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
     sw_gate_wr();
     CUresult r = ready(&vi) ? track(dptr, bytesize, vi) : CUDA_ERROR_NOT_SUPPORTED;
     sw_gate_unwr();
-    if (r == CUDA_ERROR_NOT_SUPPORTED)
+    /* Anything but out-of-memory (an impossible size, say) is for the
+     * driver to answer, in its own words. */
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY)
         return passthrough(dptr, bytesize);
     if (r != CUDA_SUCCESS)
         sw_info("allocation of %zu bytes failed: %s", bytesize, sw_cu_name(r));

@@ -10,6 +10,7 @@
 #include "mech.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -40,11 +41,27 @@ static void at_exit(void)
     sw_stats_unpublish();
 }
 
+/* Every effective option, once, wherever the log goes. */
+static void log_options(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return;
+    sw_options_print(&opts, f);
+    fclose(f);
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        sw_info("%s", line);
+    free(text);
+}
+
 static void start(void)
 {
     sw_log_init(&opts);
     if (opts.log_level >= SW_LOG_INFO)
-        sw_options_print(&opts, stderr);
+        log_options();
     if (opts.disable) {
         sw_info("SPILLWAY_DISABLE is set: every call passes straight through");
         return;

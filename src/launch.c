@@ -22,7 +22,7 @@ static __thread bool hash_oom;
 #include <uthash.h>
 
 #define MAX_PARAMS 256
-#define MAX_PROMOTE 16
+#define MAX_PROMOTE 64
 
 typedef struct {
     void *handle;
@@ -150,67 +150,147 @@ static const sw_layout_t *layout_of(CUfunction h)
 
 typedef struct {
     uint64_t seq;
-    bool host;
-    int npromote;
-    uint64_t promote[MAX_PROMOTE]; /* addresses: chunks may go while the gate is down */
+    bool host;                     /* touches a host chunk */
+    bool window;                   /* touches a chunk the window brought in */
+    int nhost;
+    uint64_t host_va[MAX_PROMOTE]; /* addresses: chunks may go while the gate is down */
+    uint64_t host_bytes;           /* what the kernel would read in place */
 } marks_t;
 
+static pthread_mutex_t segment_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void touch(marks_t *m, sw_chunk_t *c)
+{
+    if (c->last_use == m->seq)
+        return;
+    sw_learn_touch(c, m->seq);
+    if (c->slot >= 0) {
+        m->window = true;
+    } else if (c->where == SW_ON_HOST) {
+        m->host = true;
+        m->host_bytes += c->size;
+        if (m->nhost < MAX_PROMOTE)
+            m->host_va[m->nhost++] = c->va;
+    }
+}
+
+/* A word inside a tracked allocation: the kernel is predicted to read from
+ * there to the next learned segment start (a weight among many in one
+ * buffer), so every chunk of that range is touched. */
 static void hit(uint64_t word, void *arg)
 {
     marks_t *m = arg;
     sw_chunk_t *c = sw_table_lookup(sw_tracked(), word);
-    if (!c || c->last_use == m->seq)
+    if (!c)
         return;
-    /* Racing launches on other threads may interleave these stores; both
-     * values are recent, which is all LRU needs. */
-    __atomic_store_n(&c->last_use, m->seq, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&c->uses, 1, __ATOMIC_RELAXED);
-    if (c->where == SW_ON_HOST) {
-        m->host = true;
-        if (m->npromote < MAX_PROMOTE)
-            m->promote[m->npromote++] = c->va;
+    sw_alloc_t *a = c->alloc;
+    if (a->nchunks == 1 || word >= a->va + a->size) {
+        touch(m, c);
+        return;
     }
+    pthread_mutex_lock(&segment_lock);
+    sw_segment_note(a, word);
+    uint64_t end = sw_segment_end(a, word);
+    pthread_mutex_unlock(&segment_lock);
+    for (uint32_t i = c->index; i < a->nchunks && a->chunks[i].va < end; i++)
+        touch(m, &a->chunks[i]);
 }
 
-/* Brings the host chunks this launch touches to the device while the
- * budget has room. Called with the gate shared; returns with it shared. */
-static void promote(const marks_t *m)
+static bool touched_now(const sw_chunk_t *c, void *arg)
 {
+    return c->last_use == *(const uint64_t *)arg || c->slot >= 0;
+}
+
+/* Moves the host chunks this launch touches to the device, as the policy
+ * says. Called with the gate shared; returns with it shared. */
+static void bring_in(marks_t *m)
+{
+    const sw_options_t *o = sw_opts();
+    static const sw_link_t link = SW_LINK_DEFAULT;
     sw_gate_unrd();
     sw_gate_wr();
-    bool synced = false;
-    for (int i = 0; i < m->npromote; i++) {
-        sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->promote[i]);
-        if (!c || c->where != SW_ON_HOST ||
-            sw_policy_on_touch(c, sw_device_room(), sw_capturing()) != SW_VERDICT_PROMOTE)
-            continue;
-        if (!synced && sw_safe_sync() != CUDA_SUCCESS)
-            break;
-        synced = true;
-        sw_move(c, SW_ON_DEVICE);
+    if (sw_prefetch_on()) {
+        sw_prefetch_commit(m->host_va, m->nhost, m->seq);
+    } else {
+        bool synced = false;
+        uint64_t period = o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0;
+        for (int i = 0; i < m->nhost; i++) {
+            sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
+            if (!c || c->where != SW_ON_HOST)
+                continue;
+            uint64_t room = sw_device_room();
+            if (o->policy == SW_POLICY_LRU && room < c->size) {
+                /* The baseline: make room by evicting the least recently
+                 * used chunks this launch does not touch. */
+                sw_chunk_t *v[MAX_PROMOTE];
+                uint64_t freed;
+                size_t n = sw_policy_victims(sw_tracked(), c->size - room, touched_now, &m->seq,
+                                             v, MAX_PROMOTE, &freed);
+                if (n && !synced && sw_safe_sync() != CUDA_SUCCESS)
+                    break;
+                synced |= n > 0;
+                for (size_t k = 0; k < n; k++)
+                    sw_move(v[k], SW_ON_HOST);
+                room = sw_device_room();
+            }
+            sw_verdict_t verdict =
+                o->policy == SW_POLICY_LEARNED
+                    ? sw_policy_on_touch_learned(c, room, sw_capturing(), period, &link)
+                    : sw_policy_on_touch(c, room, sw_capturing());
+            if (verdict != SW_VERDICT_PROMOTE)
+                continue;
+            if (!synced && sw_safe_sync() != CUDA_SUCCESS)
+                break;
+            synced = true;
+            if (sw_move(c, SW_ON_DEVICE) == CUDA_SUCCESS)
+                m->host_bytes -= c->size;
+        }
     }
     sw_gate_unwr();
     sw_gate_rd_always();
 }
 
-void sw_mark(CUfunction f, void **params, void **extra)
+uint64_t sw_period(uint64_t now)
+{
+    /* sw_learn_period sorts every chunk's gap: not for every launch. */
+    static uint64_t cached, at;
+    if (!at || now - at >= 64) {
+        cached = sw_learn_period(sw_tracked());
+        at = now;
+    }
+    return cached;
+}
+
+uint64_t sw_launch_now(void)
+{
+    return __atomic_load_n(&launch_seq, __ATOMIC_RELAXED);
+}
+
+void sw_mark(CUfunction f, void **params, void **extra, CUstream s)
 {
     const sw_layout_t *l = layout_of(f);
     marks_t m = {.seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED)};
     sw_stat_add(SW_STAT_launches, 1);
     if (!l)
         return;
+    sw_prefetch_note_stream(s);
     const void *buf = NULL;
     size_t len = 0;
     if (params)
         sw_scan_args(l, params, NULL, 0, hit, &m);
     else if (extra && sw_extra_buffer(extra, &buf, &len))
         sw_scan_args(l, NULL, buf, len, hit, &m);
+    if (m.window && !m.host)
+        sw_stat_add(SW_STAT_prefetch_hits, 1);
     if (!m.host)
         return;
     sw_stat_add(SW_STAT_launches_touching_host, 1);
-    if (sw_budget_set() && !sw_capturing() && sw_device_room() > 0)
-        promote(&m);
+    /* Under capture nothing may synchronize; without a budget there is no
+     * room to bring anything into but what OOM left. */
+    if (!sw_capturing() && sw_budget_set())
+        bring_in(&m);
+    if (m.host_bytes)
+        sw_stat_add(SW_STAT_bytes_zero_copy_estimated, (int64_t)m.host_bytes);
 }
 
 /* A launch with nothing tracked: counted, not scanned. */
@@ -223,14 +303,14 @@ static void count_unscanned(void)
 /* True when a runtime wrapper on this thread owns this launch: it holds
  * the gate and has scanned (or, when it could not name the function,
  * leaves the scan to this, its driver-level twin). */
-static bool from_runtime(CUfunction f, void **params, void **extra)
+static bool from_runtime(CUfunction f, void **params, void **extra, CUstream s)
 {
     sw_rt_state_t *rt = sw_rt_state();
     if (!rt->inside)
         return false;
     if (!rt->handled) {
         if (rt->gated)
-            sw_mark(f, params, extra);
+            sw_mark(f, params, extra, s);
         else
             count_unscanned();
         rt->handled = true;
@@ -244,13 +324,13 @@ CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, un
 {
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
-    if (from_runtime(f, params, extra))
+    if (from_runtime(f, params, extra, s))
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     if (!sw_gate_rd()) {
         count_unscanned();
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     }
-    sw_mark(f, params, extra);
+    sw_mark(f, params, extra, s);
     CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     sw_gate_unrd();
     return r;
@@ -261,13 +341,14 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
 {
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
-    if (from_runtime(f, params, extra))
+    CUstream st = config ? config->hStream : NULL;
+    if (from_runtime(f, params, extra, st))
         return real(config, f, params, extra);
     if (!sw_gate_rd()) {
         count_unscanned();
         return real(config, f, params, extra);
     }
-    sw_mark(f, params, extra);
+    sw_mark(f, params, extra, st);
     CUresult r = real(config, f, params, extra);
     sw_gate_unrd();
     return r;

@@ -19,7 +19,9 @@
     X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemGetAllocationGranularity) \
     X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuCtxGetDevice)        \
     X(cuCtxSynchronize) X(cuStreamCreate) X(cuStreamSynchronize)            \
-    X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)
+    X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
+    X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
+    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
@@ -112,10 +114,42 @@ void sw_vmm_unreserve(CUdeviceptr va, uint64_t size);
 CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where);
 /* Unmaps and releases c's backing. */
 void sw_vmm_unback(sw_chunk_t *c);
+/* The primitives prefetch.c builds on. map_at maps h at [va, va+size)
+ * with device access, or leaves nothing mapped. */
+CUresult sw_vmm_map(CUdeviceptr va, uint64_t size, uint64_t h);
+CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size);
+CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h);
+void sw_vmm_release(uint64_t h);
+/* spillway's own stream (non-blocking, created on first use). */
+CUresult sw_vmm_stream(CUstream *s);
 /* Copies c's bytes into a new handle at `to` and remaps c->va onto it;
  * the old handle is released only once the new mapping has access. Any
  * failure restores the old mapping: no data is lost. */
 CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to);
+
+/* ---- prefetch.c: the streaming window ----
+ * A pool of device slots, filled from chunks' host copies on spillway's
+ * stream, at commit points where the application's streams are quiet. */
+bool sw_prefetch_on(void);
+/* Sets up the pool once a GPU budget is known; returns the bytes it took. */
+uint64_t sw_prefetch_setup(uint64_t budget);
+/* Notes a stream the application launches on (its own, non-blocking ones
+ * must be synchronized and made to wait at commit points). */
+void sw_prefetch_note_stream(CUstream s);
+/* A commit point for launch `now`, which touches the host chunks at the
+ * addresses in need[0..n): gate held exclusively. Brings them and the
+ * chunks predicted next into the window. */
+void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now);
+/* Releases a window chunk's slot and home when its allocation is freed
+ * (after the free's synchronization). */
+void sw_prefetch_forget(sw_chunk_t *c);
+
+/* The link the cost-model verdicts assume (cuda-facts.md §4: H2D DMA and
+ * zero-copy on PCIe Gen5; §3: unmap + map + set access, twice, on an
+ * A100), until tests/gpu measures this machine's. */
+#define SW_LINK_DEFAULT {.h2d_gbps = 50, .zerocopy_gbps = 35, .move_ns = 127000}
+/* The learned period, recomputed at most every 64 launches. */
+uint64_t sw_period(uint64_t now);
 
 /* ---- launch.c ---- */
 enum { SW_HANDLE_FUNC = 1, SW_HANDLE_KERNEL = 2 };
@@ -129,7 +163,9 @@ CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, un
 CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunction f,
                       void **params, void **extra);
 /* Scans a launch's arguments and stamps the chunks hit; gate held shared. */
-void sw_mark(CUfunction f, void **params, void **extra);
+void sw_mark(CUfunction f, void **params, void **extra, CUstream s);
+/* The sequence number of the latest launch seen. */
+uint64_t sw_launch_now(void);
 CUresult sw_capture_begin(CUresult r);
 CUresult sw_capture_end(CUresult r);
 bool sw_capturing(void);

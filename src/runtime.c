@@ -105,13 +105,13 @@ cudaError_t sw_rt_mem_get_info(size_t *free_b, size_t *total)
 
 /* Enters the runtime for a launch: gate shared, arguments scanned when the
  * function can be named, the thread marked. */
-static void launch_enter(const void *func, void **args)
+static void launch_enter(const void *func, void **args, cudaStream_t stream)
 {
     getfunc_fn getfunc = NEXT(getfunc_fn, "cudaGetFuncBySymbol");
     rt_state = (sw_rt_state_t){.inside = true, .gated = sw_gate_rd()};
     cudaFunction_t f;
     if (rt_state.gated && getfunc && getfunc(&f, func) == cudaSuccess) {
-        sw_mark((CUfunction)f, args, NULL);
+        sw_mark((CUfunction)f, args, NULL, (CUstream)stream);
         rt_state.handled = true;
     }
 }
@@ -133,7 +133,7 @@ cudaError_t sw_rt_launch(int variant, const void *func, dim3 grid, dim3 block, v
                                            : NEXT(launch_fn, "cudaLaunchKernel");
     if (!real)
         return cudaErrorNotSupported;
-    launch_enter(func, args);
+    launch_enter(func, args, stream);
     cudaError_t e = real(func, grid, block, args, shmem, stream);
     launch_leave();
     return e;
@@ -146,7 +146,7 @@ cudaError_t sw_rt_launch_ex(int variant, const cudaLaunchConfig_t *config, const
                                               : NEXT(launch_ex_fn, "cudaLaunchKernelExC");
     if (!real)
         return cudaErrorNotSupported;
-    launch_enter(func, args);
+    launch_enter(func, args, config ? config->stream : NULL);
     cudaError_t e = real(config, func, args);
     launch_leave();
     return e;

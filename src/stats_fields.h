@@ -7,7 +7,7 @@
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
 
-#define SW_STATS_VERSION 1
+#define SW_STATS_VERSION 2
 
 #define SW_STATS_FIELDS(X)                                                              \
     X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
@@ -23,7 +23,13 @@
     X(COUNTER, launches, "count", "kernel launches seen")                                \
     X(COUNTER, launches_touching_host, "count", "launches whose arguments point into host-resident chunks") \
     X(COUNTER, passthrough_allocs, "count", "allocations passed to the driver untouched") \
-    X(COUNTER, failed_moves, "count", "demotions or promotions abandoned (chunk left as it was)")
+    X(COUNTER, failed_moves, "count", "demotions or promotions abandoned (chunk left as it was)") \
+    X(COUNTER, prefetches, "count", "chunks copied to the GPU ahead of use") \
+    X(COUNTER, prefetch_hits, "count", "launches that found a chunk they use already prefetched") \
+    X(COUNTER, prefetch_late, "count", "launches that waited for a chunk that was not ready in time") \
+    X(COUNTER, bytes_written_back, "bytes", "bytes copied back to host memory because the GPU changed them") \
+    X(COUNTER, bytes_zero_copy_estimated, "bytes", "bytes kernels read from host memory in place (estimated from arguments)") \
+    X(GAUGE, learned_period, "launches", "the learned period of the launch loop, in launches")
 
 typedef enum {
 #define SW_STAT_ENUM(kind, name, unit, help) SW_STAT_##name,

@@ -45,6 +45,8 @@ typedef struct {
     char log_file[1024];
     char report[1024];
     int meminfo;             /* default SW_MEMINFO_PHYSICAL */
+    int policy;              /* SW_POLICY_*, default SW_POLICY_LEARNED */
+    sw_amount_t prefetch_bytes; /* the window; a percentage is of the GPU budget; 0: no prefetch */
     char stats_dir[1024];    /* "" (default): the per-user rule in stats_file.c */
 } sw_options_t;
 
@@ -81,8 +83,13 @@ typedef struct sw_chunk {
     uint64_t handle;            /* the CUmemGenericAllocationHandle mapped at va */
     uint64_t last_use;          /* launch sequence number of the last launch seen touching it; 0 never */
     uint64_t uses;              /* launches seen touching it */
+    uint64_t gap;               /* learned launches between uses (core/learn.c); 0 unknown */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
+    /* Mechanism state (launch.c/prefetch.c), opaque to the core. */
+    int slot;                   /* window slot holding it, -1 none */
+    uint64_t home;              /* host handle kept while a slot holds it; 0 none */
+    bool mirrored;              /* its host handle is mapped in alloc->mirror too */
 } sw_chunk_t;
 
 typedef struct sw_alloc {
@@ -91,6 +98,13 @@ typedef struct sw_alloc {
     uint64_t reserved;          /* reservation size (sum of chunk sizes) */
     uint32_t nchunks;
     sw_chunk_t *chunks;         /* nchunks entries, ascending va */
+    /* Segment starts learned from kernel arguments (core/learn.c): sorted,
+     * distinct, inside [va, va + size). */
+    uint64_t *bounds;
+    uint32_t nbounds, capbounds;
+    /* Mechanism state: a second reservation where host copies are also
+     * mapped, so they can be read while the chunk's own address moves. */
+    uint64_t mirror;
 } sw_alloc_t;
 
 typedef struct sw_table sw_table_t;
@@ -116,9 +130,41 @@ bool sw_table_maybe(const sw_table_t *t, uint64_t addr);
 void sw_table_each(const sw_table_t *t, void (*fn)(sw_alloc_t *a, void *arg), void *arg);
 size_t sw_table_count(const sw_table_t *t);
 
+/* ---- core/learn.c: the launch schedule, learned from arguments ---------
+ * Launch sequence numbers (seq) count launches, from 1, in issue order.
+ * A chunk's schedule is its last use and the learned gap between uses;
+ * for a loop that touches every chunk once per iteration the gap is the
+ * period, and the next use is last_use + gap. */
+
+/* Records that launch seq touched c (seq never decreases; a second touch
+ * by the same launch changes nothing). Updates last_use and uses, and
+ * learns the gap: the first gap is taken as it is; later gaps move the
+ * estimate by an exponential average (weight 1/4 on the new gap), except
+ * that a gap less than half or more than twice the estimate replaces it
+ * outright, so a changed pattern is followed within one iteration. */
+void sw_learn_touch(sw_chunk_t *c, uint64_t seq);
+/* The predicted sequence number of c's next use, as seen at launch now:
+ * last_use + k*gap for the smallest k >= 1 that lands after now. Unknown
+ * (UINT64_MAX) when gap is 0 (fewer than two uses). */
+uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now);
+/* The learned period of the launch loop: the gap shared by the most bytes
+ * among chunks with a known gap (gaps within 1/8 of each other count as
+ * one), 0 when none is known. */
+uint64_t sw_learn_period(const sw_table_t *t);
+
+/* Notes that a kernel argument pointed at p inside a (a->va <= p <
+ * a->va + a->size); p becomes a segment start. Returns -1 (nothing
+ * changed) when out of memory or when a already holds 4096 starts. */
+int sw_segment_note(sw_alloc_t *a, uint64_t p);
+/* Where a kernel given p is predicted to stop reading: the smallest noted
+ * start above p, else the end of the allocation (a->va + a->size). */
+uint64_t sw_segment_end(const sw_alloc_t *a, uint64_t p);
+/* Frees the segment starts (when the allocation goes). */
+void sw_segment_free(sw_alloc_t *a);
+
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
 
-typedef enum { SW_POLICY_LRU } sw_policy_kind_t;
+typedef enum { SW_POLICY_LRU, SW_POLICY_LEARNED } sw_policy_kind_t;
 
 /* Chooses chunks to demote so that at least `need` bytes of device-resident
  * chunks are freed: device chunks only, least recently used first (ties:
@@ -139,6 +185,42 @@ typedef enum {
 
 /* device_free: budget room (bytes) left on the device for tracked chunks. */
 sw_verdict_t sw_policy_on_touch(const sw_chunk_t *c, uint64_t device_free, bool capturing);
+
+/* The learned policy's victims: like sw_policy_victims, but furthest
+ * predicted next use (sw_learn_next_use at now) first, unknown counting as
+ * furthest; ties: lower uses first, then lower address. For a cyclic scan
+ * this is Belady's choice. */
+size_t sw_policy_victims_learned(const sw_table_t *t, uint64_t need, uint64_t now,
+                                 bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                                 sw_chunk_t **out, size_t max, uint64_t *freed);
+
+/* The chunks to bring in next: host chunks (where == SW_ON_HOST, not kept,
+ * slot < 0) whose predicted next use lies in (now, now + horizon],
+ * soonest first (ties: lower address), as many as fit in `bytes` (a chunk
+ * that does not fit is skipped, smaller later ones may still be taken),
+ * at most max. Returns how many were written to out. */
+size_t sw_policy_prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, uint64_t bytes,
+                          bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                          sw_chunk_t **out, size_t max);
+
+/* The link, for cost-model verdicts. */
+typedef struct {
+    double h2d_gbps;      /* DMA host to device */
+    double zerocopy_gbps; /* a kernel reading host memory */
+    double move_ns;       /* fixed cost of a chunk's visit to the device:
+                           * remapping it in and out, whatever its size */
+} sw_link_t;
+
+/* Promote a host chunk a launch touches, or let the kernel read it in
+ * place? Promoting costs one DMA of the chunk (size / h2d) and pays off
+ * when the chunk will be read again while resident; reading in place
+ * costs size / zerocopy per use. The learned verdict promotes when room
+ * allows, not capturing, and the expected reads before the chunk would
+ * leave (uses per period, from gap and period; 1 when unknown) make
+ * in-place reads dearer than the DMA: uses * size / zerocopy >
+ * size / h2d. */
+sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_free,
+                                        bool capturing, uint64_t period, const sw_link_t *link);
 
 /* ---- core/scan.c: which tracked memory a launch's arguments point into -- */
 

@@ -166,18 +166,63 @@ void sw_vmm_unback(sw_chunk_t *c)
     c->handle = 0;
 }
 
-/* Copies size bytes from src to dst on spillway's own stream and waits. */
-static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size)
+CUresult sw_vmm_stream(CUstream *s)
 {
-    const sw_real_t *r = sw_real();
     CUresult e = CUDA_SUCCESS;
     if (!copy_stream)
-        e = r->cuStreamCreate(&copy_stream, CU_STREAM_NON_BLOCKING);
-    if (e == CUDA_SUCCESS)
-        e = r->cuMemcpyDtoDAsync_v2(dst, src, size, copy_stream);
-    if (e == CUDA_SUCCESS)
-        e = r->cuStreamSynchronize(copy_stream);
+        e = SW_REAL(cuStreamCreate)(&copy_stream, CU_STREAM_NON_BLOCKING);
+    *s = copy_stream;
     return e;
+}
+
+CUresult sw_vmm_map(CUdeviceptr va, uint64_t size, uint64_t h)
+{
+    return map_at(va, size, h);
+}
+
+CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size)
+{
+    return SW_REAL(cuMemUnmap)(va, size);
+}
+
+CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h)
+{
+    CUmemGenericAllocationHandle g;
+    CUresult r = create(where, size, &g);
+    if (r == CUDA_SUCCESS)
+        *h = g;
+    return r;
+}
+
+void sw_vmm_release(uint64_t h)
+{
+    SW_REAL(cuMemRelease)(h);
+}
+
+/* Copies size bytes from src to dst on spillway's own stream and waits.
+ * *pending says the copy may still be running (every wait failed):
+ * nothing it touches may then be unmapped or released. */
+static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, bool *pending)
+{
+    const sw_real_t *r = sw_real();
+    CUstream st;
+    *pending = false;
+    CUresult e = sw_vmm_stream(&st);
+    if (e == CUDA_SUCCESS)
+        e = r->cuMemcpyDtoDAsync_v2(dst, src, size, st);
+    if (e == CUDA_SUCCESS && (e = r->cuStreamSynchronize(st)) != CUDA_SUCCESS) {
+        /* The copy may still be queued: wait for the whole device. The
+         * move is abandoned either way. */
+        *pending = r->cuCtxSynchronize() != CUDA_SUCCESS;
+    }
+    return e;
+}
+
+/* Takes a fresh staging range when the old one must stay as it is. */
+static void replace_staging(void)
+{
+    if (SW_REAL(cuMemAddressReserve)(&staging, staging_size, 0, 0, 0) != CUDA_SUCCESS)
+        staging_size = 0; /* no more moves */
 }
 
 /* Caller holds the gate exclusively and has synchronized (the rule). */
@@ -192,8 +237,24 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to)
     /* Fill the new handle through the staging range. */
     r = map_at(staging, c->size, h);
     if (r == CUDA_SUCCESS) {
-        r = copy(staging, c->va, c->size);
-        SW_REAL(cuMemUnmap)(staging, c->size);
+        bool pending;
+        r = copy(staging, c->va, c->size, &pending);
+        if (pending) {
+            /* The copy may still write through the staging range: leave it
+             * and h as they are (leaked) rather than unmap under it. */
+            sw_error("a copy could not be waited for: leaving its %llu bytes mapped",
+                     (unsigned long long)c->size);
+            replace_staging();
+            return r;
+        }
+        CUresult u = SW_REAL(cuMemUnmap)(staging, c->size);
+        if (u != CUDA_SUCCESS) {
+            /* The staging range is stuck with h mapped: this move is off,
+             * and the next one gets a fresh range (the old one leaks). */
+            sw_warn("cannot unmap the staging range (%s): taking a new one", sw_cu_name(u));
+            replace_staging();
+            r = u;
+        }
     }
     if (r == CUDA_SUCCESS)
         r = SW_REAL(cuMemUnmap)(c->va, c->size);

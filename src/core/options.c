@@ -59,6 +59,8 @@ typedef struct {
 /* Index = SW_LOG_* / SW_MEMINFO_* value. */
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
 static const char *const meminfo_modes[] = {"physical", "virtual", NULL};
+/* Index = sw_policy_kind_t. */
+static const char *const policies[] = {"lru", "learned", NULL};
 
 #define O(name, dflt, kind, field, help) \
     { name, dflt, kind, help, offsetof(sw_options_t, field), NULL }
@@ -83,6 +85,10 @@ static const opt_t opts[] = {
       "write the final statistics as JSON to this file at exit"),
     C("MEMINFO", "physical", meminfo, meminfo_modes,
       "what cuMemGetInfo reports: physical device memory or the virtual view with spilled bytes"),
+    C("POLICY", "learned", policy, policies,
+      "which chunks stay on the GPU: lru (the baseline) or learned (from the launch schedule)"),
+    O("PREFETCH_BYTES", "25%", K_AMOUNT, prefetch_bytes,
+      "the prefetch window (a percentage is of the GPU budget); 0 turns prefetch off"),
     O("STATS_DIR", "", K_PATH, stats_dir,
       "directory of live stats files; empty: $XDG_RUNTIME_DIR/spillway or /tmp/spillway-<uid>"),
 };

@@ -1,12 +1,20 @@
 /*
  * Residency policy: pure decisions over the table, returned as verdicts.
- * The mechanism (vmm.c) acts on them; nothing here moves memory.
+ * The mechanism (vmm.c, prefetch.c) acts on them; nothing here moves
+ * memory.
  *
- * For now the policy is least-recently-used, by the launch sequence number
- * of the last launch whose arguments pointed into a chunk. Under a cyclic
- * access pattern LRU evicts exactly the chunk needed next; the learned
- * policy (furthest next use) is the prefetch issue's job, behind this same
- * interface.
+ * Two eviction orders over the same candidates (device chunks the current
+ * launch does not hold):
+ *
+ *     LRU      oldest last use first        sw_policy_victims
+ *     learned  furthest next use first      sw_policy_victims_learned
+ *              (core/learn.c's schedule)
+ *
+ * Under a cyclic access pattern LRU evicts exactly the chunk needed next;
+ * with a learned schedule the furthest next use is Belady's choice, the
+ * optimum for a fixed cache. The same schedule tells prefetch which host
+ * chunks are due soonest, and whether a touched host chunk will be read
+ * often enough before it leaves to be worth one DMA.
  */
 #include "../sw.h"
 
@@ -17,15 +25,25 @@ typedef struct {
     size_t n, cap;
     bool (*keep)(const sw_chunk_t *c, void *arg);
     void *arg;
+    /* false: device chunks (eviction candidates); true: host chunks no
+     * window slot holds (prefetch candidates). */
+    bool host;
     bool oom;
 } cands_t;
+
+static bool wanted(const cands_t *cs, const sw_chunk_t *c)
+{
+    if (cs->host)
+        return c->where == SW_ON_HOST && c->slot < 0;
+    return c->where == SW_ON_DEVICE;
+}
 
 static void collect(sw_alloc_t *a, void *arg)
 {
     cands_t *cs = arg;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_DEVICE || (cs->keep && cs->keep(c, cs->arg)))
+        if (!wanted(cs, c) || (cs->keep && cs->keep(c, cs->arg)))
             continue;
         if (cs->n == cs->cap) {
             size_t cap = cs->cap ? cs->cap * 2 : 256;
@@ -42,7 +60,7 @@ static void collect(sw_alloc_t *a, void *arg)
 }
 
 /* Colder first: older last use, then fewer uses, then lower address. */
-static int colder(const void *pa, const void *pb)
+static int colder(const void *pa, const void *pb, void *unused)
 {
     const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
     if (a->last_use != b->last_use)
@@ -52,8 +70,26 @@ static int colder(const void *pa, const void *pb)
     return a->va < b->va ? -1 : a->va > b->va;
 }
 
-size_t sw_policy_victims(const sw_table_t *t, uint64_t need,
+/* Needed later first: furthest predicted next use (unknown, UINT64_MAX,
+ * is furthest), then fewer uses, then lower address. nowp: the uint64_t
+ * launch sequence number the prediction is made at. */
+static int later(const void *pa, const void *pb, void *nowp)
+{
+    const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
+    uint64_t now = *(const uint64_t *)nowp;
+    uint64_t na = sw_learn_next_use(a, now), nb = sw_learn_next_use(b, now);
+    if (na != nb)
+        return na > nb ? -1 : 1;
+    if (a->uses != b->uses)
+        return a->uses < b->uses ? -1 : 1;
+    return a->va < b->va ? -1 : a->va > b->va;
+}
+
+/* The shortest prefix, in order cmp, of the device chunks keep() does not
+ * hold back that frees need bytes, cut to max. */
+static size_t victims_by(const sw_table_t *t, uint64_t need,
                          bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                         int (*cmp)(const void *, const void *, void *), void *ctx,
                          sw_chunk_t **out, size_t max, uint64_t *freed)
 {
     *freed = 0;
@@ -64,7 +100,7 @@ size_t sw_policy_victims(const sw_table_t *t, uint64_t need,
     /* On allocation failure the candidates found so far still give a
      * correct (if smaller) answer. */
     if (cs.n > 1)
-        qsort(cs.v, cs.n, sizeof *cs.v, colder); /* qsort's array must be valid even for 0 */
+        qsort_r(cs.v, cs.n, sizeof *cs.v, cmp, ctx); /* the array must be valid even for 0 */
     size_t n = 0;
     for (size_t i = 0; i < cs.n && n < max && *freed < need; i++) {
         out[n++] = cs.v[i];
@@ -74,10 +110,90 @@ size_t sw_policy_victims(const sw_table_t *t, uint64_t need,
     return n;
 }
 
+size_t sw_policy_victims(const sw_table_t *t, uint64_t need,
+                         bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                         sw_chunk_t **out, size_t max, uint64_t *freed)
+{
+    return victims_by(t, need, keep, arg, colder, NULL, out, max, freed);
+}
+
+size_t sw_policy_victims_learned(const sw_table_t *t, uint64_t need, uint64_t now,
+                                 bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                                 sw_chunk_t **out, size_t max, uint64_t *freed)
+{
+    return victims_by(t, need, keep, arg, later, &now, out, max, freed);
+}
+
 sw_verdict_t sw_policy_on_touch(const sw_chunk_t *c, uint64_t device_free, bool capturing)
 {
     /* Promoting needs a device synchronization, which a capture forbids. */
     if (capturing || device_free < c->size)
         return SW_VERDICT_ZERO_COPY;
     return SW_VERDICT_PROMOTE;
+}
+
+/* Due sooner first: nearer predicted next use, then lower address. */
+static int sooner(const void *pa, const void *pb, void *nowp)
+{
+    const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
+    uint64_t now = *(const uint64_t *)nowp;
+    uint64_t na = sw_learn_next_use(a, now), nb = sw_learn_next_use(b, now);
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    return a->va < b->va ? -1 : a->va > b->va;
+}
+
+size_t sw_policy_prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, uint64_t bytes,
+                          bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                          sw_chunk_t **out, size_t max)
+{
+    if (max == 0 || horizon == 0 || bytes == 0)
+        return 0;
+    cands_t cs = {.keep = keep, .arg = arg, .host = true};
+    sw_table_each(t, collect, &cs);
+    /* Only chunks due within the horizon; an unknown next use is never
+     * due, whatever the horizon. On allocation failure the candidates
+     * found so far still give a correct (if shorter) list. */
+    size_t m = 0;
+    for (size_t i = 0; i < cs.n; i++) {
+        uint64_t next = sw_learn_next_use(cs.v[i], now);
+        if (next != UINT64_MAX && next - now <= horizon) /* next > now always */
+            cs.v[m++] = cs.v[i];
+    }
+    if (m > 1)
+        qsort_r(cs.v, m, sizeof *cs.v, sooner, &now);
+    /* Skip what does not fit rather than stop: a smaller chunk due a
+     * little later still uses the copy engine's idle time. */
+    size_t n = 0;
+    for (size_t i = 0; i < m && n < max; i++) {
+        if (cs.v[i]->size > bytes)
+            continue;
+        out[n++] = cs.v[i];
+        bytes -= cs.v[i]->size;
+    }
+    free(cs.v);
+    return n;
+}
+
+sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_free,
+                                        bool capturing, uint64_t period, const sw_link_t *link)
+{
+    /* The same hard limits as the plain verdict: promoting needs a device
+     * synchronization, which a capture forbids, and room. */
+    if (capturing || device_free < c->size)
+        return SW_VERDICT_ZERO_COPY;
+    /* No link measured: nothing to weigh, the plain verdict. */
+    if (!link)
+        return SW_VERDICT_PROMOTE;
+    /* A chunk read several times per period is read that many times while
+     * it stays resident; one read per period when its schedule is unknown. */
+    uint64_t uses = 1;
+    if (period != 0 && c->gap != 0 && period / c->gap > 1)
+        uses = period / c->gap;
+    double size = (double)c->size;
+    /* A zero bandwidth is an infinite cost; NaNs compare false, so a
+     * broken link reads in place, which always works. */
+    double in_place = (double)uses * size / link->zerocopy_gbps;
+    double dma = size / link->h2d_gbps + link->move_ns;
+    return in_place > dma ? SW_VERDICT_PROMOTE : SW_VERDICT_ZERO_COPY;
 }

@@ -63,7 +63,14 @@
     X(GraphLaunch, PFN_cuGraphLaunch_v10000, cuGraphLaunch, 10000, 0)          \
     X(GraphExecDestroy, PFN_cuGraphExecDestroy_v10000, cuGraphExecDestroy,     \
       10000, 0)                                                                \
-    X(GraphDestroy, PFN_cuGraphDestroy_v10000, cuGraphDestroy, 10000, 0)
+    X(GraphDestroy, PFN_cuGraphDestroy_v10000, cuGraphDestroy, 10000, 0)       \
+    X(EventCreate, PFN_cuEventCreate_v2000, cuEventCreate, 2000, 0)            \
+    X(EventRecord, PFN_cuEventRecord_v2000, cuEventRecord, 2000, 0)            \
+    X(EventSynchronize, PFN_cuEventSynchronize_v2000, cuEventSynchronize,      \
+      2000, 0)                                                                 \
+    X(EventElapsedTime, PFN_cuEventElapsedTime_v12080, cuEventElapsedTime,     \
+      12080, 0)                                                                \
+    X(EventDestroy, PFN_cuEventDestroy_v4000, cuEventDestroy, 4000, 0)
 
 /*
  * Reachable through the loader only: per-thread-default-stream variants

@@ -12,7 +12,8 @@
  * Prints one line, e.g.
  *   mlp: layers=8 width=1024 steps=4 batch=1 kernel=gemv buffers=per-layer
  *        graph=no weights=32.0MiB route=direct checksum=0x... result=match
- * (on one line) and exits with one of the MLP_EXIT_* statuses (mlp.h).
+ * (on one line; with --time W, step_ns=<virtual ns per step after W warm-up
+ * steps> is appended) and exits with one of the MLP_EXIT_* statuses (mlp.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +39,9 @@ static void usage(FILE *f)
             "  --graph          capture one forward pass and replay it each step\n"
             "  --route R        direct: call the linked driver symbols (default);\n"
             "                   loader: dlopen libcuda.so.1 + cuGetProcAddress_v2\n"
+            "  --time W         after W warm-up steps, time the others with events\n"
+            "                   on the compute stream (virtual time) and add\n"
+            "                   step_ns=<average> to the result line (W < steps)\n"
             "  --help           this text\n"
             "exit status: 0 output matches the host reference, 1 mismatch,\n"
             "             2 CUDA error (out of memory included), 3 bad usage,\n"
@@ -68,7 +72,7 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
     enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_GRAPH, OPT_ROUTE,
-           OPT_HELP };
+           OPT_TIME, OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
         {"width", required_argument, NULL, OPT_WIDTH},
@@ -77,6 +81,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"one-buffer", no_argument, NULL, OPT_ONE},
         {"graph", no_argument, NULL, OPT_GRAPH},
         {"route", required_argument, NULL, OPT_ROUTE},
+        {"time", required_argument, NULL, OPT_TIME},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -119,6 +124,11 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
             else
                 bad = "--route";
             break;
+        case OPT_TIME:
+            if (parse_u32(optarg, 0, 999999, &o->warmup) != 0)
+                bad = "--time";
+            o->timed = true;
+            break;
         case OPT_HELP:
             usage(stdout);
             *done = 1;
@@ -135,6 +145,12 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
     }
     if (optind < argc) {
         fprintf(stderr, "mlp: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return MLP_EXIT_USAGE;
+    }
+    if (o->timed && o->warmup >= o->steps) {
+        fprintf(stderr, "mlp: --time %u leaves no step to time (--steps %u)\n", o->warmup,
+                o->steps);
         usage(stderr);
         return MLP_EXIT_USAGE;
     }
@@ -198,7 +214,7 @@ static int compare(const mlp_opts_t *o, uint32_t step, const float *got, const f
 
 /* All steps; *checksum covers every step's device output. */
 static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *checksum,
-               int *mismatch)
+               int *mismatch, double *step_ns)
 {
     size_t act_bytes = mlp_act_floats(o) * sizeof(float);
     int st;
@@ -221,6 +237,13 @@ static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *che
             *mismatch = 1;
         *checksum = mlp_fnv1a(*checksum, h->out, act_bytes);
     }
+    if (o->timed) {
+        double ns = 0;
+
+        if ((st = mlp_gpu_elapsed_ns(*g, &ns)) != 0)
+            return st;
+        *step_ns = ns / (o->steps - o->warmup);
+    }
     return MLP_EXIT_MATCH;
 }
 
@@ -230,21 +253,25 @@ int main(int argc, char **argv)
     mlp_gpu_t *g = NULL;
     host_bufs_t h = {0};
     uint64_t checksum = 0;
+    double step_ns = 0;
     int mismatch = 0, done, st;
 
     st = parse_args(argc, argv, &o, &done);
     if (st != 0 || done)
         return st;
-    st = run(&o, &g, &h, &checksum, &mismatch);
+    st = run(&o, &g, &h, &checksum, &mismatch, &step_ns);
     mlp_gpu_close(g);
     host_free(&h);
     if (st != 0)
         return st;
     printf("mlp: layers=%u width=%u steps=%u batch=%u kernel=%s buffers=%s graph=%s "
-           "weights=%.1fMiB route=%s checksum=0x%016" PRIx64 " result=%s\n",
+           "weights=%.1fMiB route=%s checksum=0x%016" PRIx64 " result=%s",
            o.layers, o.width, o.steps, o.batch, o.gemm ? "gemm" : "gemv",
            o.one_buffer ? "one" : "per-layer", o.graph ? "yes" : "no",
            (double)mlp_layer_floats(&o) * o.layers * sizeof(float) / (1024.0 * 1024.0),
            o.route_loader ? "loader" : "direct", checksum, mismatch ? "mismatch" : "match");
+    if (o.timed)
+        printf(" step_ns=%.0f", step_ns);
+    printf("\n");
     return mismatch ? MLP_EXIT_MISMATCH : MLP_EXIT_MATCH;
 }

@@ -33,6 +33,8 @@ typedef struct mlp_opts {
     bool one_buffer;   /* all weights in one cuMemAlloc */
     bool graph;        /* capture one forward pass, replay it every step */
     bool route_loader; /* dlopen + cuGetProcAddress_v2 instead of linked symbols */
+    bool timed;        /* --time given: measure the steps after the warm-up */
+    uint32_t warmup;   /* --time W: steps before the timed ones */
 } mlp_opts_t;
 
 /* Floats in one layer's weight matrix, and in one batch of activations. */
@@ -74,6 +76,10 @@ int mlp_gpu_open(mlp_gpu_t **out, const mlp_opts_t *o);
 int mlp_gpu_upload(mlp_gpu_t *g, const float *weights);
 /* One step: copy in to the device, run the model, copy the result to out. */
 int mlp_gpu_step(mlp_gpu_t *g, const float *in, float *out);
+/* With --time, step number o->warmup starts by recording an event on the
+ * compute stream and the last step ends by recording another, before its
+ * synchronize.  This gives the virtual nanoseconds between the two. */
+int mlp_gpu_elapsed_ns(mlp_gpu_t *g, double *ns);
 /* Free everything; NULL is fine.  Errors are ignored (after a sticky error
  * every call fails). */
 void mlp_gpu_close(mlp_gpu_t *g);

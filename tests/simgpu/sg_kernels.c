@@ -173,6 +173,43 @@ static void checksum_run(const void *a, void *const *h)
     memcpy(h[1], &v, 8);
 }
 
+/* ---- spillway_fingerprint: spillway's own kernel, the host version ----
+ * out = sum over 8-byte words i (the tail zero-padded) of mix(w_i, i),
+ * mod 2^64, where mix(., i) is a bijection: a changed word always changes
+ * its term, so a single changed byte always changes the sum. The sum is
+ * order-free, so the GPU version adds the terms in parallel. */
+typedef struct { const void *src; uint64_t bytes; uint64_t *out; } fp_args_t;
+static int fp_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const fp_args_t *p = a;
+    r[0] = R(p->src, p->bytes, false);
+    r[1] = R(p->out, 8, true);
+    return 2;
+}
+static double fp_flops(const void *a) { return (double)((const fp_args_t *)a)->bytes / 2; }
+static uint64_t fp_mix(uint64_t w, uint64_t i)
+{
+    w ^= i * 0x9E3779B97F4A7C15ull;
+    w *= 0xBF58476D1CE4E5B9ull;
+    return w ^ (w >> 31);
+}
+static void fp_run(const void *a, void *const *h)
+{
+    const fp_args_t *p = a;
+    const unsigned char *s = h[0];
+    uint64_t sum = 0, n = p->bytes / 8, w;
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(&w, s + 8 * i, 8);
+        sum += fp_mix(w, i);
+    }
+    if (p->bytes % 8) {
+        w = 0;
+        memcpy(&w, s + 8 * n, p->bytes % 8);
+        sum += fp_mix(w, n);
+    }
+    memcpy(h[1], &sum, 8);
+}
+
 /* ---- gemm: W read once, the compute-bound case ---- */
 static int gemm_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 {
@@ -226,6 +263,9 @@ static const sg_kernel_t kernels[] = {
     K("sg_checksum_u64", checksum_args_t, checksum, 3,
       {P(checksum_args_t, src), P(checksum_args_t, bytes), P(checksum_args_t, out)},
       {S(checksum_args_t, src), S(checksum_args_t, bytes), S(checksum_args_t, out)}),
+    K("spillway_fingerprint", fp_args_t, fp, 3,
+      {P(fp_args_t, src), P(fp_args_t, bytes), P(fp_args_t, out)},
+      {S(fp_args_t, src), S(fp_args_t, bytes), S(fp_args_t, out)}),
     K("sg_gemm_f32", gemm_args_t, gemm, 6,
       {P(gemm_args_t, W), P(gemm_args_t, X), P(gemm_args_t, Y), P(gemm_args_t, rows),
        P(gemm_args_t, cols), P(gemm_args_t, batch)},

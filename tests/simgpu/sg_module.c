@@ -25,9 +25,15 @@ typedef struct {
     func_t *kfuncs; /* library only: the CUfunction of each CUkernel */
 } image_t;
 
+/* An image is simgpu's when its text starts with the magic, or when its
+ * first line carries it (a PTX comment such as "// simgpu-builtin", so
+ * that one image serves both a real driver and simgpu). */
 static bool image_ok(const void *image)
 {
-    return image && strncmp(image, IMAGE_MAGIC, strlen(IMAGE_MAGIC)) == 0;
+    if (!image)
+        return false;
+    const char *s = image, *nl = strchr(s, '\n'), *m = strstr(s, IMAGE_MAGIC);
+    return m == s || (m && nl && m < nl && strncmp(s, "//", 2) == 0);
 }
 
 static func_t *funcs_new(int kind)

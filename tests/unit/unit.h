@@ -6,4 +6,6 @@ Suite *table_suite(void);
 Suite *policy_suite(void);
 Suite *scan_suite(void);
 Suite *stats_file_suite(void);
+Suite *learn_suite(void);
+Suite *policy_learned_suite(void);
 #endif

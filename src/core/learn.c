@@ -1,0 +1,238 @@
+/*
+ * The launch schedule, learned from kernel arguments.
+ *
+ * Training and inference loops issue the same kernels over the same buffers
+ * every iteration. Counting launches (seq), each chunk is touched at a
+ * steady interval, its gap, and the loop's period is the gap most of the
+ * memory shares:
+ *
+ *     seq   1    5       21   25       41   45
+ *           A    B       A    B        A    B        gap(A) = gap(B) = 20
+ *           |<-- 20 -->| |<-- 20 -->|
+ *                              ^ now = 30
+ *     next_use(A) = 21 + 20 = 41, next_use(B) = 25 + 20 = 45
+ *
+ * With next uses known, eviction can be Belady's (furthest next use first)
+ * instead of LRU, which under a cyclic scan evicts exactly the chunk needed
+ * next; and prefetch can start the copies for the chunks due soonest.
+ *
+ * The gap estimate is an exponential average (weight 1/4 on the new gap),
+ * so one irregular launch does not derail it, but a gap outside
+ * [estimate/2, 2*estimate] replaces the estimate outright: a new phase of
+ * the program (different batch size, evaluation instead of training) is
+ * followed within one iteration. The average moves by at least one launch
+ * towards the new gap, so a steady gap is reached exactly instead of
+ * stalling one short, as truncating integer arithmetic would.
+ *
+ * Segments: one cudaMalloc often holds several tensors, and a kernel given
+ * a pointer into it reads from there to the next tensor, not to the end.
+ * Every pointer seen in a launch's arguments is taken as a tensor start, so
+ * the bytes a launch will read can be predicted from its pointers alone.
+ */
+#include "../sw.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- per-chunk schedule ------------------------------------------------ */
+
+/* The gap estimate after observing gap g, given estimate est (0: none). */
+static uint64_t next_gap(uint64_t est, uint64_t g)
+{
+    if (est == 0)
+        return g;
+    /* g < est/2 exactly, without rounding est/2 down */
+    if (g <= (est - 1) / 2)
+        return g;
+    if (g > est && g - est > est) /* g > 2*est, without overflow */
+        return g;
+    /* est + (g - est)/4, rounded away from est: never stalls short of g */
+    uint64_t d = g > est ? g - est : est - g;
+    uint64_t step = d / 4 + (d % 4 != 0);
+    return g > est ? est + step : est - step;
+}
+
+void sw_learn_touch(sw_chunk_t *c, uint64_t seq)
+{
+    /* seq 0 is not a launch (they count from 1, and last_use 0 means
+     * "never"); seq <= last_use is the same launch touching c again. */
+    if (seq == 0 || (c->last_use != 0 && seq <= c->last_use))
+        return;
+    if (c->last_use != 0)
+        c->gap = next_gap(c->gap, seq - c->last_use);
+    c->last_use = seq;
+    c->uses++;
+}
+
+uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now)
+{
+    if (c->gap == 0)
+        return UINT64_MAX;
+    uint64_t k = 1;
+    if (now >= c->last_use)
+        k = (now - c->last_use) / c->gap + 1; /* smallest k with last + k*gap > now */
+    /* Past the end of the sequence space: as good as never. */
+    if (k > (UINT64_MAX - c->last_use) / c->gap)
+        return UINT64_MAX;
+    return c->last_use + k * c->gap;
+}
+
+/* ---- the loop's period ------------------------------------------------- */
+
+typedef struct {
+    uint64_t gap, bytes;
+} gapw_t;
+
+typedef struct {
+    gapw_t *v;
+    size_t n, cap;
+    bool oom;
+} gaps_t;
+
+static void collect_gaps(sw_alloc_t *a, void *arg)
+{
+    gaps_t *gs = arg;
+    for (uint32_t i = 0; i < a->nchunks && !gs->oom; i++) {
+        const sw_chunk_t *c = &a->chunks[i];
+        if (c->gap == 0)
+            continue;
+        if (gs->n == gs->cap) {
+            size_t cap = gs->cap ? gs->cap * 2 : 256;
+            gapw_t *v = realloc(gs->v, cap * sizeof *v);
+            if (!v) {
+                gs->oom = true;
+                return;
+            }
+            gs->v = v;
+            gs->cap = cap;
+        }
+        gs->v[gs->n++] = (gapw_t){c->gap, c->size};
+    }
+}
+
+static int by_gap(const void *pa, const void *pb)
+{
+    const gapw_t *a = pa, *b = pb;
+    return a->gap < b->gap ? -1 : a->gap > b->gap;
+}
+
+/* Within 1/8 of center means |g - center| <= center/8 (integers, so the
+ * same as 8*|g - center| <= center, without the overflow). */
+static bool below(uint64_t g, uint64_t center)
+{
+    return g < center && center - g > center / 8;
+}
+
+static bool above(uint64_t g, uint64_t center)
+{
+    return g > center && g - center > center / 8;
+}
+
+/*
+ * A byte-weighted mode with a tolerance. Every distinct gap is tried as a
+ * center; its window holds the chunks whose gap is within 1/8 of it. The
+ * window with the most bytes wins (ties: the lower center), and its
+ * byte-weighted median is the period, so that 19, 20, 21 give 20 rather
+ * than whichever edge happened to be tried first. Sorted gaps make both
+ * window edges move only forward: O(n log n) for the sort, O(n) after.
+ */
+uint64_t sw_learn_period(const sw_table_t *t)
+{
+    gaps_t gs = {0};
+    sw_table_each(t, collect_gaps, &gs);
+    /* A partial table could name the wrong period; unknown is safe (the
+     * callers then assume one use per period). */
+    if (gs.oom || gs.n == 0) {
+        free(gs.v);
+        return 0;
+    }
+    qsort(gs.v, gs.n, sizeof *gs.v, by_gap);
+
+    size_t lo = 0, hi = 0, best_lo = 0, best_hi = 0;
+    uint64_t sum = 0, best = 0; /* sum: bytes in [lo, hi) */
+    for (size_t i = 0; i < gs.n; i++) {
+        if (i > 0 && gs.v[i].gap == gs.v[i - 1].gap)
+            continue;
+        uint64_t center = gs.v[i].gap;
+        while (hi < gs.n && !above(gs.v[hi].gap, center))
+            sum += gs.v[hi++].bytes;
+        while (below(gs.v[lo].gap, center)) /* stops at i at the latest */
+            sum -= gs.v[lo++].bytes;
+        if (sum > best) {
+            best = sum;
+            best_lo = lo;
+            best_hi = hi;
+        }
+    }
+    /* the lower median by bytes: the first gap with half the window below */
+    uint64_t acc = 0, period = gs.v[best_lo].gap;
+    for (size_t i = best_lo; i < best_hi; i++) {
+        acc += gs.v[i].bytes;
+        if (acc >= best - best / 2) {
+            period = gs.v[i].gap;
+            break;
+        }
+    }
+    free(gs.v);
+    return period;
+}
+
+/* ---- segments ------------------------------------------------------------ */
+
+/* Caps memory and the cost of a note: an allocation split into more
+ * pieces than this is not a handful of tensors, and the mechanism falls
+ * back to whole chunks for it. */
+#define SEGMENTS_MAX 4096u
+
+/* Index of the first start > p (nbounds when none). */
+static uint32_t upper(const sw_alloc_t *a, uint64_t p)
+{
+    uint32_t lo = 0, hi = a->nbounds;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a->bounds[mid] <= p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int sw_segment_note(sw_alloc_t *a, uint64_t p)
+{
+    /* Outside a, p is not a start of a's memory: refused, nothing changes. */
+    if (p < a->va || p - a->va >= a->size)
+        return -1;
+    uint32_t i = upper(a, p);
+    if (i > 0 && a->bounds[i - 1] == p)
+        return 0; /* known already */
+    if (a->nbounds >= SEGMENTS_MAX)
+        return -1;
+    if (a->nbounds == a->capbounds) {
+        uint32_t cap = a->capbounds ? a->capbounds * 2 : 16;
+        if (cap > SEGMENTS_MAX)
+            cap = SEGMENTS_MAX;
+        uint64_t *b = realloc(a->bounds, cap * sizeof *b);
+        if (!b)
+            return -1; /* a->bounds still valid and unchanged */
+        a->bounds = b;
+        a->capbounds = cap;
+    }
+    memmove(&a->bounds[i + 1], &a->bounds[i], (a->nbounds - i) * sizeof *a->bounds);
+    a->bounds[i] = p;
+    a->nbounds++;
+    return 0;
+}
+
+uint64_t sw_segment_end(const sw_alloc_t *a, uint64_t p)
+{
+    uint32_t i = upper(a, p);
+    return i < a->nbounds ? a->bounds[i] : a->va + a->size;
+}
+
+void sw_segment_free(sw_alloc_t *a)
+{
+    free(a->bounds);
+    a->bounds = NULL;
+    a->nbounds = a->capbounds = 0;
+}

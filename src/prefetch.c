@@ -1,0 +1,530 @@
+/*
+ * The streaming window: chunks that do not fit in the GPU budget pass
+ * through a small pool of device slots, copied in on spillway's own stream
+ * ahead of the kernels that read them.
+ *
+ *   budget = resident chunks (own device handles) + window (the slots)
+ *
+ *   chunk address  ──mapped──►  slot handle        while in the window
+ *                  ──mapped──►  host handle (home) otherwise
+ *   mirror address ──mapped──►  host handle        always, once streamed
+ *
+ * THE COMMIT POINT. Moving a chunk's address between its home and a slot
+ * is an unmap, so it follows the safety rule (vmm.c), with one refinement:
+ * the synchronization covers the application's work only, not spillway's
+ * own copies, so copies keep running across commit points. Under the
+ * exclusive gate:
+ *   1. wait for the application's streams: an event on the legacy stream
+ *      (which waits for every blocking stream, the per-thread ones
+ *      included) and every non-blocking stream the application launched
+ *      on;
+ *   2. for each chunk to bring in: queue a copy from its mirror address to
+ *      a free slot (evicting, first, the window chunk used furthest ahead:
+ *      its bytes are copied back home on the same stream, before the slot
+ *      is refilled), and remap the chunk's address to the slot;
+ *   3. record one event after all those copies, and make the legacy stream
+ *      and every non-blocking application stream wait for it.
+ * From then on every kernel, whatever memory it reaches and however it
+ * found the address, runs after the bytes arrived: ordering is enforced on
+ * the GPU, and the host blocks only for step 1. The copies read the
+ * mirror, which no application kernel can reach, so remapping the chunk's
+ * address while they are queued is safe.
+ *
+ * WRITE-BACK. A chunk leaving the window is copied home only if the GPU
+ * changed it, and that is known exactly: spillway's own kernel
+ * (fingerprint.cu) takes a fingerprint of the slot when it is filled and
+ * again before it is emptied; a single changed byte always changes it.
+ * Where the kernel cannot be loaded, every chunk is copied home.
+ *
+ * Commit points happen only on the launch path, on the application's
+ * thread, when a launch touches a host chunk. There is no background
+ * thread: a commit needs the gate exclusively anyway, and doing it in call
+ * order keeps simgpu's virtual time, and so the benchmarks, deterministic.
+ */
+#include "mech.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fingerprint_ptx.h"
+
+#define MAX_SLOTS 256
+#define MAX_APP_STREAMS 64
+#define MAX_BATCH 64
+
+typedef struct {
+    uint64_t handle;      /* device memory, made once */
+    CUdeviceptr stage;    /* where it is always mapped, for the copies */
+    sw_chunk_t *c;        /* the chunk whose address maps it, or NULL */
+} slot_t;
+
+static struct {
+    bool on;
+    uint64_t slot_size;
+    int nslots;
+    slot_t slots[MAX_SLOTS];
+    CUdeviceptr stage_base;
+    CUevent sync_ev, batch_ev;
+    pthread_mutex_t streams_lock;
+    CUstream app[MAX_APP_STREAMS];
+    int napp;
+    CUstream seen[MAX_APP_STREAMS]; /* every stream already classified */
+    int nseen;
+    CUfunction fp_fn;      /* spillway_fingerprint, or NULL: always write back */
+    CUdeviceptr fp_dev;    /* per slot: the fingerprint when filled, then before emptied */
+    uint64_t *fp_host;     /* pinned copy of fp_dev */
+} pf = {.streams_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Loads the fingerprint kernel and its buffers; without them the window
+ * still works, copying every chunk home. */
+static void fingerprint_setup(void)
+{
+    const sw_real_t *r = sw_real();
+    CUmodule mod;
+    size_t bytes = 2 * MAX_SLOTS * sizeof(uint64_t);
+    if (r->cuModuleLoadData(&mod, fingerprint_ptx) != CUDA_SUCCESS ||
+        r->cuModuleGetFunction(&pf.fp_fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
+        r->cuMemAlloc_v2(&pf.fp_dev, bytes) != CUDA_SUCCESS ||
+        r->cuMemAllocHost_v2((void **)&pf.fp_host, bytes) != CUDA_SUCCESS) {
+        sw_warn("cannot load the fingerprint kernel: every chunk leaving the window is copied home");
+        pf.fp_fn = NULL;
+    }
+}
+
+/* Queues the fingerprint of [src, +bytes) into the u64 at out. */
+static CUresult fingerprint(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st)
+{
+    const sw_real_t *r = sw_real();
+    CUresult e = r->cuMemsetD8Async(out, 0, sizeof(uint64_t), st);
+    uint64_t words = bytes / 8 + 1;
+    unsigned blocks = (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
+    void *args[] = {&src, &bytes, &out};
+    if (e == CUDA_SUCCESS)
+        e = r->cuLaunchKernel(pf.fp_fn, blocks, 1, 1, 256, 1, 1, 0, st, args, NULL);
+    return e;
+}
+
+static CUdeviceptr fp_slot(int si, int which)
+{
+    return pf.fp_dev + (uint64_t)(2 * si + which) * sizeof(uint64_t);
+}
+
+bool sw_prefetch_on(void)
+{
+    return pf.on;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+uint64_t sw_prefetch_setup(uint64_t budget)
+{
+    const sw_options_t *o = sw_opts();
+    const sw_vmm_info_t *vi = sw_vmm_setup();
+    if (o->policy != SW_POLICY_LEARNED || !vi)
+        return 0;
+    pf.slot_size = round_up(o->chunk, vi->granularity);
+    uint64_t window = sw_amount_resolve(&o->prefetch_bytes, budget);
+    int n = (int)(window / pf.slot_size);
+    if (n > MAX_SLOTS)
+        n = MAX_SLOTS;
+    if (n < 2) {
+        if (window)
+            sw_info("prefetch window %llu bytes holds fewer than 2 chunks: prefetch is off",
+                    (unsigned long long)window);
+        return 0;
+    }
+    const sw_real_t *r = sw_real();
+    if (r->cuEventCreate(&pf.sync_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+        r->cuEventCreate(&pf.batch_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+        sw_vmm_reserve((uint64_t)n * pf.slot_size, &pf.stage_base) != CUDA_SUCCESS) {
+        sw_warn("cannot set up the prefetch window: prefetch is off");
+        return 0;
+    }
+    int made = 0;
+    for (; made < n; made++) {
+        slot_t *s = &pf.slots[made];
+        s->stage = pf.stage_base + (uint64_t)made * pf.slot_size;
+        if (sw_vmm_create(SW_ON_DEVICE, pf.slot_size, &s->handle) != CUDA_SUCCESS)
+            break;
+        if (sw_vmm_map(s->stage, pf.slot_size, s->handle) != CUDA_SUCCESS) {
+            sw_vmm_release(s->handle);
+            break;
+        }
+    }
+    if (made < 2) {
+        for (int i = 0; i < made; i++) {
+            sw_vmm_unmap(pf.slots[i].stage, pf.slot_size);
+            sw_vmm_release(pf.slots[i].handle);
+        }
+        sw_warn("cannot create prefetch slots: prefetch is off");
+        return 0;
+    }
+    pf.nslots = made;
+    pf.on = true;
+    fingerprint_setup();
+    sw_info("prefetch window: %d slots of %llu bytes", made, (unsigned long long)pf.slot_size);
+    return (uint64_t)made * pf.slot_size;
+}
+
+/* ---- the application's streams ---- */
+
+void sw_prefetch_note_stream(CUstream s)
+{
+    if (!pf.on || s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return;
+    for (int i = 0; i < __atomic_load_n(&pf.nseen, __ATOMIC_ACQUIRE); i++)
+        if (pf.seen[i] == s)
+            return;
+    pthread_mutex_lock(&pf.streams_lock);
+    bool known = false;
+    for (int i = 0; i < pf.nseen; i++)
+        known |= pf.seen[i] == s;
+    unsigned flags = 0;
+    if (!known && pf.nseen < MAX_APP_STREAMS &&
+        SW_REAL(cuStreamGetFlags)(s, &flags) == CUDA_SUCCESS) {
+        /* Blocking streams are covered through the legacy stream. */
+        if ((flags & CU_STREAM_NON_BLOCKING) && pf.napp < MAX_APP_STREAMS)
+            pf.app[pf.napp++] = s;
+        pf.seen[pf.nseen] = s;
+        __atomic_store_n(&pf.nseen, pf.nseen + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&pf.streams_lock);
+}
+
+/* Step 1: everything the application issued so far has finished. */
+static CUresult app_sync(void)
+{
+    const sw_real_t *r = sw_real();
+    sw_stat_add(SW_STAT_safety_syncs, 1);
+    CUresult e = r->cuEventRecord(pf.sync_ev, CU_STREAM_LEGACY);
+    if (e == CUDA_SUCCESS)
+        e = r->cuEventSynchronize(pf.sync_ev);
+    pthread_mutex_lock(&pf.streams_lock);
+    for (int i = 0; i < pf.napp && e == CUDA_SUCCESS; i++)
+        e = r->cuStreamSynchronize(pf.app[i]);
+    pthread_mutex_unlock(&pf.streams_lock);
+    return e;
+}
+
+/* Step 3: everything the application issues from now on waits for ev. */
+static void app_wait(CUevent ev)
+{
+    const sw_real_t *r = sw_real();
+    r->cuStreamWaitEvent(CU_STREAM_LEGACY, ev, 0);
+    pthread_mutex_lock(&pf.streams_lock);
+    for (int i = 0; i < pf.napp; i++)
+        r->cuStreamWaitEvent(pf.app[i], ev, 0);
+    pthread_mutex_unlock(&pf.streams_lock);
+}
+
+/* ---- moving chunks in and out of slots (gate held exclusively) ---- */
+
+static CUdeviceptr mirror_of(const sw_chunk_t *c)
+{
+    return c->alloc->mirror + (c->va - c->alloc->va);
+}
+
+/* Maps c's host handle at its mirror address, reserving the mirror of its
+ * allocation on first use. */
+static CUresult ensure_mirror(sw_chunk_t *c)
+{
+    sw_alloc_t *a = c->alloc;
+    CUresult e = CUDA_SUCCESS;
+    if (!a->mirror) {
+        CUdeviceptr m;
+        e = sw_vmm_reserve(a->reserved, &m);
+        if (e != CUDA_SUCCESS)
+            return e;
+        a->mirror = m;
+    }
+    if (!c->mirrored && (e = sw_vmm_map(mirror_of(c), c->size, c->handle)) == CUDA_SUCCESS)
+        c->mirrored = true;
+    return e;
+}
+
+/* Sends c (in slot s) home: its bytes are copied back on spillway's stream
+ * when the GPU changed them (queued before anything that refills the
+ * slot), and its address is mapped to its host handle again. */
+static CUresult evict(slot_t *s, bool changed, CUstream st)
+{
+    sw_chunk_t *c = s->c;
+    CUresult e = CUDA_SUCCESS;
+    if (changed) {
+        e = SW_REAL(cuMemcpyDtoDAsync_v2)(mirror_of(c), s->stage, c->size, st);
+        if (e != CUDA_SUCCESS)
+            return e;
+        sw_stat_add(SW_STAT_bytes_written_back, (int64_t)c->size);
+    }
+    e = sw_vmm_unmap(c->va, c->size);
+    if (e != CUDA_SUCCESS)
+        return e;
+    e = sw_vmm_map(c->va, c->size, c->home);
+    if (e != CUDA_SUCCESS) {
+        /* The address must map something: put the slot back. */
+        if (sw_vmm_map(c->va, c->size, s->handle) != CUDA_SUCCESS)
+            sw_error("chunk 0x%llx lost its mapping: its data is in handle %llu",
+                     (unsigned long long)c->va, (unsigned long long)c->home);
+        return e;
+    }
+    c->handle = c->home;
+    c->home = 0;
+    c->slot = -1;
+    c->where = SW_ON_HOST;
+    s->c = NULL;
+    return CUDA_SUCCESS;
+}
+
+/* Brings c (a host chunk) into free slot s. */
+static CUresult admit(sw_chunk_t *c, int si, CUstream st)
+{
+    slot_t *s = &pf.slots[si];
+    CUresult e = ensure_mirror(c);
+    if (e == CUDA_SUCCESS)
+        e = SW_REAL(cuMemcpyDtoDAsync_v2)(s->stage, mirror_of(c), c->size, st);
+    if (e == CUDA_SUCCESS && pf.fp_fn)
+        e = fingerprint(s->stage, c->size, fp_slot(si, 0), st);
+    if (e == CUDA_SUCCESS)
+        e = sw_vmm_unmap(c->va, c->size);
+    if (e != CUDA_SUCCESS)
+        return e;
+    e = sw_vmm_map(c->va, c->size, s->handle);
+    if (e != CUDA_SUCCESS) {
+        if (sw_vmm_map(c->va, c->size, c->handle) != CUDA_SUCCESS)
+            sw_error("chunk 0x%llx lost its mapping: its data is in handle %llu",
+                     (unsigned long long)c->va, (unsigned long long)c->handle);
+        return e;
+    }
+    c->home = c->handle;
+    c->handle = s->handle;
+    c->slot = si;
+    c->where = SW_ON_DEVICE;
+    s->c = c;
+    return CUDA_SUCCESS;
+}
+
+/* Plans a slot for a chunk whose next use is `next`: a free one, else the
+ * one whose chunk is used furthest ahead, provided that is later than
+ * `next` (Belady: never evict what is needed sooner than what comes in),
+ * never one this launch uses, and never one already planned. -1: none. */
+static int plan_slot(uint64_t now, uint64_t next, const bool *planned)
+{
+    int best = -1;
+    uint64_t far = 0;
+    for (int i = 0; i < pf.nslots; i++) {
+        sw_chunk_t *c = pf.slots[i].c;
+        if (planned[i])
+            continue;
+        if (!c)
+            return i;
+        if (c->last_use == now)
+            continue;
+        uint64_t n = sw_learn_next_use(c, now);
+        if (best < 0 || n > far) {
+            best = i;
+            far = n;
+        }
+    }
+    return best >= 0 && far > next ? best : -1;
+}
+
+/* ---- rebalancing the resident set ----
+ * Chunks stay resident in the order the program allocated them, until the
+ * schedule says otherwise: at each commit point the hottest host chunk
+ * (the smallest learned gap) takes the place of a resident chunk used at
+ * most half as often, one swap per look, so the popular chunks of a
+ * skewed pattern (mixture-of-experts) drift into residence. Only chunks
+ * with a learned gap take part: a resident chunk never seen twice in an
+ * argument stays, as it may be read through a pointer the arguments do
+ * not show, and a gap from a single pair of uses is too noisy to act on
+ * more eagerly (tried: four swaps every 16 launches made a MoE step 1.8x
+ * slower on simgpu, for the same bytes read in place). */
+#define SWAPS_PER_LOOK 1
+
+typedef struct {
+    sw_chunk_t *hot, *cold;
+    sw_chunk_t *const *batch; /* chunks this commit brings into slots: not candidates */
+} swap_t;
+
+/* The colder of two chunks with learned gaps: the one used less often. */
+static bool colder(const sw_chunk_t *a, const sw_chunk_t *b)
+{
+    return a->gap > b->gap;
+}
+
+static void find_swap(sw_alloc_t *a, void *arg)
+{
+    swap_t *w = arg;
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        if (c->slot >= 0 || !c->gap)
+            continue;
+        bool coming = false;
+        for (int k = 0; w->batch[k] && !coming; k++)
+            coming = w->batch[k] == c;
+        if (c->where == SW_ON_HOST && !coming && (!w->hot || c->gap < w->hot->gap))
+            w->hot = c;
+        if (c->where == SW_ON_DEVICE && (!w->cold || colder(c, w->cold)))
+            w->cold = c;
+    }
+}
+
+/* After the application's streams are quiet (the rule's synchronization). */
+static void rebalance(sw_chunk_t *const *batch)
+{
+    for (int i = 0; i < SWAPS_PER_LOOK; i++) {
+        swap_t w = {.batch = batch};
+        sw_table_each(sw_tracked(), find_swap, &w);
+        if (!w.hot || !w.cold || w.hot->gap > w.cold->gap / 2 || w.hot->size > w.cold->size)
+            return;
+        if (sw_move(w.cold, SW_ON_HOST) != CUDA_SUCCESS ||
+            sw_move(w.hot, SW_ON_DEVICE) != CUDA_SUCCESS)
+            return;
+        sw_debug("rebalance: 0x%llx (gap %llu) resident instead of 0x%llx (gap %llu)",
+                 (unsigned long long)w.hot->va, (unsigned long long)w.hot->gap,
+                 (unsigned long long)w.cold->va, (unsigned long long)w.cold->gap);
+    }
+}
+
+/* Whether c follows the loop: its gap is within 1/8 of the period. Only
+ * such chunks are streamed through the window; the rest (a random pick of
+ * experts, say) are read in place unless rebalancing makes them resident,
+ * since a copy predicted wrongly is a copy wasted. */
+static bool periodic(const sw_chunk_t *c, uint64_t period)
+{
+    if (!period || !c->gap)
+        return false;
+    uint64_t d = c->gap > period ? c->gap - period : period - c->gap;
+    return d * 8 <= period;
+}
+
+typedef struct {
+    sw_chunk_t **batch;
+    uint64_t period;
+} pick_t;
+
+/* keep() for the prefetch choice: skip what the batch holds already and
+ * what does not follow the loop. */
+static bool not_for_window(const sw_chunk_t *c, void *arg)
+{
+    const pick_t *p = arg;
+    if (!periodic(c, p->period))
+        return true;
+    for (int i = 0; p->batch[i]; i++)
+        if (p->batch[i] == c)
+            return true;
+    return false;
+}
+
+#define REBALANCE_EVERY 64 /* launches between looks at the resident set */
+
+void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
+{
+    static const sw_link_t link = SW_LINK_DEFAULT;
+    static uint64_t last_look;
+    sw_chunk_t *batch[MAX_BATCH + 1] = {0};
+    int nb = 0;
+    uint64_t bytes = 0, window = (uint64_t)pf.nslots * pf.slot_size;
+    uint64_t period = sw_period(now);
+    sw_stat_add(SW_STAT_learned_period,
+                (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
+    pick_t pick = {batch, period};
+    for (int i = 0; i < n && nb < MAX_BATCH; i++) {
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), need[i]);
+        /* A chunk off the loop, or read too rarely to repay a copy, stays
+         * where it is. */
+        if (c && c->where == SW_ON_HOST && c->slot < 0 && c->size <= pf.slot_size &&
+            !not_for_window(c, &pick) &&
+            sw_policy_on_touch_learned(c, pf.slot_size, false, period, &link) ==
+                SW_VERDICT_PROMOTE) {
+            batch[nb++] = c;
+            bytes += pf.slot_size;
+        }
+    }
+    int needed = nb;
+    /* Then what the schedule says comes next, within one period. */
+    if (nb && bytes < window && nb < MAX_BATCH) {
+        sw_chunk_t *more[MAX_BATCH];
+        size_t k = sw_policy_prefetch(sw_tracked(), now, period, window - bytes, not_for_window,
+                                      &pick, more, (size_t)(MAX_BATCH - nb));
+        for (size_t i = 0; i < k; i++)
+            if (more[i]->size <= pf.slot_size)
+                batch[nb++] = more[i];
+    }
+    bool look = now - last_look >= REBALANCE_EVERY;
+    if (look) {
+        last_look = now;
+        swap_t w = {.batch = batch};
+        sw_table_each(sw_tracked(), find_swap, &w);
+        look = w.hot && w.cold && w.hot->gap <= w.cold->gap / 2;
+    }
+    if (nb == 0 && !look)
+        return;
+    /* Plan every slot first, so the victims' fingerprints are read back
+     * with one wait. */
+    bool planned[MAX_SLOTS] = {0};
+    int target[MAX_BATCH];
+    int np = 0;
+    for (; np < nb; np++) {
+        /* What this launch needs comes in whatever the schedule says. */
+        uint64_t next = np < needed ? 0 : sw_learn_next_use(batch[np], now);
+        if ((target[np] = plan_slot(now, next, planned)) < 0)
+            break; /* the window holds only chunks needed sooner */
+        planned[target[np]] = true;
+    }
+    CUstream st;
+    if ((np == 0 && !look) || sw_vmm_stream(&st) != CUDA_SUCCESS || app_sync() != CUDA_SUCCESS)
+        return;
+    if (look)
+        rebalance(batch);
+    const sw_real_t *r = sw_real();
+    bool read_back = false;
+    for (int i = 0; i < np && pf.fp_fn; i++)
+        if (pf.slots[target[i]].c &&
+            fingerprint(pf.slots[target[i]].stage, pf.slots[target[i]].c->size,
+                        fp_slot(target[i], 1), st) == CUDA_SUCCESS)
+            read_back = true;
+    if (read_back &&
+        (r->cuMemcpyDtoHAsync_v2(pf.fp_host, pf.fp_dev, 2 * sizeof(uint64_t) * (size_t)pf.nslots,
+                                 st) != CUDA_SUCCESS ||
+         r->cuStreamSynchronize(st) != CUDA_SUCCESS))
+        read_back = false;
+    int admitted = 0;
+    for (int i = 0; i < np; i++) {
+        int si = target[i];
+        slot_t *s = &pf.slots[si];
+        bool changed = !read_back || pf.fp_host[2 * si] != pf.fp_host[2 * si + 1];
+        if ((s->c && evict(s, changed, st) != CUDA_SUCCESS) ||
+            admit(batch[i], si, st) != CUDA_SUCCESS) {
+            sw_stat_add(SW_STAT_failed_moves, 1);
+            break;
+        }
+        admitted++;
+        sw_debug("launch %llu: chunk 0x%llx into slot %d (%s)", (unsigned long long)now,
+                 (unsigned long long)batch[i]->va, si, i < needed ? "needed now" : "ahead");
+        sw_stat_add(i < needed ? SW_STAT_prefetch_late : SW_STAT_prefetches, 1);
+        sw_stat_add(SW_STAT_bytes_promoted, (int64_t)batch[i]->size);
+    }
+    if (admitted && r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS)
+        app_wait(pf.batch_ev);
+}
+
+void sw_prefetch_forget(sw_chunk_t *c)
+{
+    if (c->slot >= 0) {
+        pf.slots[c->slot].c = NULL;
+        sw_vmm_unmap(c->va, c->size);
+        c->handle = c->home; /* the caller releases the host handle */
+        c->home = 0;
+        c->slot = -1;
+        c->where = SW_ON_HOST;
+    } else {
+        sw_vmm_unmap(c->va, c->size);
+    }
+    if (c->mirrored) {
+        sw_vmm_unmap(mirror_of(c), c->size);
+        c->mirrored = false;
+    }
+}
