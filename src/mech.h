@@ -18,7 +18,7 @@
     X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
     X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemGetAllocationGranularity) \
     X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuCtxGetDevice)        \
-    X(cuCtxSynchronize) X(cuStreamCreate) X(cuStreamSynchronize)            \
+    X(cuCtxSynchronize) X(cuStreamSynchronize)                              \
     X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
     X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2)
@@ -136,6 +136,10 @@ uint64_t sw_prefetch_setup(uint64_t budget);
 /* Notes a stream the application launches on (its own, non-blocking ones
  * must be synchronized and made to wait at commit points). */
 void sw_prefetch_note_stream(CUstream s);
+/* The stream hooks: every stream is classified when it is made, before
+ * anything is tracked, and forgotten when destroyed. */
+CUresult sw_note_stream(CUresult r, CUstream *s);
+CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream));
 /* A commit point for launch `now`, which touches the host chunks at the
  * addresses in need[0..n): gate held exclusively. Brings them and the
  * chunks predicted next into the window. */

@@ -173,7 +173,7 @@ uint64_t sw_prefetch_setup(uint64_t budget)
 
 void sw_prefetch_note_stream(CUstream s)
 {
-    if (!pf.on || s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
         return;
     for (int i = 0; i < __atomic_load_n(&pf.nseen, __ATOMIC_ACQUIRE); i++)
         if (pf.seen[i] == s)
@@ -192,6 +192,30 @@ void sw_prefetch_note_stream(CUstream s)
         __atomic_store_n(&pf.nseen, pf.nseen + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&pf.streams_lock);
+}
+
+CUresult sw_note_stream(CUresult r, CUstream *s)
+{
+    if (r == CUDA_SUCCESS && s && !sw_opts()->disable)
+        sw_prefetch_note_stream(*s);
+    return r;
+}
+
+/* Drops s from both lists before the driver may reuse its handle. */
+CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream))
+{
+    pthread_mutex_lock(&pf.streams_lock);
+    for (int i = 0; i < pf.napp; i++)
+        if (pf.app[i] == s)
+            pf.app[i--] = pf.app[--pf.napp];
+    for (int i = 0; i < pf.nseen; i++)
+        if (pf.seen[i] == s) {
+            pf.seen[i] = pf.seen[pf.nseen - 1];
+            __atomic_store_n(&pf.nseen, pf.nseen - 1, __ATOMIC_RELEASE);
+            break;
+        }
+    pthread_mutex_unlock(&pf.streams_lock);
+    return destroy ? destroy(s) : CUDA_ERROR_NOT_FOUND;
 }
 
 /* Step 1: everything the application issued so far has finished. */
