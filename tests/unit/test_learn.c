@@ -35,45 +35,13 @@
 
 /* --- helpers ------------------------------------------------------------ */
 
-/* An allocation at va of n chunks of the given sizes, never used, on the
- * device, no segments. The caller owns it (free_alloc). */
-static sw_alloc_t *mk_alloc(uint64_t va, const uint64_t *sizes, uint32_t n)
-{
-    sw_alloc_t *a = calloc(1, sizeof(*a));
-    ck_assert_ptr_nonnull(a);
-    a->chunks = calloc(n ? n : 1, sizeof(sw_chunk_t));
-    ck_assert_ptr_nonnull(a->chunks);
-    a->va = va;
-    a->nchunks = n;
-    uint64_t off = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        sw_chunk_t *c = &a->chunks[i];
-        c->va = va + off;
-        c->size = sizes[i];
-        c->where = SW_ON_DEVICE;
-        c->alloc = a;
-        c->index = i;
-        c->slot = -1;
-        off += sizes[i];
-    }
-    a->reserved = a->size = off;
-    return a;
-}
-
 static sw_alloc_t *mk_even(uint64_t va, uint32_t n, uint64_t chunk)
 {
     uint64_t sizes[256];
     ck_assert_uint_le(n, 256);
     for (uint32_t i = 0; i < n; i++)
         sizes[i] = chunk;
-    return mk_alloc(va, sizes, n);
-}
-
-static void free_alloc(sw_alloc_t *a)
-{
-    sw_segment_free(a);
-    free(a->chunks);
-    free(a);
+    return unit_mk_alloc(va, sizes, n);
 }
 
 static sw_table_t *table_of(sw_alloc_t *a)
@@ -384,7 +352,7 @@ START_TEST(learn_period_zero_when_nothing_is_known)
     t = table_of(a);
     ck_assert_uint_eq(sw_learn_period(t), 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -392,7 +360,7 @@ START_TEST(learn_period_is_the_gap_shared_by_the_most_bytes)
 {
     /* three 1G chunks with gap 7 against one 4G chunk with gap 20 */
     const uint64_t sizes[] = {G, G, G, 4 * G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 4);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 4);
     a->chunks[0].gap = a->chunks[1].gap = a->chunks[2].gap = 7;
     a->chunks[3].gap = 20;
     sw_table_t *t = table_of(a);
@@ -411,8 +379,8 @@ START_TEST(learn_period_is_the_gap_shared_by_the_most_bytes)
     a->chunks[1].gap = a->chunks[2].gap = 50;
     ck_assert_uint_eq(sw_learn_period(t), 50); /* 4G at 7 against 7G at 50 */
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
 }
 END_TEST
 
@@ -420,7 +388,7 @@ START_TEST(learn_period_counts_gaps_within_an_eighth_as_one)
 {
     /* 19, 20, 21 (within 1/8 of 20) outweigh a 2G chunk at 30 */
     const uint64_t sizes[] = {G, G, G, 2 * G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 4);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 4);
     a->chunks[0].gap = 19;
     a->chunks[1].gap = 20;
     a->chunks[2].gap = 21;
@@ -446,21 +414,21 @@ START_TEST(learn_period_counts_gaps_within_an_eighth_as_one)
     a->chunks[2].gap = 22;
     ck_assert_uint_eq(sw_learn_period(t), 30);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
 START_TEST(learn_period_ignores_chunks_without_a_gap)
 {
     const uint64_t sizes[] = {G, 8 * G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 2);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 2);
     a->chunks[0].gap = 12;
     a->chunks[1].last_use = 5; /* the big one: seen once */
     a->chunks[1].uses = 1;
     sw_table_t *t = table_of(a);
     ck_assert_uint_eq(sw_learn_period(t), 12);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -543,7 +511,7 @@ START_TEST(learn_periodic_trace_learns_gaps_next_uses_and_period_in_two_periods)
     }
     ck_assert_uint_eq(sw_learn_period(t), 20);
     sw_table_free(t);
-    free_alloc(l.a);
+    unit_free_alloc(l.a);
 }
 END_TEST
 
@@ -572,7 +540,7 @@ START_TEST(learn_periodic_trace_with_many_chunks_per_launch)
     ck_assert_uint_eq(sw_learn_next_use(&a->chunks[7], 30), 46); /* not yet past 33 */
     ck_assert_uint_eq(sw_learn_period(t), 13);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -600,7 +568,7 @@ START_TEST(learn_period_change_beyond_a_factor_two_is_followed_in_one_period)
         ck_assert_uint_eq(sw_learn_period(t), to[v]);
         run_periods(&l, 3, to[v], order, true);
         sw_table_free(t);
-        free_alloc(l.a);
+        unit_free_alloc(l.a);
     }
 }
 END_TEST
@@ -645,7 +613,7 @@ START_TEST(learn_period_change_within_a_factor_two_converges)
     ck_assert_int_le(exact, 10);
     run_periods(&l, 2, 35, order, true);
     sw_table_free(t);
-    free_alloc(l.a);
+    unit_free_alloc(l.a);
 }
 END_TEST
 
@@ -675,7 +643,7 @@ START_TEST(learn_order_change_is_followed_within_three_periods)
         ck_assert_uint_eq(l.a->chunks[i].gap, 20);
     run_periods(&l, 2, 20, rev, true);
     sw_table_free(t);
-    free_alloc(l.a);
+    unit_free_alloc(l.a);
 }
 END_TEST
 
@@ -750,7 +718,7 @@ static void run_zipf(uint64_t seed, uint64_t first, uint64_t stride, uint64_t ji
     }
     for (int r = 0; r < ZN; r++)
         avg[r] = samples[r] ? sum[r] / (double)samples[r] : 0;
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 
 START_TEST(learn_random_zipf_trace_predicts_finite_uses_shorter_gaps_for_popular_chunks)
@@ -800,7 +768,7 @@ END_TEST
 static sw_alloc_t *seg_alloc(uint64_t size)
 {
     uint64_t sizes[1] = {size};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 1);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 1);
     return a;
 }
 
@@ -822,7 +790,7 @@ START_TEST(segment_end_without_notes_is_the_allocation_end)
     ck_assert_uint_eq(sw_segment_end(a, BASE), BASE + 8 * G);
     ck_assert_uint_eq(sw_segment_end(a, BASE + 3 * G + 5), BASE + 8 * G);
     ck_assert_uint_eq(sw_segment_end(a, BASE + 8 * G - 1), BASE + 8 * G);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -852,7 +820,7 @@ START_TEST(segment_notes_in_any_order_give_sorted_distinct_starts)
                 found |= a->bounds[i] == want[j];
             ck_assert(found);
         }
-        free_alloc(a);
+        unit_free_alloc(a);
     }
 }
 END_TEST
@@ -877,7 +845,7 @@ START_TEST(segment_end_is_the_next_start_or_the_allocation_end)
                 want = starts[i];
         ck_assert_uint_eq(sw_segment_end(a, p), want);
     }
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -890,7 +858,7 @@ START_TEST(segment_pointer_exactly_at_a_start_ends_at_the_next_start)
     ck_assert_uint_eq(sw_segment_end(a, BASE), BASE + 3 * G);
     ck_assert_uint_eq(sw_segment_end(a, BASE + 3 * G), BASE + 6 * G);
     ck_assert_uint_eq(sw_segment_end(a, BASE + 6 * G), BASE + 8 * G); /* last: the end */
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -907,7 +875,7 @@ START_TEST(segment_duplicate_notes_are_ignored)
     ck_assert_uint_eq(a->nbounds, 2);
     ck_assert_uint_eq(a->bounds[0], before[0]);
     ck_assert_uint_eq(a->bounds[1], before[1]);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -934,7 +902,7 @@ START_TEST(segment_notes_stop_at_4096_starts)
     ck_assert_uint_eq(sw_segment_end(a, BASE + G), BASE + 2 * G);
     ck_assert_uint_eq(sw_segment_end(a, BASE + 4095 * 2 * G), BASE + 8192 * G);
     free(copy);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -949,7 +917,7 @@ START_TEST(segment_notes_outside_the_allocation_are_refused)
     ck_assert_int_eq(sw_segment_note(a, BASE + 3 * G + 99), 0);
     ck_assert_uint_eq(sw_segment_end(a, BASE), BASE + 3 * G + 99);
     ck_assert_uint_eq(sw_segment_end(a, BASE + 3 * G + 99), BASE + 3 * G + 100);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -966,7 +934,7 @@ START_TEST(segment_free_releases_the_starts_and_allows_new_ones)
     sw_segment_free(a); /* twice is harmless */
     ck_assert_int_eq(sw_segment_note(a, BASE + G), 0);
     ck_assert_uint_eq(sw_segment_end(a, BASE), BASE + G);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -983,7 +951,7 @@ START_TEST(segment_note_out_of_memory_returns_minus_one_and_changes_nothing)
     memcpy(copy, a->bounds, nb * sizeof(*copy));
     oom_t o;
     if (!oom_begin(&o)) {
-        free_alloc(a);
+        unit_free_alloc(a);
         return;
     }
     int rc = sw_segment_note(a, BASE + 63 * G);
@@ -998,7 +966,7 @@ START_TEST(segment_note_out_of_memory_returns_minus_one_and_changes_nothing)
     /* with memory back, the same note works */
     ck_assert_int_eq(sw_segment_note(a, BASE + 63 * G), 0);
     ck_assert_uint_eq(a->nbounds, nb + 1);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -1011,7 +979,7 @@ START_TEST(learn_period_out_of_memory_does_not_crash)
     oom_t o;
     if (!oom_begin(&o)) {
         sw_table_free(t);
-        free_alloc(a);
+        unit_free_alloc(a);
         return;
     }
     uint64_t p = sw_learn_period(t);
@@ -1019,7 +987,7 @@ START_TEST(learn_period_out_of_memory_does_not_crash)
     ck_assert(p == 0 || p == 20); /* unknown, or right */
     ck_assert_uint_eq(sw_learn_period(t), 20);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 

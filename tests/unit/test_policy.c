@@ -30,47 +30,13 @@
 
 /* --- helpers ------------------------------------------------------------ */
 
-/* An allocation at va of n chunks of the given sizes, all on the device,
- * never used. The caller owns it. */
-static sw_alloc_t *mk_alloc(uint64_t va, const uint64_t *sizes, uint32_t n)
-{
-    sw_alloc_t *a = calloc(1, sizeof(*a));
-    ck_assert_ptr_nonnull(a);
-    a->chunks = calloc(n ? n : 1, sizeof(sw_chunk_t));
-    ck_assert_ptr_nonnull(a->chunks);
-    a->va = va;
-    a->nchunks = n;
-    uint64_t off = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        sw_chunk_t *c = &a->chunks[i];
-        c->va = va + off;
-        c->size = sizes[i];
-        c->where = SW_ON_DEVICE;
-        c->handle = 0x1000 + i;
-        c->alloc = a;
-        c->index = i;
-        off += sizes[i];
-    }
-    a->reserved = off;
-    a->size = off;
-    return a;
-}
-
 static sw_alloc_t *mk_even(uint64_t va, uint32_t n, uint64_t chunk)
 {
     uint64_t sizes[64];
     ck_assert_uint_le(n, 64);
     for (uint32_t i = 0; i < n; i++)
         sizes[i] = chunk;
-    return mk_alloc(va, sizes, n);
-}
-
-static void free_alloc(sw_alloc_t *a)
-{
-    if (!a)
-        return;
-    free(a->chunks);
-    free(a);
+    return unit_mk_alloc(va, sizes, n);
 }
 
 static void set_use(sw_chunk_t *c, uint64_t last_use, uint64_t uses)
@@ -161,7 +127,7 @@ START_TEST(policy_victims_picks_least_recently_used_first)
             ck_assert(contains(out, n, &a->chunks[order[i]]));
     }
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -182,7 +148,7 @@ START_TEST(policy_victims_never_used_chunks_go_first)
     ck_assert_ptr_eq(out[0], &a->chunks[2]);
     ck_assert_uint_eq(freed, G);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -206,7 +172,7 @@ START_TEST(policy_victims_breaks_last_use_ties_by_fewer_uses)
     ck_assert(contains(out, n, &a->chunks[1]));
     ck_assert(contains(out, n, &a->chunks[2]));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -238,7 +204,7 @@ START_TEST(policy_victims_breaks_full_ties_by_lower_address)
     ck_assert(contains(out, n, &mid->chunks[0]));
     sw_table_free(t);
     for (int i = 0; i < 3; i++)
-        free_alloc(all[i]);
+        unit_free_alloc(all[i]);
     free(k);
 }
 END_TEST
@@ -269,7 +235,7 @@ START_TEST(policy_victims_skips_host_chunks)
     ck_assert(contains(out, n, &a->chunks[3]));
     ck_assert_uint_eq(freed, 2 * G);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -296,7 +262,7 @@ START_TEST(policy_victims_honours_keep)
     ck_assert(contains(out, n, &a->chunks[3]));
     ck_assert_uint_eq(freed, 2 * G);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -307,7 +273,7 @@ START_TEST(policy_victims_stops_as_soon_as_need_is_met)
 {
     sw_table_t *t = new_table();
     const uint64_t sizes[] = {4 * G, G, 2 * G, G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 4);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 4);
     for (uint32_t i = 0; i < 4; i++)
         set_use(&a->chunks[i], 1 + i, 1); /* order: 0, 1, 2, 3 */
     insert(t, a);
@@ -331,7 +297,7 @@ START_TEST(policy_victims_stops_as_soon_as_need_is_met)
     ck_assert_uint_eq(freed, 7 * G);
     ck_assert(!contains(out, n, &a->chunks[3]));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -340,7 +306,7 @@ START_TEST(policy_victims_returns_all_candidates_when_short)
 {
     sw_table_t *t = new_table();
     const uint64_t sizes[] = {G, 2 * G, 3 * G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 3);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 3);
     sw_alloc_t *b = mk_even(BASE + GIB, 2, 4 * G);
     b->chunks[1].where = SW_ON_HOST;
     insert(t, a);
@@ -357,8 +323,8 @@ START_TEST(policy_victims_returns_all_candidates_when_short)
     ck_assert(contains(out, n, &a->chunks[2]));
     ck_assert(contains(out, n, &b->chunks[0]));
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
     free(k);
 }
 END_TEST
@@ -389,7 +355,7 @@ START_TEST(policy_victims_respects_max)
     ck_assert_uint_eq(n, 0);
     ck_assert_uint_eq(freed, 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -406,7 +372,7 @@ START_TEST(policy_victims_need_zero_chooses_nothing)
     ck_assert_uint_eq(n, 0);
     ck_assert_uint_eq(freed, 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -429,7 +395,7 @@ START_TEST(policy_victims_does_not_modify_the_table)
 {
     sw_table_t *t = new_table();
     const uint64_t sizes[] = {G, 2 * G, G, 3 * G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 4);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 4);
     for (uint32_t i = 0; i < 4; i++)
         set_use(&a->chunks[i], 9 - i, i);
     a->chunks[1].where = SW_ON_HOST;
@@ -447,7 +413,7 @@ START_TEST(policy_victims_does_not_modify_the_table)
     ck_assert_uint_eq(sw_table_count(t), 1);
     ck_assert_ptr_eq(sw_table_lookup(t, BASE), &a->chunks[0]);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -492,7 +458,7 @@ START_TEST(policy_victims_match_brute_force_on_random_tables)
             uint64_t sizes[4];
             for (uint32_t c = 0; c < n; c++)
                 sizes[c] = (1 + rng_next(&s) % 3) * G;
-            as[i] = mk_alloc(va, sizes, n);
+            as[i] = unit_mk_alloc(va, sizes, n);
             va += as[i]->reserved;
             for (uint32_t c = 0; c < n; c++) {
                 sw_chunk_t *ch = &as[i]->chunks[c];
@@ -552,7 +518,7 @@ START_TEST(policy_victims_match_brute_force_on_random_tables)
 
         sw_table_free(t);
         for (int i = 0; i < nalloc; i++)
-            free_alloc(as[i]);
+            unit_free_alloc(as[i]);
         free(k);
     }
 }

@@ -35,47 +35,13 @@
 
 /* --- helpers ------------------------------------------------------------ */
 
-/* An allocation at va of n chunks of the given sizes, on the device, no
- * window slot, never used. The caller owns it. */
-static sw_alloc_t *mk_alloc(uint64_t va, const uint64_t *sizes, uint32_t n)
-{
-    sw_alloc_t *a = calloc(1, sizeof(*a));
-    ck_assert_ptr_nonnull(a);
-    a->chunks = calloc(n ? n : 1, sizeof(sw_chunk_t));
-    ck_assert_ptr_nonnull(a->chunks);
-    a->va = va;
-    a->nchunks = n;
-    uint64_t off = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        sw_chunk_t *c = &a->chunks[i];
-        c->va = va + off;
-        c->size = sizes[i];
-        c->where = SW_ON_DEVICE;
-        c->handle = 0x1000 + i;
-        c->alloc = a;
-        c->index = i;
-        c->slot = -1;
-        off += sizes[i];
-    }
-    a->reserved = a->size = off;
-    return a;
-}
-
 static sw_alloc_t *mk_even(uint64_t va, uint32_t n, uint64_t chunk)
 {
     uint64_t sizes[64];
     ck_assert_uint_le(n, 64);
     for (uint32_t i = 0; i < n; i++)
         sizes[i] = chunk;
-    return mk_alloc(va, sizes, n);
-}
-
-static void free_alloc(sw_alloc_t *a)
-{
-    if (!a)
-        return;
-    free(a->chunks);
-    free(a);
+    return unit_mk_alloc(va, sizes, n);
 }
 
 static sw_table_t *new_table(void)
@@ -226,7 +192,7 @@ START_TEST(learned_victims_furthest_next_use_first)
             ck_assert(contains(out, n, &a->chunks[order[i]]));
     }
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -247,7 +213,7 @@ START_TEST(learned_victims_unknown_next_use_counts_as_furthest)
     ck_assert(contains(out, n, &a->chunks[1]));
     ck_assert(contains(out, n, &a->chunks[2]));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -286,8 +252,8 @@ START_TEST(learned_victims_break_ties_by_fewer_uses_then_lower_address)
     ck_assert_uint_eq(n, 3);
     ck_assert(!contains(out, n, &hi->chunks[0]));
     sw_table_free(t);
-    free_alloc(hi);
-    free_alloc(lo);
+    unit_free_alloc(hi);
+    unit_free_alloc(lo);
     free(k);
 }
 END_TEST
@@ -309,7 +275,7 @@ START_TEST(learned_victims_order_follows_now)
     victims(t, G, 110, k, out, 2, &freed); /* 0 now due at 120 */
     ck_assert_ptr_eq(out[0], &a->chunks[0]);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -344,7 +310,7 @@ START_TEST(learned_victims_take_device_chunks_only_and_honour_keep)
     ck_assert_uint_eq(n, 3);
     ck_assert(contains(out, n, &a->chunks[2]));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -353,7 +319,7 @@ START_TEST(learned_victims_stop_at_need_and_respect_max)
 {
     sw_table_t *t = new_table();
     const uint64_t sizes[] = {4 * G, G, 2 * G, G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 4);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 4);
     for (uint32_t i = 0; i < 4; i++)
         set_sched(&a->chunks[i], 10, 2, 100 - 10 * i); /* order 0, 1, 2, 3 */
     insert(t, a);
@@ -378,7 +344,7 @@ START_TEST(learned_victims_stop_at_need_and_respect_max)
     ck_assert_uint_eq(victims(t, 0, 20, k, out, 8, &freed), 0);
     ck_assert_uint_eq(freed, 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -402,7 +368,7 @@ START_TEST(learned_victims_do_not_modify_the_table)
     ck_assert_int_eq(memcmp(&before, a, sizeof(before)), 0);
     ck_assert_int_eq(memcmp(chunks_before, a->chunks, sizeof(chunks_before)), 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -447,7 +413,7 @@ START_TEST(learned_victims_match_brute_force_on_random_tables)
             uint64_t sizes[4];
             for (uint32_t c = 0; c < n; c++)
                 sizes[c] = (1 + rng_next(&s) % 3) * G;
-            as[i] = mk_alloc(va, sizes, n);
+            as[i] = unit_mk_alloc(va, sizes, n);
             va += as[i]->reserved;
             for (uint32_t c = 0; c < n; c++) {
                 sw_chunk_t *ch = &as[i]->chunks[c];
@@ -481,7 +447,7 @@ START_TEST(learned_victims_match_brute_force_on_random_tables)
             ck_assert_msg(contains(out, n, cand[i]), "round %d: victim %zu missing", round, i);
         sw_table_free(t);
         for (int i = 0; i < nalloc; i++)
-            free_alloc(as[i]);
+            unit_free_alloc(as[i]);
         free(k);
     }
 }
@@ -599,7 +565,7 @@ static int play(const trace_t *tr, bool learned, int from, unsigned *mask_at, in
         sw_learn_touch(c, seq);
     }
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     return misses;
 }
 
@@ -780,7 +746,7 @@ END_TEST
 /* Host chunks at BASE, no slot, all with the given schedules. */
 static sw_alloc_t *host_alloc(uint32_t n, const uint64_t *sizes)
 {
-    sw_alloc_t *a = mk_alloc(BASE, sizes, n);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, n);
     for (uint32_t i = 0; i < n; i++)
         a->chunks[i].where = SW_ON_HOST;
     return a;
@@ -812,7 +778,7 @@ START_TEST(prefetch_orders_soonest_first_then_lower_address)
     for (int i = 0; i < 5; i++)
         ck_assert_ptr_eq(out[i], &a->chunks[order[i]]);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -847,7 +813,7 @@ START_TEST(prefetch_respects_the_horizon)
     ck_assert_uint_eq(n, 1);
     ck_assert_ptr_eq(out[0], &a->chunks[0]);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -882,7 +848,7 @@ START_TEST(prefetch_skips_what_does_not_fit_and_continues)
     ck_assert_uint_eq(prefetch(t, 105, 100, 0, k, out, 8), 0);
     ck_assert_uint_eq(prefetch(t, 105, 100, G - 1, k, out, 8), 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -913,7 +879,7 @@ START_TEST(prefetch_honours_keep_and_max)
     ck_assert_uint_eq(n, 4);
     ck_assert_ptr_eq(out[0], &a->chunks[0]);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -935,7 +901,7 @@ START_TEST(prefetch_excludes_device_chunks_and_chunks_in_a_slot)
     ck_assert_uint_eq(n, 1);
     ck_assert_ptr_eq(out[0], &a->chunks[3]);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -955,7 +921,7 @@ START_TEST(prefetch_does_not_modify_the_table)
     prefetch(t, 105, 100, 3 * G, k, out, 8);
     ck_assert_int_eq(memcmp(chunks_before, a->chunks, sizeof(chunks_before)), 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
     free(k);
 }
 END_TEST
@@ -986,7 +952,7 @@ START_TEST(prefetch_matches_brute_force_on_random_tables)
             uint64_t sizes[5];
             for (uint32_t c = 0; c < n; c++)
                 sizes[c] = (1 + rng_next(&s) % 4) * G;
-            as[i] = mk_alloc(va, sizes, n);
+            as[i] = unit_mk_alloc(va, sizes, n);
             va += as[i]->reserved;
             for (uint32_t c = 0; c < n; c++) {
                 sw_chunk_t *ch = &as[i]->chunks[c];
@@ -1022,7 +988,7 @@ START_TEST(prefetch_matches_brute_force_on_random_tables)
             ck_assert_msg(out[i] == want[i], "round %d: position %zu differs", round, i);
         sw_table_free(t);
         for (int i = 0; i < nalloc; i++)
-            free_alloc(as[i]);
+            unit_free_alloc(as[i]);
         free(k);
     }
 }
@@ -1159,7 +1125,7 @@ START_TEST(learned_choices_out_of_memory_do_not_crash)
     oom_t o;
     if (!oom_begin(&o)) {
         sw_table_free(t);
-        free_alloc(a);
+        unit_free_alloc(a);
         return;
     }
     size_t nv = sw_policy_victims_learned(t, 2 * G, 105, NULL, NULL, out, 8, &freed);
@@ -1176,7 +1142,7 @@ START_TEST(learned_choices_out_of_memory_do_not_crash)
     for (size_t i = 0; i < np; i++)
         ck_assert_int_eq(pre[i]->where, SW_ON_HOST);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 

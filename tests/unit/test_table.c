@@ -30,33 +30,6 @@
 
 /* --- helpers ------------------------------------------------------------ */
 
-/* An allocation at va made of n chunks of the given byte sizes (each a
- * multiple of the granule), ascending, all on the device. The caller owns
- * it: free with free_alloc. */
-static sw_alloc_t *mk_alloc(uint64_t va, const uint64_t *sizes, uint32_t n)
-{
-    sw_alloc_t *a = calloc(1, sizeof(*a));
-    ck_assert_ptr_nonnull(a);
-    a->chunks = calloc(n ? n : 1, sizeof(sw_chunk_t));
-    ck_assert_ptr_nonnull(a->chunks);
-    a->va = va;
-    a->nchunks = n;
-    uint64_t off = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        sw_chunk_t *c = &a->chunks[i];
-        c->va = va + off;
-        c->size = sizes[i];
-        c->where = SW_ON_DEVICE;
-        c->handle = 0x1000 + i;
-        c->alloc = a;
-        c->index = i;
-        off += sizes[i];
-    }
-    a->reserved = off;
-    a->size = off; /* what the app asked for: at most reserved */
-    return a;
-}
-
 /* n chunks of the same size. */
 static sw_alloc_t *mk_even(uint64_t va, uint32_t n, uint64_t chunk)
 {
@@ -64,17 +37,9 @@ static sw_alloc_t *mk_even(uint64_t va, uint32_t n, uint64_t chunk)
     ck_assert_ptr_nonnull(sizes);
     for (uint32_t i = 0; i < n; i++)
         sizes[i] = chunk;
-    sw_alloc_t *a = mk_alloc(va, sizes, n);
+    sw_alloc_t *a = unit_mk_alloc(va, sizes, n);
     free(sizes);
     return a;
-}
-
-static void free_alloc(sw_alloc_t *a)
-{
-    if (!a)
-        return;
-    free(a->chunks);
-    free(a);
 }
 
 static sw_table_t *new_table(uint64_t granule)
@@ -133,7 +98,7 @@ START_TEST(table_lookup_finds_first_byte_of_each_chunk)
         ck_assert_uint_eq(c->index, i);
     }
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -147,7 +112,7 @@ START_TEST(table_lookup_finds_last_byte_of_each_chunk)
         ck_assert_ptr_eq(sw_table_lookup(t, c->va + c->size - 1), c);
     }
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -164,7 +129,7 @@ START_TEST(table_lookup_finds_interior_addresses)
     ck_assert_ptr_eq(sw_table_lookup(t, BASE + 64 * MIB + 17 * MIB + 5), &a->chunks[2]);
     assert_alloc_found(t, a, G);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -177,7 +142,7 @@ START_TEST(table_lookup_is_null_just_before_base)
     ck_assert_ptr_null(sw_table_lookup(t, BASE - G));
     ck_assert_ptr_null(sw_table_lookup(t, BASE - G + 1));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -191,7 +156,7 @@ START_TEST(table_lookup_is_null_at_end_of_reservation)
     ck_assert_ptr_null(sw_table_lookup(t, BASE + a->reserved + G - 1));
     ck_assert_ptr_null(sw_table_lookup(t, BASE + a->reserved + G));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -211,7 +176,7 @@ START_TEST(table_lookup_is_null_for_untracked_extremes)
     ck_assert_ptr_null(sw_table_lookup(t, BASE + (1ULL << 32)));
     ck_assert_ptr_null(sw_table_lookup(t, BASE - (1ULL << 32)));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -219,7 +184,7 @@ START_TEST(table_lookup_maps_chunks_of_different_sizes)
 {
     sw_table_t *t = new_table(G);
     const uint64_t sizes[] = {2 * G, 4 * G, 2 * G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 3);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 3);
     ck_assert_uint_eq(a->reserved, 8 * G);
     ck_assert_int_eq(sw_table_insert(t, a), 0);
     /* granule by granule: 0,1 -> chunk 0; 2..5 -> chunk 1; 6,7 -> chunk 2 */
@@ -231,7 +196,7 @@ START_TEST(table_lookup_maps_chunks_of_different_sizes)
     }
     ck_assert_ptr_null(sw_table_lookup(t, BASE + 8 * G));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -246,7 +211,7 @@ START_TEST(table_lookup_finds_every_chunk_of_a_large_allocation)
     ck_assert_ptr_null(sw_table_lookup(t, BASE + 80 * GIB));
     ck_assert_ptr_null(sw_table_lookup(t, BASE - 1));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -264,7 +229,7 @@ static sw_alloc_t **mk_many(sw_table_t *t, uint64_t base, uint64_t granule, uint
         uint64_t sizes[4];
         for (uint32_t k = 0; k < n; k++)
             sizes[k] = (1 + rng_next(&s) % 3) * granule;
-        as[i] = mk_alloc(va, sizes, n);
+        as[i] = unit_mk_alloc(va, sizes, n);
         ck_assert_int_eq(sw_table_insert(t, as[i]), 0);
         va += as[i]->reserved;
     }
@@ -274,7 +239,7 @@ static sw_alloc_t **mk_many(sw_table_t *t, uint64_t base, uint64_t granule, uint
 static void free_many(sw_alloc_t **as)
 {
     for (int i = 0; i < MANY; i++)
-        free_alloc(as[i]);
+        unit_free_alloc(as[i]);
     free(as);
 }
 
@@ -318,9 +283,9 @@ START_TEST(table_adjacent_allocations_both_insert)
     assert_alloc_found(t, b, G);
     assert_alloc_found(t, c, G);
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
-    free_alloc(c);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
+    unit_free_alloc(c);
 }
 END_TEST
 
@@ -345,9 +310,9 @@ START_TEST(table_huge_addresses_near_top_of_user_space)
     ck_assert_ptr_null(sw_table_lookup(t, 0x400000ULL));
     ck_assert_ptr_eq(sw_table_find_base(t, 0x7ffffe000000ULL), top);
     sw_table_free(t);
-    free_alloc(top);
-    free_alloc(mid);
-    free_alloc(low);
+    unit_free_alloc(top);
+    unit_free_alloc(mid);
+    unit_free_alloc(low);
 }
 END_TEST
 
@@ -356,7 +321,7 @@ START_TEST(table_works_with_a_small_granule)
     const uint64_t g = 64 * 1024;
     sw_table_t *t = new_table(g);
     const uint64_t sizes[] = {g, 3 * g, 2 * g};
-    sw_alloc_t *a = mk_alloc(0x7f1234560000ULL, sizes, 3);
+    sw_alloc_t *a = unit_mk_alloc(0x7f1234560000ULL, sizes, 3);
     sw_alloc_t *b = mk_even(0x7f1234560000ULL + 6 * g, 2, g); /* adjacent */
     ck_assert_int_eq(sw_table_insert(t, a), 0);
     ck_assert_int_eq(sw_table_insert(t, b), 0);
@@ -365,8 +330,8 @@ START_TEST(table_works_with_a_small_granule)
     ck_assert_ptr_null(sw_table_lookup(t, a->va - 1));
     ck_assert_ptr_null(sw_table_lookup(t, b->va + b->reserved));
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
 }
 END_TEST
 
@@ -382,7 +347,7 @@ START_TEST(table_tables_are_independent)
     sw_table_free(t2);
     ck_assert_ptr_eq(sw_table_lookup(t1, BASE), &a->chunks[0]);
     sw_table_free(t1);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -392,14 +357,14 @@ START_TEST(table_remove_makes_lookups_null)
 {
     sw_table_t *t = new_table(G);
     const uint64_t sizes[] = {2 * G, 4 * G, 2 * G};
-    sw_alloc_t *a = mk_alloc(BASE, sizes, 3);
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 3);
     ck_assert_int_eq(sw_table_insert(t, a), 0);
     sw_table_remove(t, a);
     assert_alloc_absent(t, a, G);
     ck_assert_ptr_null(sw_table_find_base(t, BASE));
     ck_assert_uint_eq(sw_table_count(t), 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -433,14 +398,14 @@ START_TEST(table_reinsert_after_remove_succeeds)
     sw_table_remove(t, a);
     /* a different allocation at the same range, different chunking */
     const uint64_t sizes[] = {G, 2 * G, G};
-    sw_alloc_t *b = mk_alloc(BASE, sizes, 3);
+    sw_alloc_t *b = unit_mk_alloc(BASE, sizes, 3);
     ck_assert_int_eq(sw_table_insert(t, b), 0);
     assert_alloc_found(t, b, G);
     ck_assert_ptr_eq(sw_table_find_base(t, BASE), b);
     ck_assert_uint_eq(sw_table_count(t), 1);
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
 }
 END_TEST
 
@@ -456,12 +421,12 @@ START_TEST(table_insert_remove_cycles_keep_working)
         ck_assert_ptr_eq(sw_table_lookup(t, a->va + 5 * MIB), &a->chunks[1]);
         sw_table_remove(t, a);
         ck_assert_ptr_null(sw_table_lookup(t, a->va + 5 * MIB));
-        free_alloc(a);
+        unit_free_alloc(a);
     }
     ck_assert_uint_eq(sw_table_count(t), 1);
     ck_assert_ptr_eq(sw_table_lookup(t, keep->va), &keep->chunks[0]);
     sw_table_free(t);
-    free_alloc(keep);
+    unit_free_alloc(keep);
 }
 END_TEST
 
@@ -492,9 +457,9 @@ static void check_overlap_refused(uint64_t va, uint32_t ngranules)
     ck_assert_int_eq(sw_table_insert(t, other), 0);
     ck_assert_uint_eq(sw_table_count(t), 2);
     sw_table_free(t);
-    free_alloc(first);
-    free_alloc(second);
-    free_alloc(other);
+    unit_free_alloc(first);
+    unit_free_alloc(second);
+    unit_free_alloc(other);
 }
 
 START_TEST(table_insert_same_range_fails_and_leaves_table_unchanged)
@@ -543,8 +508,8 @@ START_TEST(table_find_base_returns_allocation_at_exact_base)
     ck_assert_ptr_eq(sw_table_find_base(t, BASE), a);
     ck_assert_ptr_eq(sw_table_find_base(t, BASE + 1 * GIB), b);
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
 }
 END_TEST
 
@@ -561,7 +526,7 @@ START_TEST(table_find_base_is_null_for_non_base_addresses)
     ck_assert_ptr_null(sw_table_find_base(t, BASE - G));
     ck_assert_ptr_null(sw_table_find_base(t, 0));
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -595,8 +560,8 @@ START_TEST(table_maybe_has_no_false_negatives)
     }
     sw_table_free(t);
     free_many(as);
-    free_alloc(far);
-    free_alloc(low);
+    unit_free_alloc(far);
+    unit_free_alloc(low);
 }
 END_TEST
 
@@ -617,8 +582,8 @@ START_TEST(table_maybe_is_false_for_null_and_far_below)
     ck_assert(!sw_table_maybe(t, 0x555555554000ULL)); /* a host text address */
     ck_assert(sw_table_maybe(t, BASE + 3));
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
 }
 END_TEST
 
@@ -677,7 +642,7 @@ START_TEST(table_each_on_empty_table_calls_nothing)
     sw_table_each(t, visit, &v);
     ck_assert_int_eq(v.calls, 0);
     sw_table_free(t);
-    free_alloc(a);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -699,9 +664,9 @@ START_TEST(table_count_follows_inserts_and_removes)
     sw_table_remove(t, b);
     ck_assert_uint_eq(sw_table_count(t), 0);
     sw_table_free(t);
-    free_alloc(a);
-    free_alloc(b);
-    free_alloc(clash);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
+    unit_free_alloc(clash);
 }
 END_TEST
 
