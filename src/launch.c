@@ -252,9 +252,10 @@ static void bring_in(marks_t *m)
 
 uint64_t sw_period(uint64_t now)
 {
-    /* sw_learn_period sorts every chunk's gap: not for every launch. */
+    /* sw_learn_period sorts every chunk's gap: not for every launch, but
+     * sooner while no period is known yet. */
     static uint64_t cached, at;
-    if (!at || now - at >= 64) {
+    if (!at || now - at >= (cached ? 64 : 8)) {
         cached = sw_learn_period(sw_tracked());
         at = now;
     }

@@ -1,0 +1,22 @@
+#!/bin/sh
+# copystream under spillway's prefetch window, with jitter: every checksum
+# right, no hazard or fault in simgpu's report, and the window really used
+# (a run that never commits would prove nothing).
+# Usage: copystream.sh PROGRAM LIBSPILLWAY SIMGPU_DIR
+set -u
+prog=$1 lib=$2 simgpu=$3
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
+LD_PRELOAD=$lib LD_LIBRARY_PATH=$simgpu SIMGPU_JITTER=300 SIMGPU_MEM=512MiB \
+SIMGPU_REPORT=$tmp/sg.json SPILLWAY_REPORT=$tmp/sw.json SPILLWAY_STATS_DIR=$tmp \
+SPILLWAY_GPU_BUDGET=96MiB SPILLWAY_CHUNK=16MiB SPILLWAY_PREFETCH_BYTES=32MiB \
+    "$prog" >"$tmp/out" 2>&1
+rc=$?
+cat "$tmp/out"
+[ "$rc" = 0 ] || { echo "FAIL: exit $rc"; exit 1; }
+[ "$(num hazards "$tmp/sg.json")" = 0 ] || { echo "FAIL: hazards"; grep -A3 hazard_list "$tmp/sg.json"; exit 1; }
+[ "$(num faults "$tmp/sg.json")" = 0 ] || { echo "FAIL: faults"; exit 1; }
+commits=$(( $(num prefetch_late "$tmp/sw.json") + $(num prefetches "$tmp/sw.json") ))
+[ "$commits" -gt 0 ] || { echo "FAIL: the window was never used"; exit 1; }
+echo "ok: $commits chunks through the window, no hazard"
