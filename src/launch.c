@@ -159,6 +159,10 @@ typedef struct {
 
 static pthread_mutex_t segment_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Stamps c for this launch. Launches on other threads may stamp the same
+ * chunk at once (the gate is only shared): a lost or reordered update
+ * skews a prediction (sw_learn_touch ignores a seq older than the last),
+ * never a result, since correctness does not depend on the schedule. */
 static void touch(marks_t *m, sw_chunk_t *c)
 {
     if (c->last_use == m->seq)

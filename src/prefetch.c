@@ -56,6 +56,7 @@ typedef struct {
     uint64_t handle;      /* device memory, made once */
     CUdeviceptr stage;    /* where it is always mapped, for the copies */
     sw_chunk_t *c;        /* the chunk whose address maps it, or NULL */
+    bool fp_filled;       /* its fingerprint was taken when filled */
 } slot_t;
 
 static struct {
@@ -308,8 +309,9 @@ static CUresult admit(sw_chunk_t *c, int si, CUstream st)
     CUresult e = ensure_mirror(c);
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoDAsync_v2)(s->stage, mirror_of(c), c->size, st);
-    if (e == CUDA_SUCCESS && pf.fp_fn)
-        e = fingerprint(s->stage, c->size, fp_slot(si, 0), st);
+    /* Without the fill's fingerprint, the slot will be copied home. */
+    s->fp_filled = e == CUDA_SUCCESS && pf.fp_fn &&
+                   fingerprint(s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
     if (e == CUDA_SUCCESS)
         e = sw_vmm_unmap(c->va, c->size);
     if (e != CUDA_SUCCESS)
@@ -504,35 +506,48 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     if (look)
         rebalance(batch);
     const sw_real_t *r = sw_real();
-    bool read_back = false;
-    for (int i = 0; i < np && pf.fp_fn; i++)
-        if (pf.slots[target[i]].c &&
-            fingerprint(pf.slots[target[i]].stage, pf.slots[target[i]].c->size,
-                        fp_slot(target[i], 1), st) == CUDA_SUCCESS)
-            read_back = true;
+    /* A slot counts as unchanged only if both its fingerprints were taken
+     * and read back and they agree; anything less copies it home. */
+    bool emptied_fp[MAX_SLOTS] = {0}, read_back = false;
+    for (int i = 0; i < np && pf.fp_fn; i++) {
+        slot_t *s = &pf.slots[target[i]];
+        if (s->c && s->fp_filled &&
+            fingerprint(s->stage, s->c->size, fp_slot(target[i], 1), st) == CUDA_SUCCESS)
+            read_back = emptied_fp[target[i]] = true;
+    }
     if (read_back &&
         (r->cuMemcpyDtoHAsync_v2(pf.fp_host, pf.fp_dev, 2 * sizeof(uint64_t) * (size_t)pf.nslots,
                                  st) != CUDA_SUCCESS ||
          r->cuStreamSynchronize(st) != CUDA_SUCCESS))
         read_back = false;
-    int admitted = 0;
+    bool queued = false; /* anything on spillway's stream the application must wait for */
     for (int i = 0; i < np; i++) {
         int si = target[i];
         slot_t *s = &pf.slots[si];
-        bool changed = !read_back || pf.fp_host[2 * si] != pf.fp_host[2 * si + 1];
-        if ((s->c && evict(s, changed, st) != CUDA_SUCCESS) ||
-            admit(batch[i], si, st) != CUDA_SUCCESS) {
+        bool unchanged = read_back && emptied_fp[si] && pf.fp_host[2 * si] == pf.fp_host[2 * si + 1];
+        if (s->c) {
+            if (evict(s, !unchanged, st) != CUDA_SUCCESS) {
+                sw_stat_add(SW_STAT_failed_moves, 1);
+                break;
+            }
+            queued |= !unchanged;
+        }
+        if (admit(batch[i], si, st) != CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_failed_moves, 1);
             break;
         }
-        admitted++;
+        queued = true;
         sw_debug("launch %llu: chunk 0x%llx into slot %d (%s)", (unsigned long long)now,
                  (unsigned long long)batch[i]->va, si, i < needed ? "needed now" : "ahead");
         sw_stat_add(i < needed ? SW_STAT_prefetch_late : SW_STAT_prefetches, 1);
         sw_stat_add(SW_STAT_bytes_promoted, (int64_t)batch[i]->size);
     }
-    if (admitted && r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS)
+    if (!queued)
+        return;
+    if (r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS)
         app_wait(pf.batch_ev);
+    else if (r->cuStreamSynchronize(st) != CUDA_SUCCESS) /* then wait here */
+        sw_error("cannot order the application after spillway's copies");
 }
 
 void sw_prefetch_forget(sw_chunk_t *c)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # copystream under spillway's prefetch window, with jitter: every checksum
-# right, no hazard or fault in simgpu's report, and the window really used
-# (a run that never commits would prove nothing).
+# right, no hazard or fault in simgpu's report, the window really used (a
+# run that never commits would prove nothing), and changed chunks written
+# back home.
 # Usage: copystream.sh PROGRAM LIBSPILLWAY SIMGPU_DIR
 set -u
 prog=$1 lib=$2 simgpu=$3
@@ -19,4 +20,8 @@ cat "$tmp/out"
 [ "$(num faults "$tmp/sg.json")" = 0 ] || { echo "FAIL: faults"; exit 1; }
 commits=$(( $(num prefetch_late "$tmp/sw.json") + $(num prefetches "$tmp/sw.json") ))
 [ "$commits" -gt 0 ] || { echo "FAIL: the window was never used"; exit 1; }
+# Stream B changes buffers while they are in the window: those must have
+# been copied home (and the checksums above prove the copies right).
+[ "$(num bytes_written_back "$tmp/sw.json")" -gt 0 ] ||
+    { echo "FAIL: changed chunks were never written back"; exit 1; }
 echo "ok: $commits chunks through the window, no hazard"
