@@ -85,6 +85,11 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
 {
     if (to == SW_ON_HOST && host_room() < c->size)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    /* The move releases c's current handle: its mirror must go first (it
+     * is mapped again, from the new host handle, when next needed). */
+    sw_prefetch_unmirror(c);
+    if (c->mirrored)
+        return CUDA_ERROR_UNKNOWN;
     CUresult r = sw_vmm_move(c, to);
     if (r != CUDA_SUCCESS) {
         sw_stat_add(SW_STAT_failed_moves, 1);

@@ -144,6 +144,7 @@ CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream));
  * addresses in need[0..n): gate held exclusively. Brings them and the
  * chunks predicted next into the window. */
 void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now);
+void sw_prefetch_unmirror(sw_chunk_t *c);
 /* Releases a window chunk's slot and home when its allocation is freed
  * (after the free's synchronization). */
 void sw_prefetch_forget(sw_chunk_t *c);

@@ -550,6 +550,16 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
         sw_error("cannot order the application after spillway's copies");
 }
 
+/* Unmaps c's mirror mapping: before anything releases or replaces c's host
+ * handle, or the mirror would keep showing the old bytes. */
+void sw_prefetch_unmirror(sw_chunk_t *c)
+{
+    if (c->mirrored && sw_vmm_unmap(mirror_of(c), c->size) == CUDA_SUCCESS)
+        c->mirrored = false;
+}
+
+/* Unmaps c's address and mirror, and gives back its slot; the caller
+ * releases c->handle (then its host handle). */
 void sw_prefetch_forget(sw_chunk_t *c)
 {
     if (c->slot >= 0) {
