@@ -11,7 +11,7 @@
 
 #define SW_STATS_FIELDS(X)                                                              \
     X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
-    X(GAUGE, device_bytes, "bytes", "tracked bytes resident on the GPU")                 \
+    X(GAUGE, device_bytes, "bytes", "tracked bytes resident on the GPU, prefetch window included") \
     X(GAUGE, host_bytes, "bytes", "tracked bytes in pinned host memory (zero-copy)")     \
     X(GAUGE, tracked_allocs, "count", "live tracked allocations")                        \
     X(COUNTER, demotions, "count", "chunks moved from the GPU to host memory")           \
