@@ -57,50 +57,12 @@ static void insert(sw_table_t *t, sw_alloc_t *a)
     ck_assert_int_eq(sw_table_insert(t, a), 0);
 }
 
-/* keep(): holds back the chunks listed in a keep_set_t; counts calls and
- * checks that arg arrives unchanged. */
-typedef struct {
-    const sw_chunk_t *chunks[256];
-    int n;
-    int calls;
-    unsigned magic;
-} keep_set_t;
-
-#define KEEP_MAGIC 0x5eedu
-
-static bool keep_listed(const sw_chunk_t *c, void *arg)
-{
-    keep_set_t *k = arg;
-    ck_assert_uint_eq(k->magic, KEEP_MAGIC);
-    k->calls++;
-    for (int i = 0; i < k->n; i++)
-        if (k->chunks[i] == c)
-            return true;
-    return false;
-}
-
-static keep_set_t *keep_none(void)
-{
-    keep_set_t *k = calloc(1, sizeof(*k));
-    ck_assert_ptr_nonnull(k);
-    k->magic = KEEP_MAGIC;
-    return k;
-}
-
-static bool contains(sw_chunk_t *const *out, size_t n, const sw_chunk_t *c)
-{
-    for (size_t i = 0; i < n; i++)
-        if (out[i] == c)
-            return true;
-    return false;
-}
-
-/* Runs sw_policy_victims with keep_listed and a roomy out array. */
+/* Runs sw_policy_victims with unit_keep_listed and a roomy out array. */
 static size_t victims(const sw_table_t *t, uint64_t need, keep_set_t *k, sw_chunk_t **out,
                       size_t max, uint64_t *freed)
 {
     *freed = 0xdeadbeefULL; /* must be overwritten */
-    return sw_policy_victims(t, need, keep_listed, k, out, max, freed);
+    return sw_policy_victims(t, need, unit_keep_listed, k, out, max, freed);
 }
 
 /* --- victims: order ---------------------------------------------------- */
@@ -114,7 +76,7 @@ START_TEST(policy_victims_picks_least_recently_used_first)
     set_use(&a->chunks[2], 30, 1);
     set_use(&a->chunks[3], 20, 1);
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     /* growing need, growing prefix of the order 1, 3, 2, 0 */
@@ -124,7 +86,7 @@ START_TEST(policy_victims_picks_least_recently_used_first)
         ck_assert_uint_eq(n, want);
         ck_assert_uint_eq(freed, want * G);
         for (size_t i = 0; i < want; i++)
-            ck_assert(contains(out, n, &a->chunks[order[i]]));
+            ck_assert(unit_contains(out, n, &a->chunks[order[i]]));
     }
     sw_table_free(t);
     unit_free_alloc(a);
@@ -140,7 +102,7 @@ START_TEST(policy_victims_never_used_chunks_go_first)
     set_use(&a->chunks[1], 1, 1);
     set_use(&a->chunks[2], 0, 0); /* never touched by a launch */
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, 1, k, out, 8, &freed);
@@ -161,7 +123,7 @@ START_TEST(policy_victims_breaks_last_use_ties_by_fewer_uses)
     set_use(&a->chunks[1], 7, 2);
     set_use(&a->chunks[2], 7, 3);
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, G, k, out, 8, &freed);
@@ -169,8 +131,8 @@ START_TEST(policy_victims_breaks_last_use_ties_by_fewer_uses)
     ck_assert_ptr_eq(out[0], &a->chunks[1]);
     n = victims(t, 2 * G, k, out, 8, &freed);
     ck_assert_uint_eq(n, 2);
-    ck_assert(contains(out, n, &a->chunks[1]));
-    ck_assert(contains(out, n, &a->chunks[2]));
+    ck_assert(unit_contains(out, n, &a->chunks[1]));
+    ck_assert(unit_contains(out, n, &a->chunks[2]));
     sw_table_free(t);
     unit_free_alloc(a);
     free(k);
@@ -191,7 +153,7 @@ START_TEST(policy_victims_breaks_full_ties_by_lower_address)
             set_use(&all[i]->chunks[c], 3, 3);
         insert(t, all[i]);
     }
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, G, k, out, 8, &freed);
@@ -199,9 +161,9 @@ START_TEST(policy_victims_breaks_full_ties_by_lower_address)
     ck_assert_ptr_eq(out[0], &lo->chunks[0]);
     n = victims(t, 3 * G, k, out, 8, &freed);
     ck_assert_uint_eq(n, 3);
-    ck_assert(contains(out, n, &lo->chunks[0]));
-    ck_assert(contains(out, n, &lo->chunks[1]));
-    ck_assert(contains(out, n, &mid->chunks[0]));
+    ck_assert(unit_contains(out, n, &lo->chunks[0]));
+    ck_assert(unit_contains(out, n, &lo->chunks[1]));
+    ck_assert(unit_contains(out, n, &mid->chunks[0]));
     sw_table_free(t);
     for (int i = 0; i < 3; i++)
         unit_free_alloc(all[i]);
@@ -222,7 +184,7 @@ START_TEST(policy_victims_skips_host_chunks)
     a->chunks[0].where = SW_ON_HOST; /* the oldest ones are already on the host */
     a->chunks[1].where = SW_ON_HOST;
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, G, k, out, 8, &freed);
@@ -231,8 +193,8 @@ START_TEST(policy_victims_skips_host_chunks)
     /* asking for everything gives only the device chunks */
     n = victims(t, 100 * G, k, out, 8, &freed);
     ck_assert_uint_eq(n, 2);
-    ck_assert(contains(out, n, &a->chunks[2]));
-    ck_assert(contains(out, n, &a->chunks[3]));
+    ck_assert(unit_contains(out, n, &a->chunks[2]));
+    ck_assert(unit_contains(out, n, &a->chunks[3]));
     ck_assert_uint_eq(freed, 2 * G);
     sw_table_free(t);
     unit_free_alloc(a);
@@ -247,7 +209,7 @@ START_TEST(policy_victims_honours_keep)
     for (uint32_t i = 0; i < 4; i++)
         set_use(&a->chunks[i], 1 + i, 1);
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     k->chunks[k->n++] = &a->chunks[0]; /* the current launch touches these */
     k->chunks[k->n++] = &a->chunks[2];
     sw_chunk_t *out[8];
@@ -258,8 +220,8 @@ START_TEST(policy_victims_honours_keep)
     ck_assert_int_gt(k->calls, 0); /* keep was asked, with our arg */
     n = victims(t, 100 * G, k, out, 8, &freed);
     ck_assert_uint_eq(n, 2);
-    ck_assert(contains(out, n, &a->chunks[1]));
-    ck_assert(contains(out, n, &a->chunks[3]));
+    ck_assert(unit_contains(out, n, &a->chunks[1]));
+    ck_assert(unit_contains(out, n, &a->chunks[3]));
     ck_assert_uint_eq(freed, 2 * G);
     sw_table_free(t);
     unit_free_alloc(a);
@@ -277,7 +239,7 @@ START_TEST(policy_victims_stops_as_soon_as_need_is_met)
     for (uint32_t i = 0; i < 4; i++)
         set_use(&a->chunks[i], 1 + i, 1); /* order: 0, 1, 2, 3 */
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     /* 1 byte .. 4G: the first chunk alone covers it */
@@ -295,7 +257,7 @@ START_TEST(policy_victims_stops_as_soon_as_need_is_met)
     n = victims(t, 5 * G + 1, k, out, 8, &freed);
     ck_assert_uint_eq(n, 3);
     ck_assert_uint_eq(freed, 7 * G);
-    ck_assert(!contains(out, n, &a->chunks[3]));
+    ck_assert(!unit_contains(out, n, &a->chunks[3]));
     sw_table_free(t);
     unit_free_alloc(a);
     free(k);
@@ -311,7 +273,7 @@ START_TEST(policy_victims_returns_all_candidates_when_short)
     b->chunks[1].where = SW_ON_HOST;
     insert(t, a);
     insert(t, b);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     k->chunks[k->n++] = &a->chunks[1];
     sw_chunk_t *out[8];
     uint64_t freed;
@@ -319,9 +281,9 @@ START_TEST(policy_victims_returns_all_candidates_when_short)
     size_t n = victims(t, 100 * G, k, out, 8, &freed);
     ck_assert_uint_eq(n, 3);
     ck_assert_uint_eq(freed, 8 * G);
-    ck_assert(contains(out, n, &a->chunks[0]));
-    ck_assert(contains(out, n, &a->chunks[2]));
-    ck_assert(contains(out, n, &b->chunks[0]));
+    ck_assert(unit_contains(out, n, &a->chunks[0]));
+    ck_assert(unit_contains(out, n, &a->chunks[2]));
+    ck_assert(unit_contains(out, n, &b->chunks[0]));
     sw_table_free(t);
     unit_free_alloc(a);
     unit_free_alloc(b);
@@ -336,7 +298,7 @@ START_TEST(policy_victims_respects_max)
     for (uint32_t i = 0; i < 6; i++)
         set_use(&a->chunks[i], 60 - 10 * i, 1); /* order: 5, 4, 3, 2, 1, 0 */
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     /* a canary past max must stay untouched */
     sw_chunk_t *canary = (sw_chunk_t *)(uintptr_t)0x5a5a5a5a;
@@ -346,8 +308,8 @@ START_TEST(policy_victims_respects_max)
     size_t n = victims(t, 6 * G, k, out, 2, &freed);
     ck_assert_uint_eq(n, 2);
     ck_assert_uint_eq(freed, 2 * G); /* what the chosen two hold */
-    ck_assert(contains(out, n, &a->chunks[5]));
-    ck_assert(contains(out, n, &a->chunks[4]));
+    ck_assert(unit_contains(out, n, &a->chunks[5]));
+    ck_assert(unit_contains(out, n, &a->chunks[4]));
     for (int i = 2; i < 8; i++)
         ck_assert_ptr_eq(out[i], canary);
     /* max 0: nothing written */
@@ -365,7 +327,7 @@ START_TEST(policy_victims_need_zero_chooses_nothing)
     sw_table_t *t = new_table();
     sw_alloc_t *a = mk_even(BASE, 3, G);
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, 0, k, out, 8, &freed);
@@ -380,7 +342,7 @@ END_TEST
 START_TEST(policy_victims_empty_table_chooses_nothing)
 {
     sw_table_t *t = new_table();
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, 10 * G, k, out, 8, &freed);
@@ -403,7 +365,7 @@ START_TEST(policy_victims_does_not_modify_the_table)
     sw_alloc_t before = *a;
     sw_chunk_t chunks_before[4];
     memcpy(chunks_before, a->chunks, sizeof(chunks_before));
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     victims(t, 4 * G, k, out, 8, &freed);
@@ -447,7 +409,7 @@ START_TEST(policy_victims_match_brute_force_on_random_tables)
     uint64_t s = 0x243f6a8885a308d3ULL;
     for (int round = 0; round < 3000; round++) {
         sw_table_t *t = new_table();
-        keep_set_t *k = keep_none();
+        keep_set_t *k = unit_keep_none();
         sw_alloc_t *as[6];
         sw_chunk_t *cand[64];
         int nalloc = 1 + (int)(rng_next(&s) % 6), ncand = 0;
@@ -509,7 +471,7 @@ START_TEST(policy_victims_match_brute_force_on_random_tables)
         ck_assert_msg(freed == want_freed, "round %d: freed %llu, expected %llu", round,
                       (unsigned long long)freed, (unsigned long long)want_freed);
         for (size_t i = 0; i < want; i++)
-            ck_assert_msg(contains(out, n, cand[i]),
+            ck_assert_msg(unit_contains(out, n, cand[i]),
                           "round %d: expected victim %zu (va 0x%llx) missing", round, i,
                           (unsigned long long)cand[i]->va);
         for (size_t i = 0; i < n; i++)

@@ -64,44 +64,6 @@ static void set_sched(sw_chunk_t *c, uint64_t last_use, uint64_t uses, uint64_t 
     c->gap = gap;
 }
 
-/* keep(): holds back the chunks listed; counts calls and checks that arg
- * arrives unchanged. */
-typedef struct {
-    const sw_chunk_t *chunks[256];
-    int n;
-    int calls;
-    unsigned magic;
-} keep_set_t;
-
-#define KEEP_MAGIC 0x5eedu
-
-static bool keep_listed(const sw_chunk_t *c, void *arg)
-{
-    keep_set_t *k = arg;
-    ck_assert_uint_eq(k->magic, KEEP_MAGIC);
-    k->calls++;
-    for (int i = 0; i < k->n; i++)
-        if (k->chunks[i] == c)
-            return true;
-    return false;
-}
-
-static keep_set_t *keep_none(void)
-{
-    keep_set_t *k = calloc(1, sizeof(*k));
-    ck_assert_ptr_nonnull(k);
-    k->magic = KEEP_MAGIC;
-    return k;
-}
-
-static bool contains(sw_chunk_t *const *out, size_t n, const sw_chunk_t *c)
-{
-    for (size_t i = 0; i < n; i++)
-        if (out[i] == c)
-            return true;
-    return false;
-}
-
 static uint64_t rng_next(uint64_t *s)
 {
     uint64_t x = *s;
@@ -116,7 +78,7 @@ static size_t victims(const sw_table_t *t, uint64_t need, uint64_t now, keep_set
                       sw_chunk_t **out, size_t max, uint64_t *freed)
 {
     *freed = 0xdeadbeefULL; /* must be overwritten */
-    return sw_policy_victims_learned(t, need, now, keep_listed, k, out, max, freed);
+    return sw_policy_victims_learned(t, need, now, unit_keep_listed, k, out, max, freed);
 }
 
 /* Out of memory, for real: caps the address space just above what the
@@ -180,7 +142,7 @@ START_TEST(learned_victims_furthest_next_use_first)
     set_sched(&a->chunks[2], 85, 5, 20);
     set_sched(&a->chunks[3], 80, 5, 50);
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     const int order[4] = {1, 3, 0, 2};
@@ -189,7 +151,7 @@ START_TEST(learned_victims_furthest_next_use_first)
         ck_assert_uint_eq(n, want);
         ck_assert_uint_eq(freed, want * G);
         for (size_t i = 0; i < want; i++)
-            ck_assert(contains(out, n, &a->chunks[order[i]]));
+            ck_assert(unit_contains(out, n, &a->chunks[order[i]]));
     }
     sw_table_free(t);
     unit_free_alloc(a);
@@ -205,13 +167,13 @@ START_TEST(learned_victims_unknown_next_use_counts_as_furthest)
     set_sched(&a->chunks[1], 50, 1, 0);       /* seen once: unknown */
     set_sched(&a->chunks[2], 0, 0, 0);        /* never seen: unknown */
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, 2 * G, 60, k, out, 8, &freed);
     ck_assert_uint_eq(n, 2);
-    ck_assert(contains(out, n, &a->chunks[1]));
-    ck_assert(contains(out, n, &a->chunks[2]));
+    ck_assert(unit_contains(out, n, &a->chunks[1]));
+    ck_assert(unit_contains(out, n, &a->chunks[2]));
     sw_table_free(t);
     unit_free_alloc(a);
     free(k);
@@ -230,7 +192,7 @@ START_TEST(learned_victims_break_ties_by_fewer_uses_then_lower_address)
     set_sched(&lo->chunks[1], 80, 3, 40);
     insert(t, hi); /* inserted high first: insertion order gives nothing */
     insert(t, lo);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     size_t n = victims(t, G, 100, k, out, 8, &freed);
@@ -238,10 +200,10 @@ START_TEST(learned_victims_break_ties_by_fewer_uses_then_lower_address)
     ck_assert_ptr_eq(out[0], &hi->chunks[1]); /* fewest uses */
     n = victims(t, 2 * G, 100, k, out, 8, &freed);
     ck_assert_uint_eq(n, 2);
-    ck_assert(contains(out, n, &lo->chunks[0])); /* then the lowest address */
+    ck_assert(unit_contains(out, n, &lo->chunks[0])); /* then the lowest address */
     n = victims(t, 3 * G, 100, k, out, 8, &freed);
-    ck_assert(contains(out, n, &lo->chunks[1]));
-    ck_assert(!contains(out, n, &hi->chunks[0]));
+    ck_assert(unit_contains(out, n, &lo->chunks[1]));
+    ck_assert(!unit_contains(out, n, &hi->chunks[0]));
     /* unknown ties too: fewer uses, then lower address */
     set_sched(&hi->chunks[1], 0, 0, 0);
     set_sched(&lo->chunks[1], 7, 1, 0);
@@ -250,7 +212,7 @@ START_TEST(learned_victims_break_ties_by_fewer_uses_then_lower_address)
     ck_assert_ptr_eq(out[0], &lo->chunks[0]);
     n = victims(t, 3 * G, 100, k, out, 8, &freed);
     ck_assert_uint_eq(n, 3);
-    ck_assert(!contains(out, n, &hi->chunks[0]));
+    ck_assert(!unit_contains(out, n, &hi->chunks[0]));
     sw_table_free(t);
     unit_free_alloc(hi);
     unit_free_alloc(lo);
@@ -267,7 +229,7 @@ START_TEST(learned_victims_order_follows_now)
     set_sched(&a->chunks[0], 100, 4, 10); /* due 110, then 120 */
     set_sched(&a->chunks[1], 100, 4, 15); /* due 115 */
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[2];
     uint64_t freed;
     victims(t, G, 105, k, out, 2, &freed);
@@ -292,7 +254,7 @@ START_TEST(learned_victims_take_device_chunks_only_and_honour_keep)
     a->chunks[1].where = SW_ON_HOST;
     a->chunks[1].slot = 3;
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     k->chunks[k->n++] = &a->chunks[2];
     sw_chunk_t *out[8];
     uint64_t freed;
@@ -302,13 +264,13 @@ START_TEST(learned_victims_take_device_chunks_only_and_honour_keep)
     ck_assert_int_gt(k->calls, 0);
     n = victims(t, 100 * G, 20, k, out, 8, &freed);
     ck_assert_uint_eq(n, 2);
-    ck_assert(contains(out, n, &a->chunks[3]));
-    ck_assert(contains(out, n, &a->chunks[4]));
+    ck_assert(unit_contains(out, n, &a->chunks[3]));
+    ck_assert(unit_contains(out, n, &a->chunks[4]));
     ck_assert_uint_eq(freed, 2 * G);
     /* no keep() at all */
     n = sw_policy_victims_learned(t, 100 * G, 20, NULL, NULL, out, 8, &freed);
     ck_assert_uint_eq(n, 3);
-    ck_assert(contains(out, n, &a->chunks[2]));
+    ck_assert(unit_contains(out, n, &a->chunks[2]));
     sw_table_free(t);
     unit_free_alloc(a);
     free(k);
@@ -323,7 +285,7 @@ START_TEST(learned_victims_stop_at_need_and_respect_max)
     for (uint32_t i = 0; i < 4; i++)
         set_sched(&a->chunks[i], 10, 2, 100 - 10 * i); /* order 0, 1, 2, 3 */
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     ck_assert_uint_eq(victims(t, 4 * G, 20, k, out, 8, &freed), 1);
@@ -360,7 +322,7 @@ START_TEST(learned_victims_do_not_modify_the_table)
     sw_alloc_t before = *a;
     sw_chunk_t chunks_before[4];
     memcpy(chunks_before, a->chunks, sizeof(chunks_before));
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     uint64_t freed;
     victims(t, 2 * G, 30, k, out, 8, &freed);
@@ -402,7 +364,7 @@ START_TEST(learned_victims_match_brute_force_on_random_tables)
     uint64_t s = 0x13198a2e03707344ULL;
     for (int round = 0; round < 3000; round++) {
         sw_table_t *t = new_table();
-        keep_set_t *k = keep_none();
+        keep_set_t *k = unit_keep_none();
         sw_alloc_t *as[5];
         sw_chunk_t *cand[64];
         int nalloc = 1 + (int)(rng_next(&s) % 5), ncand = 0;
@@ -444,7 +406,7 @@ START_TEST(learned_victims_match_brute_force_on_random_tables)
         ck_assert_msg(n == want, "round %d: %zu victims, expected %zu", round, n, want);
         ck_assert_uint_eq(freed, want_freed);
         for (size_t i = 0; i < want; i++)
-            ck_assert_msg(contains(out, n, cand[i]), "round %d: victim %zu missing", round, i);
+            ck_assert_msg(unit_contains(out, n, cand[i]), "round %d: victim %zu missing", round, i);
         sw_table_free(t);
         for (int i = 0; i < nalloc; i++)
             unit_free_alloc(as[i]);
@@ -755,7 +717,7 @@ static sw_alloc_t *host_alloc(uint32_t n, const uint64_t *sizes)
 static size_t prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, uint64_t bytes,
                        keep_set_t *k, sw_chunk_t **out, size_t max)
 {
-    return sw_policy_prefetch(t, now, horizon, bytes, keep_listed, k, out, max);
+    return sw_policy_prefetch(t, now, horizon, bytes, unit_keep_listed, k, out, max);
 }
 
 START_TEST(prefetch_orders_soonest_first_then_lower_address)
@@ -770,7 +732,7 @@ START_TEST(prefetch_orders_soonest_first_then_lower_address)
     set_sched(&a->chunks[4], 95, 3, 10);
     sw_table_t *t = new_table();
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     size_t n = prefetch(t, 100, 1000, 100 * G, k, out, 8);
     ck_assert_uint_eq(n, 5);
@@ -793,7 +755,7 @@ START_TEST(prefetch_respects_the_horizon)
     set_sched(&a->chunks[3], 90, 1, 0);  /* unknown: never due */
     sw_table_t *t = new_table();
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     size_t n = prefetch(t, 100, 20, 100 * G, k, out, 8);
     ck_assert_uint_eq(n, 2);
@@ -804,7 +766,7 @@ START_TEST(prefetch_respects_the_horizon)
     /* a horizon without end still leaves out the unknown */
     n = prefetch(t, 100, UINT64_MAX, 100 * G, k, out, 8);
     ck_assert_uint_eq(n, 3);
-    ck_assert(!contains(out, n, &a->chunks[3]));
+    ck_assert(!unit_contains(out, n, &a->chunks[3]));
     /* a use due exactly now is not ahead: the next one is */
     set_sched(&a->chunks[0], 90, 3, 10); /* 100 now, then 110 */
     n = prefetch(t, 100, 9, 100 * G, k, out, 8);
@@ -827,7 +789,7 @@ START_TEST(prefetch_skips_what_does_not_fit_and_continues)
         set_sched(&a->chunks[i], 100, 3, 10 + i);
     sw_table_t *t = new_table();
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     /* 4G (1G left), 1G (0 left), nothing else fits */
     size_t n = prefetch(t, 105, 100, 5 * G, k, out, 8);
@@ -844,7 +806,7 @@ START_TEST(prefetch_skips_what_does_not_fit_and_continues)
     ck_assert_uint_eq(n, 5);
     n = prefetch(t, 105, 100, 11 * G - 1, k, out, 8);
     ck_assert_uint_eq(n, 4);
-    ck_assert(!contains(out, n, &a->chunks[4])); /* the last that no longer fits */
+    ck_assert(!unit_contains(out, n, &a->chunks[4])); /* the last that no longer fits */
     ck_assert_uint_eq(prefetch(t, 105, 100, 0, k, out, 8), 0);
     ck_assert_uint_eq(prefetch(t, 105, 100, G - 1, k, out, 8), 0);
     sw_table_free(t);
@@ -861,7 +823,7 @@ START_TEST(prefetch_honours_keep_and_max)
         set_sched(&a->chunks[i], 100, 3, 10 + i);
     sw_table_t *t = new_table();
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     k->chunks[k->n++] = &a->chunks[0]; /* e.g. already being copied */
     sw_chunk_t *out[8];
     sw_chunk_t *canary = (sw_chunk_t *)(uintptr_t)0x5a5a5a5a;
@@ -895,7 +857,7 @@ START_TEST(prefetch_excludes_device_chunks_and_chunks_in_a_slot)
     a->chunks[2].slot = 7;
     sw_table_t *t = new_table();
     insert(t, a);
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     size_t n = prefetch(t, 105, 100, 100 * G, k, out, 8);
     ck_assert_uint_eq(n, 1);
@@ -916,7 +878,7 @@ START_TEST(prefetch_does_not_modify_the_table)
     insert(t, a);
     sw_chunk_t chunks_before[3];
     memcpy(chunks_before, a->chunks, sizeof(chunks_before));
-    keep_set_t *k = keep_none();
+    keep_set_t *k = unit_keep_none();
     sw_chunk_t *out[8];
     prefetch(t, 105, 100, 3 * G, k, out, 8);
     ck_assert_int_eq(memcmp(chunks_before, a->chunks, sizeof(chunks_before)), 0);
@@ -941,7 +903,7 @@ START_TEST(prefetch_matches_brute_force_on_random_tables)
     uint64_t s = 0xa4093822299f31d0ULL;
     for (int round = 0; round < 3000; round++) {
         sw_table_t *t = new_table();
-        keep_set_t *k = keep_none();
+        keep_set_t *k = unit_keep_none();
         sw_alloc_t *as[4];
         sw_chunk_t *cand[64];
         int nalloc = 1 + (int)(rng_next(&s) % 4), ncand = 0;

@@ -10,6 +10,21 @@
  * slot. The caller owns it and frees it with unit_free_alloc. */
 sw_alloc_t *unit_mk_alloc(uint64_t va, const uint64_t *sizes, uint32_t n);
 void unit_free_alloc(sw_alloc_t *a);
+
+/* A keep() for the policy: holds back the chunks listed, counts its calls,
+ * and checks that its arg arrives unchanged (magic). */
+typedef struct {
+    const sw_chunk_t *chunks[256];
+    int n;
+    int calls;
+    unsigned magic;
+} keep_set_t;
+#define KEEP_MAGIC 0x5eedu
+bool unit_keep_listed(const sw_chunk_t *c, void *arg);
+/* An empty keep set (calloc'ed; the caller frees it). */
+keep_set_t *unit_keep_none(void);
+/* Whether c is among out[0..n). */
+bool unit_contains(sw_chunk_t *const *out, size_t n, const sw_chunk_t *c);
 Suite *options_suite(void);
 Suite *table_suite(void);
 Suite *policy_suite(void);

@@ -37,3 +37,30 @@ void unit_free_alloc(sw_alloc_t *a)
     free(a->chunks);
     free(a);
 }
+
+bool unit_keep_listed(const sw_chunk_t *c, void *arg)
+{
+    keep_set_t *k = arg;
+    ck_assert_uint_eq(k->magic, KEEP_MAGIC);
+    k->calls++;
+    for (int i = 0; i < k->n; i++)
+        if (k->chunks[i] == c)
+            return true;
+    return false;
+}
+
+keep_set_t *unit_keep_none(void)
+{
+    keep_set_t *k = calloc(1, sizeof(*k));
+    ck_assert_ptr_nonnull(k);
+    k->magic = KEEP_MAGIC;
+    return k;
+}
+
+bool unit_contains(sw_chunk_t *const *out, size_t n, const sw_chunk_t *c)
+{
+    for (size_t i = 0; i < n; i++)
+        if (out[i] == c)
+            return true;
+    return false;
+}
