@@ -85,54 +85,6 @@ static uint64_t absdiff(uint64_t a, uint64_t b)
     return a > b ? a - b : b - a;
 }
 
-/* Out of memory, for real: caps the address space just above what the
- * process holds and takes what is left, so that the next allocation by the
- * code under test fails. Only in a forked test (the cap would outlive it
- * otherwise): returns false, taking nothing, when CK_FORK=no. */
-typedef struct ballast {
-    struct ballast *next;
-} ballast_t;
-
-typedef struct {
-    ballast_t *held;
-    struct rlimit old;
-} oom_t;
-
-static bool oom_begin(oom_t *o)
-{
-    const char *fork_mode = getenv("CK_FORK");
-    if (fork_mode && strcmp(fork_mode, "no") == 0)
-        return false;
-    unsigned long pages = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
-    fclose(f);
-    ck_assert_int_eq(getrlimit(RLIMIT_AS, &o->old), 0);
-    struct rlimit cap = o->old;
-    cap.rlim_cur = (rlim_t)pages * 4096 + (1 << 20);
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &cap), 0);
-    o->held = NULL;
-    for (size_t size = 1 << 20; size >= sizeof(ballast_t); size /= 2) {
-        ballast_t *b;
-        while ((b = malloc(size)) != NULL) {
-            b->next = o->held;
-            o->held = b;
-        }
-    }
-    return true;
-}
-
-static void oom_end(oom_t *o)
-{
-    while (o->held) {
-        ballast_t *b = o->held;
-        o->held = b->next;
-        free(b);
-    }
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &o->old), 0);
-}
-
 /* --- touch ---------------------------------------------------------------- */
 
 START_TEST(learn_touch_counts_uses_and_records_last_use)
@@ -950,13 +902,13 @@ START_TEST(segment_note_out_of_memory_returns_minus_one_and_changes_nothing)
     ck_assert_uint_le(nb, 64);
     memcpy(copy, a->bounds, nb * sizeof(*copy));
     oom_t o;
-    if (!oom_begin(&o)) {
+    if (!unit_oom_begin(&o)) {
         unit_free_alloc(a);
         return;
     }
     int rc = sw_segment_note(a, BASE + 63 * G);
     int dup = sw_segment_note(a, BASE); /* known: needs no memory */
-    oom_end(&o);
+    unit_oom_end(&o);
     ck_assert_int_eq(rc, -1);
     ck_assert_int_eq(dup, 0);
     ck_assert_uint_eq(a->nbounds, nb);
@@ -977,13 +929,13 @@ START_TEST(learn_period_out_of_memory_does_not_crash)
         a->chunks[i].gap = 20;
     sw_table_t *t = table_of(a);
     oom_t o;
-    if (!oom_begin(&o)) {
+    if (!unit_oom_begin(&o)) {
         sw_table_free(t);
         unit_free_alloc(a);
         return;
     }
     uint64_t p = sw_learn_period(t);
-    oom_end(&o);
+    unit_oom_end(&o);
     ck_assert(p == 0 || p == 20); /* unknown, or right */
     ck_assert_uint_eq(sw_learn_period(t), 20);
     sw_table_free(t);

@@ -81,54 +81,6 @@ static size_t victims(const sw_table_t *t, uint64_t need, uint64_t now, keep_set
     return sw_policy_victims_learned(t, need, now, unit_keep_listed, k, out, max, freed);
 }
 
-/* Out of memory, for real: caps the address space just above what the
- * process holds and takes what is left, so that the next allocation by the
- * code under test fails. Only in a forked test (the cap would outlive it
- * otherwise): returns false, taking nothing, when CK_FORK=no. */
-typedef struct ballast {
-    struct ballast *next;
-} ballast_t;
-
-typedef struct {
-    ballast_t *held;
-    struct rlimit old;
-} oom_t;
-
-static bool oom_begin(oom_t *o)
-{
-    const char *fork_mode = getenv("CK_FORK");
-    if (fork_mode && strcmp(fork_mode, "no") == 0)
-        return false;
-    unsigned long pages = 0;
-    FILE *f = fopen("/proc/self/statm", "r");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
-    fclose(f);
-    ck_assert_int_eq(getrlimit(RLIMIT_AS, &o->old), 0);
-    struct rlimit cap = o->old;
-    cap.rlim_cur = (rlim_t)pages * 4096 + (1 << 20);
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &cap), 0);
-    o->held = NULL;
-    for (size_t size = 1 << 20; size >= sizeof(ballast_t); size /= 2) {
-        ballast_t *b;
-        while ((b = malloc(size)) != NULL) {
-            b->next = o->held;
-            o->held = b;
-        }
-    }
-    return true;
-}
-
-static void oom_end(oom_t *o)
-{
-    while (o->held) {
-        ballast_t *b = o->held;
-        o->held = b->next;
-        free(b);
-    }
-    ck_assert_int_eq(setrlimit(RLIMIT_AS, &o->old), 0);
-}
-
 /* --- victims_learned: order ------------------------------------------------ */
 
 START_TEST(learned_victims_furthest_next_use_first)
@@ -1085,14 +1037,14 @@ START_TEST(learned_choices_out_of_memory_do_not_crash)
     sw_chunk_t *out[8], *pre[8];
     uint64_t freed = 0;
     oom_t o;
-    if (!oom_begin(&o)) {
+    if (!unit_oom_begin(&o)) {
         sw_table_free(t);
         unit_free_alloc(a);
         return;
     }
     size_t nv = sw_policy_victims_learned(t, 2 * G, 105, NULL, NULL, out, 8, &freed);
     size_t np = sw_policy_prefetch(t, 105, 100, 100 * G, NULL, NULL, pre, 8);
-    oom_end(&o);
+    unit_oom_end(&o);
     ck_assert_uint_le(nv, 2);
     uint64_t sum = 0;
     for (size_t i = 0; i < nv; i++) {

@@ -2,6 +2,7 @@
 #define UNIT_H
 #include <check.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "sw.h"
 
@@ -23,6 +24,19 @@ typedef struct {
 bool unit_keep_listed(const sw_chunk_t *c, void *arg);
 /* An empty keep set (calloc'ed; the caller frees it). */
 keep_set_t *unit_keep_none(void);
+/* Out of memory, for real: caps the address space just above what the
+ * process holds and takes what is left, so the next allocation by the code
+ * under test fails. Only in a forked test (the cap would outlive it
+ * otherwise): returns false, taking nothing, when CK_FORK=no. */
+typedef struct unit_ballast {
+    struct unit_ballast *next;
+} unit_ballast_t;
+typedef struct {
+    unit_ballast_t *held;
+    struct rlimit old;
+} oom_t;
+bool unit_oom_begin(oom_t *o);
+void unit_oom_end(oom_t *o);
 /* Whether c is among out[0..n). */
 bool unit_contains(sw_chunk_t *const *out, size_t n, const sw_chunk_t *c);
 Suite *options_suite(void);

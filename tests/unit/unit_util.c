@@ -1,5 +1,7 @@
 /* Helpers the core suites share. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sw.h"
 #include "unit.h"
@@ -63,4 +65,39 @@ bool unit_contains(sw_chunk_t *const *out, size_t n, const sw_chunk_t *c)
         if (out[i] == c)
             return true;
     return false;
+}
+
+bool unit_oom_begin(oom_t *o)
+{
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode && strcmp(fork_mode, "no") == 0)
+        return false;
+    unsigned long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%lu", &pages), 1);
+    fclose(f);
+    ck_assert_int_eq(getrlimit(RLIMIT_AS, &o->old), 0);
+    struct rlimit cap = o->old;
+    cap.rlim_cur = (rlim_t)pages * 4096 + (1 << 20);
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &cap), 0);
+    o->held = NULL;
+    for (size_t size = 1 << 20; size >= sizeof(unit_ballast_t); size /= 2) {
+        unit_ballast_t *b;
+        while ((b = malloc(size)) != NULL) {
+            b->next = o->held;
+            o->held = b;
+        }
+    }
+    return true;
+}
+
+void unit_oom_end(oom_t *o)
+{
+    while (o->held) {
+        unit_ballast_t *b = o->held;
+        o->held = b->next;
+        free(b);
+    }
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &o->old), 0);
 }
