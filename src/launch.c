@@ -262,6 +262,8 @@ uint64_t sw_period(uint64_t now)
     if (!at || now - at >= (cached ? 64 : 8)) {
         cached = sw_learn_period(sw_tracked());
         at = now;
+        sw_stat_add(SW_STAT_learned_period,
+                    (int64_t)cached - (int64_t)sw_stat_get(SW_STAT_learned_period));
     }
     return cached;
 }

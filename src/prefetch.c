@@ -454,8 +454,6 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     int nb = 0;
     uint64_t bytes = 0, window = (uint64_t)pf.nslots * pf.slot_size;
     uint64_t period = sw_period(now);
-    sw_stat_add(SW_STAT_learned_period,
-                (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
     pick_t pick = {batch, period};
     for (int i = 0; i < n && nb < MAX_BATCH; i++) {
         sw_chunk_t *c = sw_table_lookup(sw_tracked(), need[i]);
