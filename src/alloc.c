@@ -39,8 +39,29 @@ uint64_t sw_device_room(void)
 
 static uint64_t host_room(void)
 {
-    uint64_t used = sw_stat_get(SW_STAT_host_bytes);
+    uint64_t used = sw_stat_get(SW_STAT_host_bytes) + sw_stat_get(SW_STAT_host_copy_bytes);
     return used >= host_budget ? 0 : host_budget - used;
+}
+
+/* Host copies kept of device chunks are a saving, not data: they give way
+ * to anything that needs host memory. */
+static void drop_copies(sw_alloc_t *a, void *need)
+{
+    for (uint32_t i = 0; i < a->nchunks && host_room() < *(uint64_t *)need; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        if (c->home && c->slot < 0) {
+            sw_vmm_release(c->home);
+            c->home = 0;
+            sw_stat_add(SW_STAT_host_copy_bytes, -(int64_t)c->size);
+        }
+    }
+}
+
+static bool host_room_for(uint64_t need)
+{
+    if (host_room() < need)
+        sw_table_each(table, drop_copies, &need);
+    return host_room() >= need;
 }
 
 static uint64_t round_up(uint64_t v, uint64_t a)
@@ -80,29 +101,37 @@ CUresult sw_safe_sync(void)
     return SW_REAL(cuCtxSynchronize)();
 }
 
-/* Moves c and keeps the byte counts; failure leaves c as it was. */
+/* Moves c and keeps the byte counts; failure leaves c as it was. The
+ * learned policy keeps a promoted chunk's host copy, so that demoting it
+ * unchanged moves no byte; LRU, the baseline, copies both ways. */
 CUresult sw_move(sw_chunk_t *c, sw_where_t to)
 {
-    if (to == SW_ON_HOST && host_room() < c->size)
+    bool down = to == SW_ON_HOST;
+    /* A chunk with a copy needs no more host memory to go home. */
+    if (down && !c->home && !host_room_for(c->size))
         return CUDA_ERROR_OUT_OF_MEMORY;
     /* The move releases c's current handle: its mirror must go first (it
      * is mapped again, from the new host handle, when next needed). */
     sw_prefetch_unmirror(c);
     if (c->mirrored)
         return CUDA_ERROR_UNKNOWN;
-    CUresult r = sw_vmm_move(c, to);
+    bool had_copy = c->home != 0, copied;
+    CUresult r = sw_vmm_move(c, to, sw_opts()->policy == SW_POLICY_LEARNED, &copied);
+    int64_t n = (int64_t)c->size;
+    if (had_copy != (c->home != 0))
+        sw_stat_add(SW_STAT_host_copy_bytes, had_copy ? -n : n);
     if (r != CUDA_SUCCESS) {
         sw_stat_add(SW_STAT_failed_moves, 1);
         sw_debug("moving chunk 0x%llx failed: %s", (unsigned long long)c->va, sw_cu_name(r));
         return r;
     }
-    int64_t n = (int64_t)c->size;
-    bool down = to == SW_ON_HOST;
     sw_stats_batch_begin(); /* readers see the bytes moved all at once */
     sw_stat_add(SW_STAT_device_bytes, down ? -n : n);
     sw_stat_add(SW_STAT_host_bytes, down ? n : -n);
     sw_stat_add(down ? SW_STAT_demotions : SW_STAT_promotions, 1);
     sw_stat_add(down ? SW_STAT_bytes_demoted : SW_STAT_bytes_promoted, n);
+    if (down && copied)
+        sw_stat_add(SW_STAT_bytes_written_back, n);
     sw_stats_batch_end();
     return CUDA_SUCCESS;
 }
@@ -162,7 +191,7 @@ static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
             return r;
         *recovered = true; /* the host is the fallback for the device's OOM */
     }
-    if (host_room() < c->size)
+    if (!host_room_for(c->size))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = sw_vmm_back(c, SW_ON_HOST);
     if (r == CUDA_SUCCESS)
@@ -182,6 +211,11 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         sw_chunk_t *c = &a->chunks[i];
         sw_stat_add(counted_as(c), -(int64_t)c->size);
+        if (c->home && c->slot < 0) {
+            sw_vmm_release(c->home);
+            c->home = 0;
+            sw_stat_add(SW_STAT_host_copy_bytes, -(int64_t)c->size);
+        }
         if (c->slot >= 0 || c->mirrored) {
             sw_prefetch_forget(c);
             sw_vmm_release(c->handle);
@@ -222,6 +256,7 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     CUdeviceptr va;
     CUresult r = sw_vmm_reserve(a->reserved, &va);
     a->va = va;
+    a->born = sw_launch_now();
     if (r != CUDA_SUCCESS) {
         free(a->chunks);
         free(a);

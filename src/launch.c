@@ -237,15 +237,22 @@ static void bring_in(marks_t *m)
                     sw_move(v[k], SW_ON_HOST);
                 room = sw_device_room();
             }
+            bool learned = o->policy == SW_POLICY_LEARNED;
             sw_verdict_t verdict =
-                o->policy == SW_POLICY_LEARNED
-                    ? sw_policy_on_touch_learned(c, room, sw_capturing(), period, &link)
-                    : sw_policy_on_touch(c, room, sw_capturing());
-            if (verdict != SW_VERDICT_PROMOTE)
+                learned ? sw_policy_on_touch_learned(c, room, sw_capturing(), period, &link)
+                        : sw_policy_on_touch(c, room, sw_capturing());
+            /* No room: a popular chunk may take a colder one's place. */
+            sw_chunk_t *cold = verdict != SW_VERDICT_PROMOTE && learned && room < c->size
+                                   ? sw_policy_displace(sw_tracked(), c, m->seq, touched_now,
+                                                        &m->seq)
+                                   : NULL;
+            if (verdict != SW_VERDICT_PROMOTE && !cold)
                 continue;
             if (!synced && sw_safe_sync() != CUDA_SUCCESS)
                 break;
             synced = true;
+            if (cold && sw_move(cold, SW_ON_HOST) != CUDA_SUCCESS)
+                continue;
             if (sw_move(c, SW_ON_DEVICE) == CUDA_SUCCESS)
                 m->host_bytes -= c->size;
         }

@@ -122,10 +122,29 @@ CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h);
 void sw_vmm_release(uint64_t h);
 /* spillway's own stream (non-blocking, created on first use). */
 CUresult sw_vmm_stream(CUstream *s);
+/* Waits for st; if that fails, for the whole device. *pending: both
+ * failed, so st's work may still be running and nothing it touches may
+ * be unmapped or released. */
+CUresult sw_vmm_wait(CUstream st, bool *pending);
 /* Copies c's bytes into a new handle at `to` and remaps c->va onto it;
  * the old handle is released only once the new mapping has access. Any
- * failure restores the old mapping: no data is lost. */
-CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to);
+ * failure restores the old mapping: no data is lost.
+ *   keep_copy  on a promotion, keep the host handle as c->home, with the
+ *              fingerprint of the bytes copied (if one can be taken);
+ *   *copied    false when a chunk with a copy went home by a remap, its
+ *              fingerprint unchanged; a changed one is copied, and its
+ *              old copy released. */
+CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied);
+
+/* ---- fingerprint.c: knowing a chunk unchanged, exactly ----
+ * Gate held exclusively for all three. sw_fp_ready loads the kernel on
+ * first use; false when it cannot (then nothing is known unchanged). */
+bool sw_fp_ready(void);
+/* Queues the fingerprint of [src, +bytes) into the device word at out. */
+CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st);
+/* Takes it on spillway's stream and waits for it (sw_vmm_wait: on
+ * *pending the kernel may still be reading src). */
+CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t *out, bool *pending);
 
 /* ---- prefetch.c: the streaming window ----
  * A pool of device slots, filled from chunks' host copies on spillway's

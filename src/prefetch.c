@@ -46,7 +46,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fingerprint_ptx.h"
 
 #define MAX_SLOTS 256
 #define MAX_APP_STREAMS 64
@@ -71,38 +70,19 @@ static struct {
     int napp;
     CUstream seen[MAX_APP_STREAMS]; /* every stream already classified */
     int nseen;
-    CUfunction fp_fn;      /* spillway_fingerprint, or NULL: always write back */
+    bool fp_on;            /* fingerprints can be taken: else always write back */
     CUdeviceptr fp_dev;    /* per slot: the fingerprint when filled, then before emptied */
     uint64_t *fp_host;     /* pinned copy of fp_dev */
 } pf = {.streams_lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* Loads the fingerprint kernel and its buffers; without them the window
- * still works, copying every chunk home. */
+/* The fingerprints' buffers, per slot; without them the window still
+ * works, copying every chunk home. */
 static void fingerprint_setup(void)
 {
     const sw_real_t *r = sw_real();
-    CUmodule mod;
     size_t bytes = 2 * MAX_SLOTS * sizeof(uint64_t);
-    if (r->cuModuleLoadData(&mod, fingerprint_ptx) != CUDA_SUCCESS ||
-        r->cuModuleGetFunction(&pf.fp_fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
-        r->cuMemAlloc_v2(&pf.fp_dev, bytes) != CUDA_SUCCESS ||
-        r->cuMemAllocHost_v2((void **)&pf.fp_host, bytes) != CUDA_SUCCESS) {
-        sw_warn("cannot load the fingerprint kernel: every chunk leaving the window is copied home");
-        pf.fp_fn = NULL;
-    }
-}
-
-/* Queues the fingerprint of [src, +bytes) into the u64 at out. */
-static CUresult fingerprint(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st)
-{
-    const sw_real_t *r = sw_real();
-    CUresult e = r->cuMemsetD8Async(out, 0, sizeof(uint64_t), st);
-    uint64_t words = bytes / 8 + 1;
-    unsigned blocks = (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
-    void *args[] = {&src, &bytes, &out};
-    if (e == CUDA_SUCCESS)
-        e = r->cuLaunchKernel(pf.fp_fn, blocks, 1, 1, 256, 1, 1, 0, st, args, NULL);
-    return e;
+    pf.fp_on = sw_fp_ready() && r->cuMemAlloc_v2(&pf.fp_dev, bytes) == CUDA_SUCCESS &&
+               r->cuMemAllocHost_v2((void **)&pf.fp_host, bytes) == CUDA_SUCCESS;
 }
 
 static CUdeviceptr fp_slot(int si, int which)
@@ -310,8 +290,8 @@ static CUresult admit(sw_chunk_t *c, int si, CUstream st)
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoDAsync_v2)(s->stage, mirror_of(c), c->size, st);
     /* Without the fill's fingerprint, the slot will be copied home. */
-    s->fp_filled = e == CUDA_SUCCESS && pf.fp_fn &&
-                   fingerprint(s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
+    s->fp_filled = e == CUDA_SUCCESS && pf.fp_on &&
+                   sw_fp_queue(s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
     if (e == CUDA_SUCCESS)
         e = sw_vmm_unmap(c->va, c->size);
     if (e != CUDA_SUCCESS)
@@ -331,23 +311,56 @@ static CUresult admit(sw_chunk_t *c, int si, CUstream st)
     return CUDA_SUCCESS;
 }
 
-/* Plans a slot for a chunk whose next use is `next`: a free one, else the
- * one whose chunk is used furthest ahead, provided that is later than
- * `next` (Belady: never evict what is needed sooner than what comes in),
- * never one this launch uses, and never one already planned. -1: none. */
-static int plan_slot(uint64_t now, uint64_t next, const bool *planned)
+/* ---- one commit's plan ----
+ * Every slot is planned before anything moves, so the victims'
+ * fingerprints are read back with one wait, and the application is
+ * synchronized only when something will move. */
+typedef struct {
+    uint64_t now, period;
+    sw_chunk_t *fill[MAX_BATCH]; /* into slot[i] */
+    int slot[MAX_BATCH];
+    int nfill, needed;           /* the first `needed` fills are for this launch */
+    sw_chunk_t *hot[MAX_BATCH];  /* resident in place of cold[i], which goes home */
+    sw_chunk_t *cold[MAX_BATCH];
+    int nswap;
+    bool planned[MAX_SLOTS];
+} plan_t;
+
+static bool in_plan(const plan_t *p, const sw_chunk_t *c)
+{
+    for (int i = 0; i < p->nfill; i++)
+        if (p->fill[i] == c)
+            return true;
+    for (int i = 0; i < p->nswap; i++)
+        if (p->hot[i] == c || p->cold[i] == c)
+            return true;
+    return false;
+}
+
+static void plan_fill(plan_t *p, sw_chunk_t *c, int si)
+{
+    p->fill[p->nfill] = c;
+    p->slot[p->nfill++] = si;
+    p->planned[si] = true;
+}
+
+/* A slot for a chunk whose next use is `next`: a free one, else the one
+ * whose chunk is used furthest ahead, provided that is later than `next`
+ * (Belady: never evict what is needed sooner than what comes in), never
+ * one this launch uses, and never one already planned. -1: none. */
+static int plan_slot(const plan_t *p, uint64_t next)
 {
     int best = -1;
     uint64_t far = 0;
     for (int i = 0; i < pf.nslots; i++) {
         sw_chunk_t *c = pf.slots[i].c;
-        if (planned[i])
+        if (p->planned[i])
             continue;
         if (!c)
             return i;
-        if (c->last_use == now)
+        if (c->last_use == p->now)
             continue;
-        uint64_t n = sw_learn_next_use(c, now);
+        uint64_t n = sw_learn_next_use(c, p->now);
         if (best < 0 || n > far) {
             best = i;
             far = n;
@@ -356,68 +369,10 @@ static int plan_slot(uint64_t now, uint64_t next, const bool *planned)
     return best >= 0 && far > next ? best : -1;
 }
 
-/* ---- rebalancing the resident set ----
- * Chunks stay resident in the order the program allocated them, until the
- * schedule says otherwise: at each commit point the hottest host chunk
- * (the smallest learned gap) takes the place of a resident chunk used at
- * most half as often, one swap per look, so the popular chunks of a
- * skewed pattern (mixture-of-experts) drift into residence. Only chunks
- * with a learned gap take part: a resident chunk never seen twice in an
- * argument stays, as it may be read through a pointer the arguments do
- * not show, and a gap from a single pair of uses is too noisy to act on
- * more eagerly (tried: four swaps every 16 launches made a MoE step 1.8x
- * slower on simgpu, for the same bytes read in place). */
-#define SWAPS_PER_LOOK 1
-
-typedef struct {
-    sw_chunk_t *hot, *cold;
-    sw_chunk_t *const *batch; /* chunks this commit brings into slots: not candidates */
-} swap_t;
-
-/* The colder of two chunks with learned gaps: the one used less often. */
-static bool colder(const sw_chunk_t *a, const sw_chunk_t *b)
-{
-    return a->gap > b->gap;
-}
-
-static void find_swap(sw_alloc_t *a, void *arg)
-{
-    swap_t *w = arg;
-    for (uint32_t i = 0; i < a->nchunks; i++) {
-        sw_chunk_t *c = &a->chunks[i];
-        if (c->slot >= 0 || !c->gap)
-            continue;
-        bool coming = false;
-        for (int k = 0; w->batch[k] && !coming; k++)
-            coming = w->batch[k] == c;
-        if (c->where == SW_ON_HOST && !coming && (!w->hot || c->gap < w->hot->gap))
-            w->hot = c;
-        if (c->where == SW_ON_DEVICE && (!w->cold || colder(c, w->cold)))
-            w->cold = c;
-    }
-}
-
-/* After the application's streams are quiet (the rule's synchronization). */
-static void rebalance(sw_chunk_t *const *batch)
-{
-    for (int i = 0; i < SWAPS_PER_LOOK; i++) {
-        swap_t w = {.batch = batch};
-        sw_table_each(sw_tracked(), find_swap, &w);
-        if (!w.hot || !w.cold || w.hot->gap > w.cold->gap / 2 || w.hot->size > w.cold->size)
-            return;
-        if (sw_move(w.cold, SW_ON_HOST) != CUDA_SUCCESS ||
-            sw_move(w.hot, SW_ON_DEVICE) != CUDA_SUCCESS)
-            return;
-        sw_debug("rebalance: 0x%llx (gap %llu) resident instead of 0x%llx (gap %llu)",
-                 (unsigned long long)w.hot->va, (unsigned long long)w.hot->gap,
-                 (unsigned long long)w.cold->va, (unsigned long long)w.cold->gap);
-    }
-}
-
 /* Whether c follows the loop: its gap is within 1/8 of the period. Only
- * such chunks are streamed through the window; the rest (a random pick of
- * experts, say) are read in place unless rebalancing makes them resident,
- * since a copy predicted wrongly is a copy wasted. */
+ * such chunks are streamed through the window, since a copy predicted
+ * wrongly is a copy wasted; the rest (a random pick of experts, say) are
+ * read in place until they prove popular (displace()). */
 static bool periodic(const sw_chunk_t *c, uint64_t period)
 {
     if (!period || !c->gap)
@@ -426,92 +381,116 @@ static bool periodic(const sw_chunk_t *c, uint64_t period)
     return d * 8 <= period;
 }
 
-typedef struct {
-    sw_chunk_t **batch;
-    uint64_t period;
-} pick_t;
-
-/* keep() for the prefetch choice: skip what the batch holds already and
+/* keep() for the prefetch choice: skip what the plan holds already and
  * what does not follow the loop. */
 static bool not_for_window(const sw_chunk_t *c, void *arg)
 {
-    const pick_t *p = arg;
-    if (!periodic(c, p->period))
-        return true;
-    for (int i = 0; p->batch[i]; i++)
-        if (p->batch[i] == c)
-            return true;
-    return false;
+    const plan_t *p = arg;
+    return !periodic(c, p->period) || in_plan(p, c);
 }
 
-#define REBALANCE_EVERY 64 /* launches between looks at the resident set */
+/* keep() for displacement: what this launch uses, and what the plan moves
+ * already, stays. */
+static bool spare(const sw_chunk_t *c, void *arg)
+{
+    const plan_t *p = arg;
+    return c->last_use == p->now || (c->slot >= 0 && p->planned[c->slot]) || in_plan(p, c);
+}
+
+/* Displacement: a needed chunk off the loop comes to the device only once
+ * it is popular, in a free slot, or else in place of the coldest device
+ * chunk (sw_policy_displace): a window chunk, whose slot it takes, or a
+ * resident one, which goes home. The popular chunks of a skewed pattern
+ * (mixture-of-experts) so gather on the device one needed chunk at a
+ * time, each copy replacing a read in place this launch would make
+ * anyway. */
+static void displace(plan_t *p, sw_chunk_t *c)
+{
+    if (c->uses < SW_HOT_USES)
+        return;
+    for (int i = 0; i < pf.nslots; i++)
+        if (!pf.slots[i].c && !p->planned[i]) {
+            plan_fill(p, c, i);
+            return;
+        }
+    sw_chunk_t *v = sw_policy_displace(sw_tracked(), c, p->now, spare, p);
+    if (!v)
+        return;
+    if (v->slot >= 0) {
+        plan_fill(p, c, v->slot);
+    } else {
+        p->hot[p->nswap] = c;
+        p->cold[p->nswap++] = v;
+    }
+}
+
+/* What the launch at now needs (host chunks need[0..n)) and what the
+ * schedule says comes next. */
+static void plan(plan_t *p, const uint64_t *need, int n)
+{
+    static const sw_link_t link = SW_LINK_DEFAULT;
+    uint64_t bytes = 0, window = (uint64_t)pf.nslots * pf.slot_size;
+    for (int i = 0; i < n && p->nfill < MAX_BATCH; i++) {
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), need[i]);
+        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->size > pf.slot_size)
+            continue;
+        if (!periodic(c, p->period)) {
+            displace(p, c);
+            continue;
+        }
+        /* A loop chunk read too rarely to repay a copy stays where it is;
+         * what this launch needs comes in whatever the schedule says. */
+        int si;
+        if (sw_policy_on_touch_learned(c, pf.slot_size, false, p->period, &link) ==
+                SW_VERDICT_PROMOTE &&
+            (si = plan_slot(p, 0)) >= 0)
+            plan_fill(p, c, si);
+    }
+    p->needed = p->nfill;
+    for (int i = 0; i < p->nfill; i++)
+        bytes += pf.slot_size;
+    /* Then what the schedule says comes next, within one period. */
+    if (p->nfill && bytes < window && p->nfill < MAX_BATCH) {
+        sw_chunk_t *more[MAX_BATCH];
+        size_t k = sw_policy_prefetch(sw_tracked(), p->now, p->period, window - bytes,
+                                      not_for_window, p, more, (size_t)(MAX_BATCH - p->nfill));
+        for (size_t i = 0; i < k; i++) {
+            int si;
+            if (more[i]->size > pf.slot_size)
+                continue;
+            if ((si = plan_slot(p, sw_learn_next_use(more[i], p->now))) < 0)
+                break; /* the window holds only chunks needed sooner */
+            plan_fill(p, more[i], si);
+        }
+    }
+}
 
 void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
 {
-    static const sw_link_t link = SW_LINK_DEFAULT;
-    static uint64_t last_look;
-    sw_chunk_t *batch[MAX_BATCH + 1] = {0};
-    int nb = 0;
-    uint64_t bytes = 0, window = (uint64_t)pf.nslots * pf.slot_size;
-    uint64_t period = sw_period(now);
-    pick_t pick = {batch, period};
-    for (int i = 0; i < n && nb < MAX_BATCH; i++) {
-        sw_chunk_t *c = sw_table_lookup(sw_tracked(), need[i]);
-        /* A chunk off the loop, or read too rarely to repay a copy, stays
-         * where it is. */
-        if (c && c->where == SW_ON_HOST && c->slot < 0 && c->size <= pf.slot_size &&
-            !not_for_window(c, &pick) &&
-            sw_policy_on_touch_learned(c, pf.slot_size, false, period, &link) ==
-                SW_VERDICT_PROMOTE) {
-            batch[nb++] = c;
-            bytes += pf.slot_size;
-        }
-    }
-    int needed = nb;
-    /* Then what the schedule says comes next, within one period. */
-    if (nb && bytes < window && nb < MAX_BATCH) {
-        sw_chunk_t *more[MAX_BATCH];
-        size_t k = sw_policy_prefetch(sw_tracked(), now, period, window - bytes, not_for_window,
-                                      &pick, more, (size_t)(MAX_BATCH - nb));
-        for (size_t i = 0; i < k; i++)
-            if (more[i]->size <= pf.slot_size)
-                batch[nb++] = more[i];
-    }
-    bool look = now - last_look >= REBALANCE_EVERY;
-    if (look) {
-        last_look = now;
-        swap_t w = {.batch = batch};
-        sw_table_each(sw_tracked(), find_swap, &w);
-        look = w.hot && w.cold && w.hot->gap <= w.cold->gap / 2;
-    }
-    if (nb == 0 && !look)
-        return;
-    /* Plan every slot first, so the victims' fingerprints are read back
-     * with one wait. */
-    bool planned[MAX_SLOTS] = {0};
-    int target[MAX_BATCH];
-    int np = 0;
-    for (; np < nb; np++) {
-        /* What this launch needs comes in whatever the schedule says. */
-        uint64_t next = np < needed ? 0 : sw_learn_next_use(batch[np], now);
-        if ((target[np] = plan_slot(now, next, planned)) < 0)
-            break; /* the window holds only chunks needed sooner */
-        planned[target[np]] = true;
-    }
+    plan_t p = {.now = now, .period = sw_period(now)};
+    plan(&p, need, n);
     CUstream st;
-    if ((np == 0 && !look) || sw_vmm_stream(&st) != CUDA_SUCCESS || app_sync() != CUDA_SUCCESS)
+    if ((p.nfill == 0 && p.nswap == 0) || sw_vmm_stream(&st) != CUDA_SUCCESS ||
+        app_sync() != CUDA_SUCCESS)
         return;
-    if (look)
-        rebalance(batch);
+    for (int i = 0; i < p.nswap; i++) {
+        if (sw_move(p.cold[i], SW_ON_HOST) != CUDA_SUCCESS ||
+            sw_move(p.hot[i], SW_ON_DEVICE) != CUDA_SUCCESS)
+            break;
+        sw_debug("launch %llu: 0x%llx (heat %u) resident instead of 0x%llx (heat %u)",
+                 (unsigned long long)now, (unsigned long long)p.hot[i]->va,
+                 sw_learn_heat(p.hot[i], now), (unsigned long long)p.cold[i]->va,
+                 sw_learn_heat(p.cold[i], now));
+    }
     const sw_real_t *r = sw_real();
     /* A slot counts as unchanged only if both its fingerprints were taken
      * and read back and they agree; anything less copies it home. */
     bool emptied_fp[MAX_SLOTS] = {0}, read_back = false;
-    for (int i = 0; i < np && pf.fp_fn; i++) {
-        slot_t *s = &pf.slots[target[i]];
+    for (int i = 0; i < p.nfill && pf.fp_on; i++) {
+        slot_t *s = &pf.slots[p.slot[i]];
         if (s->c && s->fp_filled &&
-            fingerprint(s->stage, s->c->size, fp_slot(target[i], 1), st) == CUDA_SUCCESS)
-            read_back = emptied_fp[target[i]] = true;
+            sw_fp_queue(s->stage, s->c->size, fp_slot(p.slot[i], 1), st) == CUDA_SUCCESS)
+            read_back = emptied_fp[p.slot[i]] = true;
     }
     if (read_back &&
         (r->cuMemcpyDtoHAsync_v2(pf.fp_host, pf.fp_dev, 2 * sizeof(uint64_t) * (size_t)pf.nslots,
@@ -519,8 +498,8 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
          r->cuStreamSynchronize(st) != CUDA_SUCCESS))
         read_back = false;
     bool queued = false; /* anything on spillway's stream the application must wait for */
-    for (int i = 0; i < np; i++) {
-        int si = target[i];
+    for (int i = 0; i < p.nfill; i++) {
+        int si = p.slot[i];
         slot_t *s = &pf.slots[si];
         bool unchanged = read_back && emptied_fp[si] && pf.fp_host[2 * si] == pf.fp_host[2 * si + 1];
         if (s->c) {
@@ -530,15 +509,15 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
             }
             queued |= !unchanged;
         }
-        if (admit(batch[i], si, st) != CUDA_SUCCESS) {
+        if (admit(p.fill[i], si, st) != CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_failed_moves, 1);
             break;
         }
         queued = true;
         sw_debug("launch %llu: chunk 0x%llx into slot %d (%s)", (unsigned long long)now,
-                 (unsigned long long)batch[i]->va, si, i < needed ? "needed now" : "ahead");
-        sw_stat_add(i < needed ? SW_STAT_prefetch_late : SW_STAT_prefetches, 1);
-        sw_stat_add(SW_STAT_bytes_promoted, (int64_t)batch[i]->size);
+                 (unsigned long long)p.fill[i]->va, si, i < p.needed ? "needed now" : "ahead");
+        sw_stat_add(i < p.needed ? SW_STAT_prefetch_late : SW_STAT_prefetches, 1);
+        sw_stat_add(SW_STAT_bytes_promoted, (int64_t)p.fill[i]->size);
     }
     if (!queued)
         return;

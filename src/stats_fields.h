@@ -7,12 +7,13 @@
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
 
-#define SW_STATS_VERSION 2
+#define SW_STATS_VERSION 3
 
 #define SW_STATS_FIELDS(X)                                                              \
     X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
     X(GAUGE, device_bytes, "bytes", "tracked bytes resident on the GPU, prefetch window included") \
     X(GAUGE, host_bytes, "bytes", "tracked bytes in pinned host memory (zero-copy)")     \
+    X(GAUGE, host_copy_bytes, "bytes", "host copies kept of chunks on the GPU: unchanged, they go home by a remap") \
     X(GAUGE, tracked_allocs, "count", "live tracked allocations")                        \
     X(COUNTER, demotions, "count", "chunks moved from the GPU to host memory")           \
     X(COUNTER, promotions, "count", "chunks moved from host memory to the GPU")          \
@@ -27,7 +28,7 @@
     X(COUNTER, prefetches, "count", "chunks copied to the GPU ahead of use") \
     X(COUNTER, prefetch_hits, "count", "launches that found a chunk they use already prefetched") \
     X(COUNTER, prefetch_late, "count", "launches that waited for a chunk that was not ready in time") \
-    X(COUNTER, bytes_written_back, "bytes", "bytes copied back to host memory because the GPU changed them") \
+    X(COUNTER, bytes_written_back, "bytes", "bytes copied from the GPU to host memory: changed since promotion, or never copied") \
     X(COUNTER, bytes_zero_copy_estimated, "bytes", "bytes kernels read from host memory in place (estimated from arguments)") \
     X(GAUGE, learned_period, "launches", "the learned period of the launch loop, in launches")
 

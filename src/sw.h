@@ -84,11 +84,14 @@ typedef struct sw_chunk {
     uint64_t last_use;          /* launch sequence number of the last launch seen touching it; 0 never */
     uint64_t uses;              /* launches seen touching it */
     uint64_t gap;               /* learned launches between uses (core/learn.c); 0 unknown */
+    uint32_t heat;              /* recent uses, decaying (sw_learn_heat), as of last_use */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
     /* Mechanism state (launch.c/prefetch.c), opaque to the core. */
     int slot;                   /* window slot holding it, -1 none */
-    uint64_t home;              /* host handle kept while a slot holds it; 0 none */
+    uint64_t home;              /* host handle kept while on the device: while a slot
+                                 * holds it, or as an exact copy (home_fp); 0 none */
+    uint64_t home_fp;           /* fingerprint of the bytes home holds (not in a slot) */
     bool mirrored;              /* its host handle is mapped in alloc->mirror too */
 } sw_chunk_t;
 
@@ -96,6 +99,7 @@ typedef struct sw_alloc {
     uint64_t va;                /* the reservation base == the pointer the app holds */
     uint64_t size;              /* bytes the app asked for */
     uint64_t reserved;          /* reservation size (sum of chunk sizes) */
+    uint64_t born;              /* launches issued before it was allocated */
     uint32_t nchunks;
     sw_chunk_t *chunks;         /* nchunks entries, ascending va */
     /* Segment starts learned from kernel arguments (core/learn.c): sorted,
@@ -147,6 +151,13 @@ void sw_learn_touch(sw_chunk_t *c, uint64_t seq);
  * last_use + k*gap for the smallest k >= 1 that lands after now. Unknown
  * (UINT64_MAX) when gap is 0 (fewer than two uses). */
 uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now);
+/* How popular c is at launch now: its uses, SW_HEAT_ONE each, decaying
+ * by half every SW_HEAT_HALF_LIFE launches (linearly in between), so a set
+ * of chunks that stops being used (the experts of an earlier batch) cools
+ * down. Saturates at UINT32_MAX. */
+#define SW_HEAT_HALF_LIFE 1024
+#define SW_HEAT_ONE 256
+uint32_t sw_learn_heat(const sw_chunk_t *c, uint64_t now);
 /* The learned period of the launch loop: the gap shared by the most bytes
  * among chunks with a known gap (gaps within 1/8 of each other count as
  * one), 0 when none is known. */
@@ -193,6 +204,22 @@ sw_verdict_t sw_policy_on_touch(const sw_chunk_t *c, uint64_t device_free, bool 
 size_t sw_policy_victims_learned(const sw_table_t *t, uint64_t need, uint64_t now,
                                  bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
                                  sw_chunk_t **out, size_t max, uint64_t *freed);
+
+/* Displacement: which device chunk (where == SW_ON_DEVICE, not kept)
+ * should make room for host chunk hot, which a launch at now needs, or
+ * NULL when none should. The candidate is the coldest (lowest heat, then
+ * oldest last use, then lower address) among chunks at least as large
+ * as hot, so that its room is enough; it is displaced only when hot has been
+ * used at least SW_HOT_USES times and is half again as hot
+ * (2 * heat(hot) >= 3 * heat(victim), and hotter), so two chunks of equal
+ * popularity never trade places back and forth. A chunk no argument has
+ * ever pointed at is a candidate only SW_UNSEEN_GRACE launches after its
+ * allocation: until then it may be read through a pointer the arguments
+ * do not show. Pure: looks, never changes. */
+#define SW_HOT_USES 2
+#define SW_UNSEEN_GRACE 256
+sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint64_t now,
+                               bool (*keep)(const sw_chunk_t *c, void *arg), void *arg);
 
 /* The chunks to bring in next: host chunks (where == SW_ON_HOST, not kept,
  * slot < 0) whose predicted next use lies in (now, now + horizon],

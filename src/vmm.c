@@ -199,22 +199,26 @@ void sw_vmm_release(uint64_t h)
     SW_REAL(cuMemRelease)(h);
 }
 
-/* Copies size bytes from src to dst on spillway's own stream and waits.
- * *pending says the copy may still be running (every wait failed):
- * nothing it touches may then be unmapped or released. */
-static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, bool *pending)
+CUresult sw_vmm_wait(CUstream st, bool *pending)
 {
     const sw_real_t *r = sw_real();
+    CUresult e = r->cuStreamSynchronize(st);
+    /* The work may still be queued: wait for the whole device. */
+    *pending = e != CUDA_SUCCESS && r->cuCtxSynchronize() != CUDA_SUCCESS;
+    return e;
+}
+
+/* Copies size bytes from src to dst on spillway's own stream and waits.
+ * *pending as for sw_vmm_wait; the move is abandoned on any failure. */
+static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, bool *pending)
+{
     CUstream st;
     *pending = false;
     CUresult e = sw_vmm_stream(&st);
     if (e == CUDA_SUCCESS)
-        e = r->cuMemcpyDtoDAsync_v2(dst, src, size, st);
-    if (e == CUDA_SUCCESS && (e = r->cuStreamSynchronize(st)) != CUDA_SUCCESS) {
-        /* The copy may still be queued: wait for the whole device. The
-         * move is abandoned either way. */
-        *pending = r->cuCtxSynchronize() != CUDA_SUCCESS;
-    }
+        e = SW_REAL(cuMemcpyDtoDAsync_v2)(dst, src, size, st);
+    if (e == CUDA_SUCCESS)
+        e = sw_vmm_wait(st, pending);
     return e;
 }
 
@@ -225,12 +229,53 @@ static void replace_staging(void)
         staging_size = 0; /* no more moves */
 }
 
-/* Caller holds the gate exclusively and has synchronized (the rule). */
-CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to)
+/* Sends c, on the device with an exact host copy, home by a remap if its
+ * fingerprint shows it unchanged since the copy was made: *went. Else it
+ * is still on the device, mapped as before (or, if even restoring failed,
+ * said so: its bytes are in c->handle). An error: the fingerprint kernel
+ * may still be reading c, so nothing may be unmapped. */
+static CUresult home_unchanged(sw_chunk_t *c, bool *went)
 {
+    uint64_t now;
+    bool pending;
+    *went = false;
+    CUresult e = sw_fp_take(c->va, c->size, &now, &pending);
+    if (pending)
+        return e;
+    if (e != CUDA_SUCCESS || now != c->home_fp || SW_REAL(cuMemUnmap)(c->va, c->size) != CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    if (map_at(c->va, c->size, c->home) != CUDA_SUCCESS) {
+        if (map_at(c->va, c->size, c->handle) != CUDA_SUCCESS)
+            sw_error("chunk 0x%llx lost its mapping: its data is in handle %llu",
+                     (unsigned long long)c->va, (unsigned long long)c->handle);
+        return CUDA_SUCCESS;
+    }
+    SW_REAL(cuMemRelease)(c->handle);
+    c->handle = c->home;
+    c->home = 0;
+    c->where = SW_ON_HOST;
+    *went = true;
+    return CUDA_SUCCESS;
+}
+
+/* Caller holds the gate exclusively and has synchronized (the rule). */
+CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
+{
+    *copied = false;
+    if (to == SW_ON_HOST && c->home) {
+        bool went;
+        CUresult e = home_unchanged(c, &went);
+        if (e != CUDA_SUCCESS || went)
+            return e;
+        /* Changed (or unknowable): the copy below replaces it. */
+        SW_REAL(cuMemRelease)(c->home);
+        c->home = 0;
+    }
     CUmemGenericAllocationHandle h;
+    uint64_t fp = 0;
     if (c->size > staging_size)
         return CUDA_ERROR_INVALID_VALUE;
+    keep_copy = keep_copy && to == SW_ON_DEVICE;
     CUresult r = create(to, c->size, &h);
     if (r != CUDA_SUCCESS)
         return r;
@@ -239,9 +284,13 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to)
     if (r == CUDA_SUCCESS) {
         bool pending;
         r = copy(staging, c->va, c->size, &pending);
+        /* The old handle stays as the copy only if its bytes are known. */
+        if (r == CUDA_SUCCESS && keep_copy && sw_fp_take(staging, c->size, &fp, &pending) != CUDA_SUCCESS)
+            keep_copy = false;
         if (pending) {
-            /* The copy may still write through the staging range: leave it
-             * and h as they are (leaked) rather than unmap under it. */
+            /* The copy (or the fingerprint) may still use the staging
+             * range: leave it and h as they are (leaked) rather than unmap
+             * under it. */
             sw_error("a copy could not be waited for: leaving its %llu bytes mapped",
                      (unsigned long long)c->size);
             replace_staging();
@@ -273,8 +322,14 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to)
         SW_REAL(cuMemRelease)(h);
         return r;
     }
-    SW_REAL(cuMemRelease)(c->handle);
+    if (keep_copy) {
+        c->home = c->handle;
+        c->home_fp = fp;
+    } else {
+        SW_REAL(cuMemRelease)(c->handle);
+    }
     c->handle = h;
     c->where = to;
+    *copied = true;
     return CUDA_SUCCESS;
 }

@@ -60,6 +60,8 @@ void sw_learn_touch(sw_chunk_t *c, uint64_t seq)
         return;
     if (c->last_use != 0)
         c->gap = next_gap(c->gap, seq - c->last_use);
+    uint32_t heat = sw_learn_heat(c, seq);
+    c->heat = heat > UINT32_MAX - SW_HEAT_ONE ? UINT32_MAX : heat + SW_HEAT_ONE;
     c->last_use = seq;
     c->uses++;
 }
@@ -75,6 +77,33 @@ uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now)
     if (k > (UINT64_MAX - c->last_use) / c->gap)
         return UINT64_MAX;
     return c->last_use + k * c->gap;
+}
+
+/* ---- popularity -------------------------------------------------------
+ * The gap says when a loop comes back to a chunk; it says little about a
+ * chunk picked at random (an expert), whose gaps scatter. Heat counts
+ * uses, each worth SW_HEAT_ONE, decaying by half every SW_HEAT_HALF_LIFE
+ * launches, so it ranks such chunks by how often they were picked lately:
+ * a steady rate of r uses per launch settles near r * HALF_LIFE / ln 2
+ * uses. Within a half-life, 2^-x is taken as 1 - a x + b x^2 with
+ * a = 710/1024 (about ln 2, the true slope at 0) and b = a - 1/2, exact
+ * at both ends and decreasing in between: integer only, and monotone.
+ * last_use is when the heat was last brought up to date. */
+
+static uint32_t cooled(uint32_t heat, uint64_t dt)
+{
+    const uint64_t H = SW_HEAT_HALF_LIFE, A = 710, B = 710 - 512;
+    uint64_t halvings = dt / H;
+    if (halvings >= 32)
+        return 0;
+    uint64_t h = heat >> halvings, r = dt % H;
+    /* h * (A r H - B r^2) / (1024 H^2): below 2^32 * 2^30, no overflow */
+    return (uint32_t)(h - h * (A * r * H - B * r * r) / (1024 * H * H));
+}
+
+uint32_t sw_learn_heat(const sw_chunk_t *c, uint64_t now)
+{
+    return now <= c->last_use ? c->heat : cooled(c->heat, now - c->last_use);
 }
 
 /* ---- the loop's period ------------------------------------------------- */

@@ -175,6 +175,48 @@ size_t sw_policy_prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, u
     return n;
 }
 
+typedef struct {
+    const sw_chunk_t *hot;
+    uint64_t now;
+    bool (*keep)(const sw_chunk_t *c, void *arg);
+    void *arg;
+    sw_chunk_t *coldest;
+    uint32_t coldest_heat;
+} displace_t;
+
+static void find_coldest(sw_alloc_t *a, void *arg)
+{
+    displace_t *d = arg;
+    bool young = d->now - a->born < SW_UNSEEN_GRACE;
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        if (c->where != SW_ON_DEVICE || c->size < d->hot->size || (young && c->uses == 0) ||
+            (d->keep && d->keep(c, d->arg)))
+            continue;
+        uint32_t h = sw_learn_heat(c, d->now);
+        sw_chunk_t *b = d->coldest;
+        if (!b || h < d->coldest_heat ||
+            (h == d->coldest_heat &&
+             (c->last_use < b->last_use || (c->last_use == b->last_use && c->va < b->va)))) {
+            d->coldest = c;
+            d->coldest_heat = h;
+        }
+    }
+}
+
+sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint64_t now,
+                               bool (*keep)(const sw_chunk_t *c, void *arg), void *arg)
+{
+    uint64_t heat = sw_learn_heat(hot, now);
+    if (hot->where != SW_ON_HOST || hot->uses < SW_HOT_USES)
+        return NULL;
+    displace_t d = {.hot = hot, .now = now, .keep = keep, .arg = arg};
+    sw_table_each(t, find_coldest, &d);
+    if (!d.coldest || heat <= d.coldest_heat || 2 * heat < 3 * (uint64_t)d.coldest_heat)
+        return NULL;
+    return d.coldest;
+}
+
 sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_free,
                                         bool capturing, uint64_t period, const sw_link_t *link)
 {

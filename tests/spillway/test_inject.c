@@ -18,21 +18,35 @@
  * a hazard or fault in simgpu's report: a failed step must not unmap
  * memory that queued work still uses.
  *
- * The model: 5 layers of 4 MiB on an 8 MiB device, one step.
+ * The models:
+ *   layers   5 layers of 4 MiB on an 8 MiB device, one step: demotions
+ *            made by the driver's out-of-memory answers;
+ *   experts  16 experts of 1 MiB (in 2 MiB chunks) under a 12 MiB budget,
+ *            30 steps, learned policy without the window: popular experts
+ *            are promoted with their host copies kept, and demoted by a
+ *            remap when their fingerprint is unchanged, so the
+ *            fingerprint's waits and the remap's calls fail too.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "swt.h"
 
-#define MODEL "--layers", "5", "--width", "1024", "--steps", "1"
+typedef enum { LAYERS, EXPERTS } model_t;
 
-/* Runs the model with env + one SIMGPU_FAIL entry (or none). */
-static void run_model(swt_run_t *r, const char *jitter, const char *fail)
+/* Runs a model with one SIMGPU_FAIL entry (or none). */
+static void run_model(swt_run_t *r, model_t m, const char *jitter, const char *fail)
 {
-    const char *argv[] = {swt_path("SWT_MLP"), MODEL, NULL};
-    const char *env[] = {"SIMGPU_MEM=8MiB", jitter, fail ? fail : "SIMGPU_FAIL", NULL};
-    swt_run(r, true, env, argv);
+    const char *layers[] = {swt_path("SWT_MLP"), "--layers", "5", "--width", "1024", "--steps",
+                            "1", NULL};
+    const char *experts[] = {swt_path("SWT_MOE"), "--experts", "16", "--width", "512", "--steps",
+                             "30", NULL};
+    const char *fail_entry = fail ? fail : "SIMGPU_FAIL";
+    const char *layers_env[] = {"SIMGPU_MEM=8MiB", jitter, fail_entry, NULL};
+    const char *experts_env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=12MiB",
+                                 "SPILLWAY_MIN_ALLOC=1MiB", "SPILLWAY_PREFETCH_BYTES=0",
+                                 jitter, fail_entry, NULL};
+    swt_run(r, true, m == LAYERS ? layers_env : experts_env, m == LAYERS ? layers : experts);
 }
 
 /* The outcome rule above, for one run. */
@@ -54,10 +68,10 @@ static void assert_safe_outcome(const swt_run_t *r, const char *fail)
 }
 
 /* How many times a clean run calls fn; the clean run must demote. */
-static uint64_t clean_calls(const char *fn, const char *jitter)
+static uint64_t clean_calls(model_t m, const char *fn, const char *jitter)
 {
     swt_run_t r;
-    run_model(&r, jitter, NULL);
+    run_model(&r, m, jitter, NULL);
     swt_assert_match(&r);
     ck_assert_msg(swt_sw(&r, "demotions") > 0, "the clean run does not demote: %s",
                   swt_describe(&r));
@@ -68,15 +82,15 @@ static uint64_t clean_calls(const char *fn, const char *jitter)
 
 /* Fails each call of fn in turn. Returns how many runs counted a failed
  * move. */
-static int sweep(const char *fn, const char *jitter)
+static int sweep(model_t m, const char *fn, const char *jitter)
 {
-    uint64_t n = clean_calls(fn, jitter);
+    uint64_t n = clean_calls(m, fn, jitter);
     int with_failed_moves = 0;
     for (uint64_t i = 1; i <= n; i++) {
         char fail[128];
         snprintf(fail, sizeof fail, "SIMGPU_FAIL=%s:%llu", fn, (unsigned long long)i);
         swt_run_t r;
-        run_model(&r, jitter, fail);
+        run_model(&r, m, jitter, fail);
         assert_safe_outcome(&r, fail);
         uint64_t fm = 0;
         if (swt_json_u64(r.sw_report, "failed_moves", &fm) && fm > 0)
@@ -91,7 +105,7 @@ static int sweep(const char *fn, const char *jitter)
 #define SWEEP_TEST(name, fn, jitter, moves_fail)                                  \
     START_TEST(name)                                                              \
     {                                                                             \
-        int fm = sweep(fn, jitter);                                               \
+        int fm = sweep(LAYERS, fn, jitter);                                       \
         if (moves_fail)                                                           \
             ck_assert_msg(fm > 0, "no failed %s ever counted in failed_moves", fn); \
     }                                                                             \
@@ -114,6 +128,19 @@ SWEEP_TEST(failed_copy_wait_loses_no_data_under_jitter, "cuStreamSynchronize",
 SWEEP_TEST(failed_safety_sync_loses_no_data_under_jitter, "cuCtxSynchronize",
            "SIMGPU_JITTER=200", false)
 
+/* The experts model: the waits for fingerprints and copies, and the
+ * remaps that send an unchanged chunk home. */
+#define EXPERTS_SWEEP_TEST(name, fn)                                  \
+    START_TEST(name)                                                  \
+    {                                                                 \
+        sweep(EXPERTS, fn, "SIMGPU_JITTER=0");                        \
+    }                                                                 \
+    END_TEST
+
+EXPERTS_SWEEP_TEST(failed_wait_with_host_copies_loses_no_data, "cuStreamSynchronize")
+EXPERTS_SWEEP_TEST(failed_remap_home_loses_no_data, "cuMemMap")
+EXPERTS_SWEEP_TEST(failed_unmap_with_host_copies_loses_no_data, "cuMemUnmap")
+
 /* When the wait for the copy fails, spillway falls back on waiting for the
  * whole device before it unmaps the staging range; when that wait fails
  * too, the copy may still be running, so the range must stay mapped. Each
@@ -121,14 +148,14 @@ SWEEP_TEST(failed_safety_sync_loses_no_data_under_jitter, "cuCtxSynchronize",
  * around it. */
 START_TEST(failed_copy_wait_and_failed_device_wait_never_unmap_under_the_copy)
 {
-    uint64_t syncs = clean_calls("cuCtxSynchronize", "SIMGPU_JITTER=0");
+    uint64_t syncs = clean_calls(LAYERS, "cuCtxSynchronize", "SIMGPU_JITTER=0");
     for (int i = 1; i <= 2; i++) {
         for (uint64_t j = 1; j <= syncs + 2; j++) {
             char fail[128];
             snprintf(fail, sizeof fail, "SIMGPU_FAIL=cuStreamSynchronize:%d,cuCtxSynchronize:%llu",
                      i, (unsigned long long)j);
             swt_run_t r;
-            run_model(&r, "SIMGPU_JITTER=0", fail);
+            run_model(&r, LAYERS, "SIMGPU_JITTER=0", fail);
             assert_safe_outcome(&r, fail);
         }
     }
@@ -143,12 +170,12 @@ START_TEST(one_failed_call_abandons_at_most_one_move)
     /* The calls on the staging range and around it. */
     static const char *const fns[] = {"cuMemMap", "cuMemSetAccess", "cuMemUnmap", NULL};
     for (int f = 0; fns[f]; f++) {
-        uint64_t n = clean_calls(fns[f], "SIMGPU_JITTER=0");
+        uint64_t n = clean_calls(LAYERS, fns[f], "SIMGPU_JITTER=0");
         for (uint64_t i = 1; i <= n; i++) {
             char fail[128];
             snprintf(fail, sizeof fail, "SIMGPU_FAIL=%s:%llu", fns[f], (unsigned long long)i);
             swt_run_t r;
-            run_model(&r, "SIMGPU_JITTER=0", fail);
+            run_model(&r, LAYERS, "SIMGPU_JITTER=0", fail);
             if (!swt_exists(r.sw_report))
                 continue; /* judged by the sweeps */
             ck_assert_msg(swt_sw(&r, "failed_moves") <= 1, "%s: %llu failed moves: %s", fail,
@@ -206,6 +233,9 @@ Suite *inject_suite(void)
     tcase_add_test(tc, failed_copy_wait_and_failed_device_wait_never_unmap_under_the_copy);
     tcase_add_test(tc, one_failed_call_abandons_at_most_one_move);
     tcase_add_test(tc, threads_survive_a_failed_move);
+    tcase_add_test(tc, failed_wait_with_host_copies_loses_no_data);
+    tcase_add_test(tc, failed_remap_home_loses_no_data);
+    tcase_add_test(tc, failed_unmap_with_host_copies_loses_no_data);
     suite_add_tcase(s, tc);
     return s;
 }

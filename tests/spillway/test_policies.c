@@ -73,6 +73,44 @@ START_TEST(lru_promotes_experts_back_under_a_budget)
 }
 END_TEST
 
+/* The learned policy keeps a promoted chunk's host copy: demoting it
+ * unchanged is a remap, so fewer bytes are written back than demoted; LRU,
+ * the baseline, copies every demotion. Experts are never written, so
+ * every byte written back is a chunk with no copy yet. */
+static void run_rewrite(swt_run_t *r, const char *policy)
+{
+    const char *argv[] = {swt_path("SWT_MOE"), "--experts", "16", "--width", "512", "--steps", "30",
+                          NULL};
+    const char *env[] = {policy, "SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=12MiB",
+                         "SPILLWAY_MIN_ALLOC=1MiB", "SPILLWAY_PREFETCH_BYTES=0", NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+    ck_assert_msg(swt_sw(r, "promotions") > 0, "nothing promoted: %s", swt_describe(r));
+    ck_assert_msg(swt_sw(r, "failed_moves") == 0, "%s", swt_describe(r));
+}
+
+START_TEST(learned_demotes_unchanged_chunks_by_a_remap)
+{
+    swt_run_t r;
+    run_rewrite(&r, "SPILLWAY_POLICY=learned");
+    uint64_t demoted = swt_sw(&r, "bytes_demoted"), written = swt_sw(&r, "bytes_written_back");
+    ck_assert_msg(written < demoted, "every demotion copied (%llu of %llu bytes): %s",
+                  (unsigned long long)written, (unsigned long long)demoted, swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "host_copy_bytes_peak") > 0, "%s", swt_describe(&r));
+    /* The copies go with their chunks: none is left at exit. */
+    ck_assert_msg(swt_sw(&r, "host_copy_bytes") == 0, "%s", swt_describe(&r));
+}
+END_TEST
+
+START_TEST(lru_copies_every_demotion)
+{
+    swt_run_t r;
+    run_rewrite(&r, "SPILLWAY_POLICY=lru");
+    ck_assert_uint_eq(swt_sw(&r, "bytes_written_back"), swt_sw(&r, "bytes_demoted"));
+    ck_assert_uint_eq(swt_sw(&r, "host_copy_bytes_peak"), 0);
+}
+END_TEST
+
 Suite *policies_suite(void)
 {
     Suite *s = suite_create("policies");
@@ -85,6 +123,8 @@ Suite *policies_suite(void)
     tcase_add_test(tc, lru_runs_experts_larger_than_device_under_jitter);
     tcase_add_test(tc, learned_without_prefetch_keeps_experts_within_budget);
     tcase_add_test(tc, lru_promotes_experts_back_under_a_budget);
+    tcase_add_test(tc, learned_demotes_unchanged_chunks_by_a_remap);
+    tcase_add_test(tc, lru_copies_every_demotion);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -46,4 +46,5 @@ Suite *scan_suite(void);
 Suite *stats_file_suite(void);
 Suite *learn_suite(void);
 Suite *policy_learned_suite(void);
+Suite *popularity_suite(void);
 #endif

@@ -1,0 +1,67 @@
+/*
+ * Fingerprints of device memory, taken by spillway's own kernel
+ * (fingerprint.cu, its PTX embedded): a single changed byte always changes
+ * one. A chunk whose fingerprint is the same when it leaves the device as
+ * when it arrived goes home by a remap, without copying a byte, because
+ * its host copy is still exact.
+ *
+ * The module is loaded on first use, under the exclusive gate like every
+ * caller; if it cannot be, every chunk leaving the device is copied.
+ */
+#include "mech.h"
+
+#include "fingerprint_ptx.h"
+
+static struct {
+    bool tried;
+    CUfunction fn;   /* spillway_fingerprint, or NULL */
+    CUdeviceptr out; /* one word, for sw_fp_take */
+    uint64_t *host;  /* its pinned copy */
+} fp;
+
+bool sw_fp_ready(void)
+{
+    if (fp.tried)
+        return fp.fn != NULL;
+    fp.tried = true;
+    const sw_real_t *r = sw_real();
+    CUmodule mod;
+    if (r->cuModuleLoadData(&mod, fingerprint_ptx) != CUDA_SUCCESS ||
+        r->cuModuleGetFunction(&fp.fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
+        r->cuMemAlloc_v2(&fp.out, sizeof(uint64_t)) != CUDA_SUCCESS ||
+        r->cuMemAllocHost_v2((void **)&fp.host, sizeof(uint64_t)) != CUDA_SUCCESS) {
+        sw_warn("cannot load the fingerprint kernel: every chunk leaving the GPU is copied home");
+        fp.fn = NULL;
+    }
+    return fp.fn != NULL;
+}
+
+CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st)
+{
+    const sw_real_t *r = sw_real();
+    if (!sw_fp_ready())
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult e = r->cuMemsetD8Async(out, 0, sizeof(uint64_t), st);
+    uint64_t words = bytes / 8 + 1;
+    unsigned blocks = (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
+    void *args[] = {&src, &bytes, &out};
+    if (e == CUDA_SUCCESS)
+        e = r->cuLaunchKernel(fp.fn, blocks, 1, 1, 256, 1, 1, 0, st, args, NULL);
+    return e;
+}
+
+CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t *out, bool *pending)
+{
+    CUstream st;
+    *pending = false;
+    CUresult e = sw_vmm_stream(&st);
+    if (e == CUDA_SUCCESS)
+        e = sw_fp_queue(src, bytes, fp.out, st);
+    if (e == CUDA_SUCCESS)
+        e = SW_REAL(cuMemcpyDtoHAsync_v2)(fp.host, fp.out, sizeof(uint64_t), st);
+    if (e == CUDA_SUCCESS)
+        e = sw_vmm_wait(st, pending);
+    if (e == CUDA_SUCCESS)
+        *out = *fp.host;
+    return e;
+}
