@@ -429,8 +429,8 @@ static void displace(plan_t *p, sw_chunk_t *c)
 static void plan(plan_t *p, const uint64_t *need, int n)
 {
     static const sw_link_t link = SW_LINK_DEFAULT;
-    uint64_t bytes = 0, window = (uint64_t)pf.nslots * pf.slot_size;
-    for (int i = 0; i < n && p->nfill < MAX_BATCH; i++) {
+    uint64_t window = (uint64_t)pf.nslots * pf.slot_size;
+    for (int i = 0; i < n && p->nfill < MAX_BATCH && p->nswap < MAX_BATCH; i++) {
         sw_chunk_t *c = sw_table_lookup(sw_tracked(), need[i]);
         if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->size > pf.slot_size)
             continue;
@@ -447,8 +447,7 @@ static void plan(plan_t *p, const uint64_t *need, int n)
             plan_fill(p, c, si);
     }
     p->needed = p->nfill;
-    for (int i = 0; i < p->nfill; i++)
-        bytes += pf.slot_size;
+    uint64_t bytes = (uint64_t)p->nfill * pf.slot_size;
     /* Then what the schedule says comes next, within one period. */
     if (p->nfill && bytes < window && p->nfill < MAX_BATCH) {
         sw_chunk_t *more[MAX_BATCH];
