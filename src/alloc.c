@@ -409,30 +409,54 @@ CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 
 /* Tracked pointers answer as the cuMemAlloc block the application asked
  * for, whichever memory backs them now. */
-CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+/* Answers one attribute of a pointer into a tracked allocation as the
+ * application's cuMemAlloc would have: one device allocation, whichever
+ * chunk is under the pointer and wherever it lives. False: not ours to
+ * answer (not tracked, or an attribute the driver answers as well). */
+static bool tracked_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
     CUdeviceptr base;
     size_t size;
-    if (data && tracked_range(ptr, &base, &size) && ptr < base + size) {
-        switch (attribute) {
-        case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-            *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-            *(CUdeviceptr *)data = base;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-            *(size_t *)data = size;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-            *(unsigned long long *)data = base;
-            return CUDA_SUCCESS;
-        case CU_POINTER_ATTRIBUTE_MAPPED:
-            *(int *)data = 1;
-            return CUDA_SUCCESS;
-        default:
-            break;
-        }
+    if (!data || !tracked_range(ptr, &base, &size) || ptr >= base + size)
+        return false;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
+        return true;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = base;
+        return true;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = size;
+        return true;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        *(unsigned long long *)data = base;
+        return true;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        *(int *)data = 1;
+        return true;
+    default:
+        return false;
     }
-    return SW_REAL(cuPointerGetAttribute)(data, attribute, ptr);
+}
+
+CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    if (tracked_attr(data, attribute, ptr))
+        return CUDA_SUCCESS;
+    return SW_REAL(cuPointerGetAttribute) ? SW_REAL(cuPointerGetAttribute)(data, attribute, ptr)
+                                          : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void **data,
+                          CUdeviceptr ptr)
+{
+    /* The driver answers first (and judges the arguments); then the
+     * answers about the allocation are made the allocation's. */
+    if (!SW_REAL(cuPointerGetAttributes))
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult r = SW_REAL(cuPointerGetAttributes)(n, attributes, data, ptr);
+    for (unsigned int i = 0; r == CUDA_SUCCESS && i < n; i++)
+        tracked_attr(data[i], attributes[i], ptr);
+    return r;
 }

@@ -83,6 +83,8 @@ CUresult sw_mem_free(CUdeviceptr dptr);
 CUresult sw_mem_get_info(size_t *free, size_t *total);
 CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
 CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void **data,
+                          CUdeviceptr ptr);
 /* The table and budget state; callers hold the gate (shared to read,
  * exclusive to change). */
 sw_table_t *sw_tracked(void);

@@ -101,6 +101,7 @@ CUresult sg_need_ctx(void);
     X(cuMemHostGetDevicePointer, CUDA_ERROR_INVALID_VALUE, API)              \
     X(cuMemGetAddressRange, CUDA_ERROR_NOT_FOUND, API)                       \
     X(cuPointerGetAttribute, CUDA_ERROR_INVALID_VALUE, API)                  \
+    X(cuPointerGetAttributes, CUDA_ERROR_INVALID_VALUE, API)                 \
     X(cuMemcpyHtoD, CUDA_ERROR_INVALID_VALUE, API)                           \
     X(cuMemcpyDtoH, CUDA_ERROR_INVALID_VALUE, API)                           \
     X(cuMemcpyDtoD, CUDA_ERROR_INVALID_VALUE, API)                           \

@@ -1,13 +1,14 @@
 /*
  * Ordinary allocations and pointer queries: cuMemAlloc/cuMemFree, pinned
  * host memory, the stream-ordered allocator, cuMemGetInfo,
- * cuMemGetAddressRange and cuPointerGetAttribute.
+ * cuMemGetAddressRange and cuPointerGetAttribute(s).
  *
  * cuMemFree and cuMemFreeHost synchronize the device first, as the real
  * ones do (cudaFree's well-known implicit synchronization), so freeing
  * memory that queued work uses is not a hazard through them.
  */
 #include "sg.h"
+#include <string.h>
 
 /* Refuses a call that would synchronize during a capture. */
 static CUresult sync_guard(void)
@@ -252,10 +253,9 @@ SG_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CU
     return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
-                                         CUdeviceptr ptr)
+/* One attribute of ptr, as cuPointerGetAttribute answers it. */
+static CUresult attr_of(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
-    SG_ENTER(cuPointerGetAttribute, API);
     uint64_t base, size;
     ptr_kind_t k = classify(ptr, &base, &size);
     if (!data)
@@ -294,4 +294,50 @@ SG_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribu
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
+}
+
+SG_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                                         CUdeviceptr ptr)
+{
+    SG_ENTER(cuPointerGetAttribute, API);
+    return attr_of(data, attribute, ptr);
+}
+
+/* The bytes an attribute's value takes; 0 for one simgpu does not know. */
+static size_t attr_size(CUpointer_attribute attribute)
+{
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        return sizeof(unsigned);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+        return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        return sizeof(uint64_t);
+    default:
+        return 0;
+    }
+}
+
+/* As the driver documents it: unlike the singular call, a pointer it does
+ * not know is no error; what cannot be answered for ptr reads as zero. A
+ * NULL data entry skips its attribute; an unknown attribute is an error. */
+SG_EXPORT CUresult cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attributes,
+                                          void **data, CUdeviceptr ptr)
+{
+    SG_ENTER(cuPointerGetAttributes, API);
+    if (n && (!attributes || !data))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        size_t bytes = attr_size(attributes[i]);
+        if (!bytes)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (data[i] && attr_of(data[i], attributes[i], ptr) != CUDA_SUCCESS)
+            memset(data[i], 0, bytes);
+    }
+    return CUDA_SUCCESS;
 }

@@ -57,6 +57,7 @@ static const entry_t table[] = {
     E("cuMemHostGetDevicePointer", 3020, ANY, cuMemHostGetDevicePointer_v2),
     E("cuMemGetAddressRange", 3020, ANY, cuMemGetAddressRange_v2),
     E("cuPointerGetAttribute", 4000, ANY, cuPointerGetAttribute),
+    E("cuPointerGetAttributes", 7000, ANY, cuPointerGetAttributes),
     E("cuMemcpyHtoD", 3020, LEG, cuMemcpyHtoD_v2),
     E("cuMemcpyHtoD", 7000, PT, cuMemcpyHtoD_v2_ptds),
     E("cuMemcpyDtoH", 3020, LEG, cuMemcpyDtoH_v2),

@@ -10,8 +10,8 @@
  *   - cuMemGetAddressRange (linked, and through cuGetProcAddress_v2) gives
  *     the allocation's base and the size that was asked for, not those of
  *     the chunk under the pointer;
- *   - cuPointerGetAttribute: MEMORY_TYPE is DEVICE, RANGE_START_ADDR and
- *     RANGE_SIZE are the allocation's;
+ *   - cuPointerGetAttribute and cuPointerGetAttributes: MEMORY_TYPE is
+ *     DEVICE, RANGE_START_ADDR and RANGE_SIZE are the allocation's;
  * then copies both back and checks that the bytes written before the moves
  * are still there.
  *
@@ -105,6 +105,25 @@ attrs:
         s = 0;
         CK(cuPointerGetAttribute(&s, CU_POINTER_ATTRIBUTE_RANGE_SIZE, p));
         bad |= want_u64("RANGE_SIZE", name, off, s, size);
+    }
+    if (do_type || do_attr_range) {
+        /* The plural call (the runtime's cudaPointerGetAttributes uses it)
+         * must say the same. */
+        CUpointer_attribute at[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                    CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+        unsigned int t = 0;
+        b = 0;
+        s = 0;
+        void *dv[] = {&t, &b, &s};
+        CK(cuPointerGetAttributes(3, at, dv, p));
+        if (do_type)
+            bad |= want_u64("cuPointerGetAttributes MEMORY_TYPE", name, off, t,
+                            CU_MEMORYTYPE_DEVICE);
+        if (do_attr_range) {
+            bad |= want_u64("cuPointerGetAttributes RANGE_START_ADDR", name, off, b, base);
+            bad |= want_u64("cuPointerGetAttributes RANGE_SIZE", name, off, s, size);
+        }
     }
     return bad;
 }

@@ -136,6 +136,40 @@ START_TEST(pointer_attribute_memory_type)
 }
 END_TEST
 
+START_TEST(pointer_attributes_answer_each_and_default_the_unknown)
+{
+    sgt_init();
+    CUdeviceptr d;
+    SGT_OK(cuMemAlloc(&d, 8192));
+    unsigned type = 0;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    void *host = (void *)1;
+    CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                   CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                   CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                   CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                   CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *data[] = {&type, &start, &size, &host, NULL};
+    SGT_OK(cuPointerGetAttributes(5, attrs, data, d + 100));
+    ck_assert_uint_eq(type, CU_MEMORYTYPE_DEVICE);
+    ck_assert_uint_eq(start, d);
+    ck_assert_uint_eq(size, 8192);
+    /* No host pointer for device memory: zero, not an error. */
+    ck_assert_ptr_null(host);
+    /* A pointer simgpu does not know: success, and zeros. */
+    type = 7;
+    start = 7;
+    SGT_OK(cuPointerGetAttributes(2, attrs, data, 0x10));
+    ck_assert_uint_eq(type, 0);
+    ck_assert_uint_eq(start, 0);
+    /* An attribute it does not know, or missing arrays, are errors. */
+    CUpointer_attribute odd = (CUpointer_attribute)999;
+    ck_assert_int_eq(cuPointerGetAttributes(1, &odd, data, d), CUDA_ERROR_INVALID_VALUE);
+    ck_assert_int_eq(cuPointerGetAttributes(1, NULL, data, d), CUDA_ERROR_INVALID_VALUE);
+}
+END_TEST
+
 START_TEST(host_device_pointer_reaches_pinned_memory)
 {
     sgt_init();
@@ -233,6 +267,7 @@ Suite *memory_suite(void)
     sgt_case(s, oom_host_handles_do_not_count);
     sgt_case(s, address_range_of_interior_pointer);
     sgt_case(s, pointer_attribute_memory_type);
+    sgt_case(s, pointer_attributes_answer_each_and_default_the_unknown);
     sgt_case(s, host_device_pointer_reaches_pinned_memory);
     sgt_case(s, memset_d32_fills_device_memory);
     sgt_case(s, context_is_current_per_thread);
