@@ -120,6 +120,11 @@ void sw_vmm_unback(sw_chunk_t *c);
  * with device access, or leaves nothing mapped. */
 CUresult sw_vmm_map(CUdeviceptr va, uint64_t size, uint64_t h);
 CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size);
+/* Points [va, +size) at handle `to` instead of `from` (safety rule
+ * applies). On failure va still maps `from`: if `to` cannot be mapped,
+ * `from` is mapped back, and if even that fails the error says which
+ * handle holds the bytes. */
+CUresult sw_vmm_remap(CUdeviceptr va, uint64_t size, uint64_t from, uint64_t to);
 CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h);
 void sw_vmm_release(uint64_t h);
 /* spillway's own stream (non-blocking, created on first use). */

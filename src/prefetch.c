@@ -263,17 +263,9 @@ static CUresult evict(slot_t *s, bool changed, CUstream st)
             return e;
         sw_stat_add(SW_STAT_bytes_written_back, (int64_t)c->size);
     }
-    e = sw_vmm_unmap(c->va, c->size);
+    e = sw_vmm_remap(c->va, c->size, s->handle, c->home);
     if (e != CUDA_SUCCESS)
         return e;
-    e = sw_vmm_map(c->va, c->size, c->home);
-    if (e != CUDA_SUCCESS) {
-        /* The address must map something: put the slot back. */
-        if (sw_vmm_map(c->va, c->size, s->handle) != CUDA_SUCCESS)
-            sw_error("chunk 0x%llx lost its mapping: its data is in handle %llu",
-                     (unsigned long long)c->va, (unsigned long long)c->home);
-        return e;
-    }
     c->handle = c->home;
     c->home = 0;
     c->slot = -1;
@@ -293,16 +285,9 @@ static CUresult admit(sw_chunk_t *c, int si, CUstream st)
     s->fp_filled = e == CUDA_SUCCESS && pf.fp_on &&
                    sw_fp_queue(s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
     if (e == CUDA_SUCCESS)
-        e = sw_vmm_unmap(c->va, c->size);
+        e = sw_vmm_remap(c->va, c->size, c->handle, s->handle);
     if (e != CUDA_SUCCESS)
         return e;
-    e = sw_vmm_map(c->va, c->size, s->handle);
-    if (e != CUDA_SUCCESS) {
-        if (sw_vmm_map(c->va, c->size, c->handle) != CUDA_SUCCESS)
-            sw_error("chunk 0x%llx lost its mapping: its data is in handle %llu",
-                     (unsigned long long)c->va, (unsigned long long)c->handle);
-        return e;
-    }
     c->home = c->handle;
     c->handle = s->handle;
     c->slot = si;

@@ -185,6 +185,20 @@ CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size)
     return SW_REAL(cuMemUnmap)(va, size);
 }
 
+CUresult sw_vmm_remap(CUdeviceptr va, uint64_t size, uint64_t from, uint64_t to)
+{
+    CUresult e = SW_REAL(cuMemUnmap)(va, size);
+    if (e != CUDA_SUCCESS)
+        return e; /* still mapping from */
+    e = map_at(va, size, to);
+    /* The address must map something: put the old handle back, which
+     * still holds every byte. */
+    if (e != CUDA_SUCCESS && map_at(va, size, from) != CUDA_SUCCESS)
+        sw_error("chunk 0x%llx lost its mapping (%s): its data is in handle %llu",
+                 (unsigned long long)va, sw_cu_name(e), (unsigned long long)from);
+    return e;
+}
+
 CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h)
 {
     CUmemGenericAllocationHandle g;
@@ -242,14 +256,9 @@ static CUresult home_unchanged(sw_chunk_t *c, bool *went)
     CUresult e = sw_fp_take(c->va, c->size, &now, &pending);
     if (pending)
         return e;
-    if (e != CUDA_SUCCESS || now != c->home_fp || SW_REAL(cuMemUnmap)(c->va, c->size) != CUDA_SUCCESS)
+    if (e != CUDA_SUCCESS || now != c->home_fp ||
+        sw_vmm_remap(c->va, c->size, c->handle, c->home) != CUDA_SUCCESS)
         return CUDA_SUCCESS;
-    if (map_at(c->va, c->size, c->home) != CUDA_SUCCESS) {
-        if (map_at(c->va, c->size, c->handle) != CUDA_SUCCESS)
-            sw_error("chunk 0x%llx lost its mapping: its data is in handle %llu",
-                     (unsigned long long)c->va, (unsigned long long)c->handle);
-        return CUDA_SUCCESS;
-    }
     SW_REAL(cuMemRelease)(c->handle);
     c->handle = c->home;
     c->home = 0;
@@ -306,21 +315,10 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         }
     }
     if (r == CUDA_SUCCESS)
-        r = SW_REAL(cuMemUnmap)(c->va, c->size);
+        r = sw_vmm_remap(c->va, c->size, c->handle, h);
     if (r != CUDA_SUCCESS) {
         SW_REAL(cuMemRelease)(h);
         return r; /* c still mapped to its old handle */
-    }
-    r = map_at(c->va, c->size, h);
-    if (r != CUDA_SUCCESS) {
-        /* Put the old handle back; it still holds every byte. */
-        CUresult back = map_at(c->va, c->size, c->handle);
-        if (back != CUDA_SUCCESS)
-            sw_error("cannot restore chunk 0x%llx after a failed move (%s): its data is in "
-                     "handle %llu but unmapped",
-                     (unsigned long long)c->va, sw_cu_name(back), (unsigned long long)c->handle);
-        SW_REAL(cuMemRelease)(h);
-        return r;
     }
     if (keep_copy) {
         c->home = c->handle;
