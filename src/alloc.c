@@ -43,18 +43,23 @@ static uint64_t host_room(void)
     return used >= host_budget ? 0 : host_budget - used;
 }
 
+/* Releases the host copy a device chunk kept, if any (a window chunk's
+ * home is its data, not a copy: prefetch.c owns it). */
+static void drop_copy(sw_chunk_t *c)
+{
+    if (c->home && c->slot < 0) {
+        sw_vmm_release(c->home);
+        c->home = 0;
+        sw_stat_add(SW_STAT_host_copy_bytes, -(int64_t)c->size);
+    }
+}
+
 /* Host copies kept of device chunks are a saving, not data: they give way
  * to anything that needs host memory. */
 static void drop_copies(sw_alloc_t *a, void *need)
 {
-    for (uint32_t i = 0; i < a->nchunks && host_room() < *(uint64_t *)need; i++) {
-        sw_chunk_t *c = &a->chunks[i];
-        if (c->home && c->slot < 0) {
-            sw_vmm_release(c->home);
-            c->home = 0;
-            sw_stat_add(SW_STAT_host_copy_bytes, -(int64_t)c->size);
-        }
-    }
+    for (uint32_t i = 0; i < a->nchunks && host_room() < *(uint64_t *)need; i++)
+        drop_copy(&a->chunks[i]);
 }
 
 static bool host_room_for(uint64_t need)
@@ -211,11 +216,7 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         sw_chunk_t *c = &a->chunks[i];
         sw_stat_add(counted_as(c), -(int64_t)c->size);
-        if (c->home && c->slot < 0) {
-            sw_vmm_release(c->home);
-            c->home = 0;
-            sw_stat_add(SW_STAT_host_copy_bytes, -(int64_t)c->size);
-        }
+        drop_copy(c);
         if (c->slot >= 0 || c->mirrored) {
             sw_prefetch_forget(c);
             sw_vmm_release(c->handle);
@@ -407,8 +408,6 @@ CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
-/* Tracked pointers answer as the cuMemAlloc block the application asked
- * for, whichever memory backs them now. */
 /* Answers one attribute of a pointer into a tracked allocation as the
  * application's cuMemAlloc would have: one device allocation, whichever
  * chunk is under the pointer and wherever it lives. False: not ours to
