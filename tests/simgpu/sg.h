@@ -209,6 +209,7 @@ typedef struct sg_stats {
 } sg_stats_t;
 
 #define SG_MAX_HAZARD_TEXT 64
+#define SG_RECENT 1024 /* ops kept for the race check */
 
 typedef struct sg_state {
     sg_config_t cfg;
@@ -226,6 +227,8 @@ typedef struct sg_state {
     struct sg_stream *streams; /* all live streams, for sync and hazards */
     struct sg_stream *legacy;  /* the legacy default stream */
     struct sg_capture *captures; /* active captures */
+    struct sg_op *recent[SG_RECENT]; /* the last ops issued, for races */
+    unsigned recent_at;
     int ctx_refs;
 } sg_state_t;
 
@@ -272,6 +275,12 @@ typedef struct {
     bool legacy;        /* made by cuMemAlloc, not by cuMemMap */
 } sg_map_t;
 
+/* Bytes of one physical handle, as an operation reaches them. */
+typedef struct {
+    uint64_t id, off, len; /* handle, offset into it, length */
+    bool write;
+} sg_extent_t;
+
 /* A memory range an operation touches. */
 typedef struct {
     uint64_t addr, len;
@@ -283,8 +292,8 @@ typedef struct {
 typedef struct {
     void *host;
     uint64_t device_bytes, host_bytes;
-    int nphys;                   /* the handles behind the range (first few) */
-    uint64_t phys[SG_MAX_PHYS];
+    int nextents;                /* the handle bytes behind the range (first few) */
+    sg_extent_t ext[SG_MAX_PHYS];
 } sg_xlate_t;
 
 /* mem_lock: readers are ops that touch memory (held while they run), the
@@ -367,8 +376,8 @@ typedef struct sg_op {
     uint64_t stream_id;
     int nranges;
     sg_range_t ranges[SG_MAX_RANGES];
-    int nphys;                    /* handles behind the ranges when issued */
-    uint64_t phys[SG_MAX_RANGES * SG_MAX_PHYS];
+    int nextents;                 /* handle bytes behind the ranges when issued */
+    sg_extent_t ext[SG_MAX_RANGES * SG_MAX_PHYS];
     int ndeps;
     struct sg_op **deps;          /* ops that must really finish first */
     /* kernel */

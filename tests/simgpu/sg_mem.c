@@ -389,13 +389,13 @@ int sg_map_set_access(CUdeviceptr va, uint64_t size, int access)
 
 /* ---- translation -------------------------------------------------------- */
 
-static void note_phys(sg_xlate_t *out, uint64_t id)
+static void note_extent(sg_xlate_t *out, uint64_t id, uint64_t off, uint64_t len)
 {
-    for (int i = 0; i < out->nphys; i++)
-        if (out->phys[i] == id)
-            return;
-    if (out->nphys < SG_MAX_PHYS)
-        out->phys[out->nphys++] = id;
+    sg_extent_t *last = out->nextents ? &out->ext[out->nextents - 1] : NULL;
+    if (last && last->id == id && last->off + last->len == off)
+        last->len += len;
+    else if (out->nextents < SG_MAX_PHYS)
+        out->ext[out->nextents++] = (sg_extent_t){id, off, len, false};
 }
 
 bool sg_mem_xlate(uint64_t addr, uint64_t len, bool write, bool allow_pageable, sg_xlate_t *out)
@@ -408,8 +408,8 @@ bool sg_mem_xlate(uint64_t addr, uint64_t len, bool write, bool allow_pageable, 
             sg_map_t *m = sg_map_find(at);
             if (!m || m->access < (write ? SG_ACCESS_RW : SG_ACCESS_READ))
                 return false;
-            note_phys(out, m->phys->id);
             uint64_t end = m->va + m->size < addr + len ? m->va + m->size : addr + len;
+            note_extent(out, m->phys->id, m->phys_off + (at - m->va), end - at);
             if (m->phys->loc == SG_LOC_DEVICE)
                 out->device_bytes += end - at;
             else

@@ -110,7 +110,7 @@ sg_op_t *sg_op_clone(const sg_op_t *op)
     c->done = false;
     c->ndeps = 0;
     c->deps = NULL;
-    c->nphys = 0; /* recomputed when the copy is issued */
+    c->nextents = 0; /* recomputed when the copy is issued */
     return c;
 }
 
@@ -271,6 +271,11 @@ static void *worker(void *arg)
         if (!ok)
             sg_fault(op->name);
         op->done = true;
+        /* Done ops need no dependencies; the race check keeps ops a while,
+         * and must not keep their chains too. */
+        for (int i = 0; i < op->ndeps; i++)
+            sg_op_put(op->deps[i]);
+        op->ndeps = 0;
         s->head = op->next;
         if (!s->head)
             s->tail = NULL;
@@ -299,8 +304,10 @@ static void backing(sg_op_t *op, const sg_range_t *r, bool pageable, uint64_t *d
     if (sg_mem_xlate(r->addr, r->len, false, pageable, &x)) {
         *dev += x.device_bytes;
         *host += x.host_bytes;
-        for (int i = 0; i < x.nphys && op->nphys < SG_MAX_RANGES * SG_MAX_PHYS; i++)
-            op->phys[op->nphys++] = x.phys[i];
+        for (int i = 0; i < x.nextents && op->nextents < SG_MAX_RANGES * SG_MAX_PHYS; i++) {
+            op->ext[op->nextents] = x.ext[i];
+            op->ext[op->nextents++].write = r->write;
+        }
     } else {
         *dev += r->len;
     }
@@ -369,6 +376,47 @@ static void start_worker(sg_stream_t *s)
     s->has_thread = true;
 }
 
+/* ---- races ----
+ * Two operations on different streams that reach the same bytes, one of
+ * them writing, must be ordered: by a stream wait, by the host waiting
+ * for the first, or through the legacy stream. Every such order shows in
+ * virtual time, where an op starts no earlier than the end of whatever it
+ * is ordered after. So an op whose start (its dependencies, not its
+ * engine) comes before the end of an earlier op it conflicts with is not
+ * ordered after it: on a GPU the two could run in either order. The check
+ * looks at the last SG_RECENT ops issued, by physical handle and offset,
+ * so it sees a copy into a handle through one address and a kernel
+ * reading it through another. */
+static bool conflict(const sg_op_t *a, const sg_op_t *b)
+{
+    for (int i = 0; i < a->nextents; i++)
+        for (int j = 0; j < b->nextents; j++) {
+            const sg_extent_t *x = &a->ext[i], *y = &b->ext[j];
+            if ((x->write || y->write) && x->id == y->id && x->off < y->off + y->len &&
+                y->off < x->off + x->len)
+                return true;
+        }
+    return false;
+}
+
+static void check_races(sg_op_t *op, const sg_stream_t *s, uint64_t start)
+{
+    if (op->nextents == 0)
+        return;
+    for (unsigned i = 0; i < SG_RECENT; i++) {
+        const sg_op_t *p = SG->recent[i];
+        if (p && p->end_ns > start && p->stream_id != s->id && conflict(op, p))
+            sg_hazard("race: %s (stream %llu) and %s (op %llu, stream %llu) reach the same "
+                      "bytes, one writing, with no order between them",
+                      op->name, (unsigned long long)s->id, p->name, (unsigned long long)p->seq,
+                      (unsigned long long)p->stream_id);
+    }
+    unsigned at = SG->recent_at++ % SG_RECENT;
+    sg_op_put(SG->recent[at]);
+    SG->recent[at] = op;
+    op->refs++;
+}
+
 CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
 {
     if (s->capture)
@@ -398,6 +446,7 @@ CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
     for (int i = 0; i < op->ndeps; i++)
         start = max_u64(start, op->deps[i]->end_ns);
     uint64_t dur = op_cost(op);
+    check_races(op, s, start);
     if (op->engine >= 0)
         start = max_u64(start, SG->engine_ns[op->engine]);
     op->end_ns = start + dur;
@@ -517,8 +566,8 @@ void sg_check_hazard_handle(const char *call, uint64_t id)
 {
     for (sg_stream_t *s = SG->streams; s; s = s->next)
         for (sg_op_t *op = s->head; op; op = op->next)
-            for (int i = 0; i < op->nphys; i++)
-                if (op->phys[i] == id) {
+            for (int i = 0; i < op->nextents; i++)
+                if (op->ext[i].id == id) {
                     sg_hazard("%s(handle %llu) frees memory that %s (op %llu, stream %llu) "
                               "still uses",
                               call, (unsigned long long)id, op->name,

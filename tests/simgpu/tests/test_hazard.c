@@ -2,10 +2,14 @@
  * test_hazard.c: unmapping or freeing memory that queued work still uses is
  * recorded as a hazard naming the call and the operation; doing the same
  * after a synchronize, or through cuMemFree (which synchronizes), is not.
+ * Two streams reaching the same bytes, one writing, with no order between
+ * them, are a hazard too (a race); ordered by an event or by the host, or
+ * both only reading, or writing different bytes, they are not.
  */
 #include "sgt.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,6 +246,86 @@ START_TEST(hazard_list_keeps_the_first_64)
 }
 END_TEST
 
+/* ---- races: two streams reaching the same bytes, one writing ---- */
+
+enum { RACE_UNORDERED, RACE_EVENT, RACE_HOST_SYNC, RACE_READ_READ, RACE_DISJOINT, RACE_CASES };
+static const char *const race_case_name[RACE_CASES] = {
+    "unordered copy then read", "ordered by an event", "ordered by a host sync",
+    "two reads", "writes to disjoint halves"};
+
+/* One handle mapped at two addresses, so that only its physical bytes
+ * can tell that a copy through p and a kernel through q meet. */
+static void race_child(void *arg)
+{
+    int which = (int)(intptr_t)arg;
+    sgt_init();
+    CUdeviceptr p = 0, q = 0, out;
+    SGT_OK(cuMemAddressReserve(&p, G, 0, 0, 0));
+    SGT_OK(cuMemAddressReserve(&q, G, 0, 0, 0));
+    CUmemAllocationProp prop = sgt_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmemGenericAllocationHandle h;
+    SGT_OK(cuMemCreate(&h, G, &prop, 0));
+    SGT_OK(cuMemMap(p, G, 0, h, 0));
+    SGT_OK(cuMemMap(q, G, 0, h, 0));
+    SGT_OK(sgt_set_access(p, G));
+    SGT_OK(sgt_set_access(q, G));
+    SGT_OK(cuMemAlloc(&out, 16));
+    void *pin;
+    SGT_OK(cuMemAllocHost(&pin, G));
+    memset(pin, 7, G);
+    CUstream a, b;
+    CUevent e;
+    SGT_OK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    SGT_OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    SGT_OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    switch (which) {
+    case RACE_UNORDERED:
+    case RACE_EVENT:
+    case RACE_HOST_SYNC:
+        SGT_OK(cuMemcpyHtoDAsync(p, pin, G, a));
+        if (which == RACE_EVENT) {
+            SGT_OK(cuEventRecord(e, a));
+            SGT_OK(cuStreamWaitEvent(b, e, 0));
+        } else if (which == RACE_HOST_SYNC) {
+            SGT_OK(cuStreamSynchronize(a));
+        }
+        sgt_checksum(b, q, G, out);
+        break;
+    case RACE_READ_READ:
+        sgt_checksum(a, p, G, out);
+        sgt_checksum(b, q, G, out + 8);
+        break;
+    case RACE_DISJOINT:
+        SGT_OK(cuMemcpyHtoDAsync(p, pin, G / 2, a));
+        SGT_OK(cuMemcpyHtoDAsync(q + G / 2, pin, G / 2, b));
+        break;
+    }
+    SGT_OK(cuCtxSynchronize());
+}
+
+START_TEST(hazard_race_only_when_unordered)
+{
+    char path[256];
+    sgt_report_env(path, sizeof path, "race");
+    sgt_child_ok(race_child, (void *)(intptr_t)_i);
+    char *json = sgt_report_read(path);
+    uint64_t n = sgt_json_u64(json, "hazards");
+    if (_i == RACE_UNORDERED) {
+        ck_assert_msg(n == 1, "%s: %llu hazards, want 1", race_case_name[_i],
+                      (unsigned long long)n);
+        char *list = sgt_json_array(json, "hazard_list");
+        ck_assert_msg(list && strstr(list, "race") && strstr(list, "sg_checksum_u64") &&
+                          strstr(list, "cuMemcpyHtoDAsync"),
+                      "the hazard does not name the race and both ops: %s", list ? list : json);
+        free(list);
+    } else {
+        ck_assert_msg(n == 0, "%s: %llu hazards, want none: %s", race_case_name[_i],
+                      (unsigned long long)n, json);
+    }
+    free(json);
+}
+END_TEST
+
 Suite *hazard_suite(void)
 {
     Suite *s = suite_create("hazard");
@@ -251,5 +335,6 @@ Suite *hazard_suite(void)
     sgt_case(s, hazard_address_free_under_queued_kernel_is_recorded);
     sgt_case(s, hazard_release_under_queued_kernel_is_recorded);
     sgt_case(s, hazard_list_keeps_the_first_64);
+    sgt_loop_case(s, hazard_race_only_when_unordered, 0, RACE_CASES);
     return s;
 }
