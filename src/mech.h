@@ -21,7 +21,7 @@
     X(cuCtxSynchronize) X(cuStreamSynchronize)                              \
     X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
-    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2)
+    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {

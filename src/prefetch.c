@@ -65,6 +65,7 @@ static struct {
     slot_t slots[MAX_SLOTS];
     CUdeviceptr stage_base;
     CUevent sync_ev, batch_ev;
+    bool batch_recorded;   /* batch_ev marks the end of the latest copies */
     pthread_mutex_t streams_lock;
     CUstream app[MAX_APP_STREAMS];
     int napp;
@@ -152,6 +153,15 @@ uint64_t sw_prefetch_setup(uint64_t budget)
 
 /* ---- the application's streams ---- */
 
+/* A capturing stream may not wait for an event recorded outside its
+ * capture; one that cannot say is taken to be capturing. */
+static bool capturing(CUstream s)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return !SW_REAL(cuStreamIsCapturing) || SW_REAL(cuStreamIsCapturing)(s, &st) != CUDA_SUCCESS ||
+           st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
 void sw_prefetch_note_stream(CUstream s)
 {
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
@@ -166,9 +176,17 @@ void sw_prefetch_note_stream(CUstream s)
     unsigned flags = 0;
     if (!known && pf.nseen < MAX_APP_STREAMS &&
         SW_REAL(cuStreamGetFlags)(s, &flags) == CUDA_SUCCESS) {
-        /* Blocking streams are covered through the legacy stream. */
-        if ((flags & CU_STREAM_NON_BLOCKING) && pf.napp < MAX_APP_STREAMS)
+        /* Blocking streams are covered through the legacy stream. A
+         * non-blocking one is made after the latest commit's wait (or
+         * never launched on until now): it waits for those copies here,
+         * or it could read a slot before its bytes arrive. The commit
+         * records batch_ev before it takes this lock to order the
+         * streams it knows, so one of the two always covers s. */
+        if ((flags & CU_STREAM_NON_BLOCKING) && pf.napp < MAX_APP_STREAMS) {
             pf.app[pf.napp++] = s;
+            if (pf.batch_recorded && !capturing(s))
+                SW_REAL(cuStreamWaitEvent)(s, pf.batch_ev, 0);
+        }
         pf.seen[pf.nseen] = s;
         __atomic_store_n(&pf.nseen, pf.nseen + 1, __ATOMIC_RELEASE);
     }
@@ -505,8 +523,10 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     }
     if (!queued)
         return;
-    if (r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS)
+    if (r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS) {
+        pf.batch_recorded = true;
         app_wait(pf.batch_ev);
+    }
     else if (r->cuStreamSynchronize(st) != CUDA_SUCCESS) /* then wait here */
         sw_error("cannot order the application after spillway's copies");
 }

@@ -1,17 +1,28 @@
 /*
- * copystream: the prefetch window must wait for every application stream,
- * including a non-blocking stream that only ever copies.
+ * appstreams: the prefetch window must order every application stream
+ * after its copies, whatever the stream does and whenever it was made.
  *
- * Ten 16 MiB buffers (big enough that the cost model streams them) are read in order, again and again, by a checksum
- * kernel on stream A, so spillway learns the loop and streams them through
- * its window. Meanwhile stream B (non-blocking, never used for a launch)
- * copies into the buffer A reads next. If a commit point did not wait for
- * B, it would remap a buffer under a queued copy: simgpu records that as a
- * hazard, and the copied bytes could be lost. The program checks every
- * checksum against the host's own and exits 0 only if all match.
- * Exit: 0 ok, 1 wrong data, 2 CUDA error.
+ * Ten 16 MiB buffers (big enough that the cost model streams them) are
+ * read in order, again and again, by a checksum kernel on stream A, so
+ * spillway learns the loop and streams them through its window. Then, by
+ * mode:
+ *   copy  stream B (non-blocking, never used for a launch) copies into the
+ *         buffer A reads next. If a commit point did not wait for B, it
+ *         would remap a buffer under a queued copy: simgpu records that as
+ *         a hazard, and the copied bytes could be lost.
+ *   late  A reads only every other buffer; right after each of A's
+ *         launches, a stream made just then (non-blocking) reads the next
+ *         one: the buffer the window has just begun to copy in ahead. If
+ *         that stream did not wait for the window's copies, it would read
+ *         the slot before the bytes arrive: simgpu records that as a race,
+ *         and the checksum could be wrong.
+ * The program checks every checksum against the host's own and exits 0
+ * only if all match.
+ * Usage: appstreams copy|late. Exit: 0 ok, 1 wrong data, 2 CUDA error or
+ * usage.
  */
 #include <cuda.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +38,7 @@
         if (r_ != CUDA_SUCCESS) {                                          \
             const char *n_ = "?";                                          \
             cuGetErrorName(r_, &n_);                                       \
-            fprintf(stderr, "copystream: %s: %s\n", #call, n_);            \
+            fprintf(stderr, "appstreams: %s: %s\n", #call, n_);            \
             exit(2);                                                       \
         }                                                                  \
     } while (0)
@@ -40,8 +51,27 @@ static uint64_t fnv(const unsigned char *p, size_t n)
     return v;
 }
 
-int main(void)
+/* The late mode's second read: a stream made now reads buf. */
+static int read_on_new_stream(CUfunction sum, CUdeviceptr buf, CUdeviceptr o, uint64_t want)
 {
+    CUstream c;
+    CK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
+    uint64_t n = BYTES, got;
+    void *args[] = {&buf, &n, &o};
+    CK(cuLaunchKernel(sum, 1, 1, 1, 1, 1, 1, 0, c, args, NULL));
+    CK(cuMemcpyDtoHAsync(&got, o, 8, c));
+    CK(cuStreamSynchronize(c));
+    CK(cuStreamDestroy(c));
+    return got != want;
+}
+
+int main(int argc, char **argv)
+{
+    bool late = argc == 2 && strcmp(argv[1], "late") == 0;
+    if (argc != 2 || (!late && strcmp(argv[1], "copy") != 0)) {
+        fprintf(stderr, "usage: appstreams copy|late\n");
+        return 2;
+    }
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
@@ -70,25 +100,30 @@ int main(void)
     }
     int bad = 0;
     for (int r = 0; r < ROUNDS; r++)
-        for (int i = 0; i < NBUF; i++) {
-            /* B rewrites the next buffer while A reads this one. */
+        for (int i = 0; i < NBUF; i += late ? 2 : 1) {
             int next = (i + 1) % NBUF;
-            memset(pin, (r * NBUF + i) & 0xff, BYTES);
-            memcpy(host[next], pin, BYTES);
-            CK(cuMemcpyHtoDAsync(buf[next], pin, BYTES, b));
+            if (!late) {
+                /* B rewrites the next buffer while A reads this one. */
+                memset(pin, (r * NBUF + i) & 0xff, BYTES);
+                memcpy(host[next], pin, BYTES);
+                CK(cuMemcpyHtoDAsync(buf[next], pin, BYTES, b));
+            }
             CUdeviceptr o = out + 8 * (uint64_t)i;
             uint64_t n = BYTES;
             void *args[] = {&buf[i], &n, &o};
             CK(cuLaunchKernel(sum, 1, 1, 1, 1, 1, 1, 0, a, args, NULL));
+            if (late)
+                bad += read_on_new_stream(sum, buf[next], out + 8 * (uint64_t)next,
+                                          fnv(host[next], BYTES));
             uint64_t got;
             CK(cuMemcpyDtoHAsync(&got, o, 8, a));
             CK(cuStreamSynchronize(a));
-            /* The buffer A read was written by B one step earlier, and
-             * that copy was waited for below. */
+            /* In copy mode, the buffer A read was written by B one step
+             * earlier, and that copy was waited for below. */
             if (got != fnv(host[i], BYTES))
                 bad++;
             CK(cuStreamSynchronize(b));
         }
-    printf("copystream: %s (%d wrong checksums)\n", bad ? "mismatch" : "ok", bad);
+    printf("appstreams %s: %s (%d wrong checksums)\n", argv[1], bad ? "mismatch" : "ok", bad);
     return bad ? 1 : 0;
 }

@@ -1,18 +1,22 @@
 #!/bin/sh
-# copystream under spillway's prefetch window, with jitter: every checksum
-# right, no hazard or fault in simgpu's report, the window really used (a
-# run that never commits would prove nothing), and changed chunks written
-# back home.
-# Usage: copystream.sh PROGRAM LIBSPILLWAY SIMGPU_DIR
+# appstreams under spillway's prefetch window, with jitter: every checksum
+# right, no hazard (races included) or fault in simgpu's report, the window
+# really used (a run that never commits would prove nothing), and, in copy
+# mode, changed chunks written back home.
+# Usage: appstreams.sh PROGRAM LIBSPILLWAY SIMGPU_DIR copy|late
 set -u
-prog=$1 lib=$2 simgpu=$3
+prog=$1 lib=$2 simgpu=$3 mode=$4
+# Late mode needs a window of three slots: then some commits happen at A's
+# launches, with the chunk for the new stream copied in ahead.
+window=32MiB
+[ "$mode" = late ] && window=48MiB
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
 LD_PRELOAD=$lib LD_LIBRARY_PATH=$simgpu SIMGPU_JITTER=300 SIMGPU_MEM=512MiB \
 SIMGPU_REPORT=$tmp/sg.json SPILLWAY_REPORT=$tmp/sw.json SPILLWAY_STATS_DIR=$tmp \
-SPILLWAY_GPU_BUDGET=96MiB SPILLWAY_CHUNK=16MiB SPILLWAY_PREFETCH_BYTES=32MiB \
-    "$prog" >"$tmp/out" 2>&1
+SPILLWAY_GPU_BUDGET=96MiB SPILLWAY_CHUNK=16MiB SPILLWAY_PREFETCH_BYTES=$window \
+    "$prog" "$mode" >"$tmp/out" 2>&1
 rc=$?
 cat "$tmp/out"
 [ "$rc" = 0 ] || { echo "FAIL: exit $rc"; exit 1; }
@@ -20,8 +24,9 @@ cat "$tmp/out"
 [ "$(num faults "$tmp/sg.json")" = 0 ] || { echo "FAIL: faults"; exit 1; }
 commits=$(( $(num prefetch_late "$tmp/sw.json") + $(num prefetches "$tmp/sw.json") ))
 [ "$commits" -gt 0 ] || { echo "FAIL: the window was never used"; exit 1; }
-# Stream B changes buffers while they are in the window: those must have
-# been copied home (and the checksums above prove the copies right).
-[ "$(num bytes_written_back "$tmp/sw.json")" -gt 0 ] ||
+# In copy mode stream B changes buffers while they are in the window: those
+# must have been copied home (and the checksums above prove the copies
+# right).
+[ "$mode" != copy ] || [ "$(num bytes_written_back "$tmp/sw.json")" -gt 0 ] ||
     { echo "FAIL: changed chunks were never written back"; exit 1; }
 echo "ok: $commits chunks through the window, no hazard"
