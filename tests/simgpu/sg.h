@@ -52,8 +52,10 @@ SG_PT_DECL(CUresult, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr dstDevice, CUdevice
 SG_PT_DECL(CUresult, cuMemcpyAsync_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemsetD8_v2_ptds, (CUdeviceptr dstDevice, unsigned char uc, size_t N))
 SG_PT_DECL(CUresult, cuMemsetD32_v2_ptds, (CUdeviceptr dstDevice, unsigned int ui, size_t N))
+SG_PT_DECL(CUresult, cuMemsetD16_v2_ptds, (CUdeviceptr dstDevice, unsigned short us, size_t N))
 SG_PT_DECL(CUresult, cuMemsetD8Async_ptsz, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemsetD32Async_ptsz, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream))
+SG_PT_DECL(CUresult, cuMemsetD16Async_ptsz, (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream))
 SG_PT_DECL(CUresult, cuStreamQuery_ptsz, (CUstream hStream))
 SG_PT_DECL(CUresult, cuStreamSynchronize_ptsz, (CUstream hStream))
 SG_PT_DECL(CUresult, cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags))
@@ -112,8 +114,10 @@ CUresult sg_need_ctx(void);
     X(cuMemcpyAsync, CUDA_ERROR_INVALID_VALUE, API)                          \
     X(cuMemsetD8, CUDA_ERROR_INVALID_VALUE, API)                             \
     X(cuMemsetD32, CUDA_ERROR_INVALID_VALUE, API)                            \
+    X(cuMemsetD16, CUDA_ERROR_INVALID_VALUE, API)                            \
     X(cuMemsetD8Async, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuMemsetD32Async, CUDA_ERROR_INVALID_VALUE, API)                       \
+    X(cuMemsetD16Async, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuMemAddressReserve, CUDA_ERROR_OUT_OF_MEMORY, RESERVE)                \
     X(cuMemAddressFree, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuMemCreate, CUDA_ERROR_OUT_OF_MEMORY, MEMCREATE)                      \

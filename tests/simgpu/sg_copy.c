@@ -89,7 +89,7 @@ static CUresult memset_(const char *name, uint64_t dst, uint32_t v, unsigned wid
         return r;
     if (n == 0)
         return CUDA_SUCCESS;
-    if (!gpu_visible(dst) || (width == 4 && dst % 4))
+    if (!gpu_visible(dst) || dst % width)
         return CUDA_ERROR_INVALID_VALUE;
     sg_op_t *op = sg_op_new(SG_OP_MEMSET, name);
     if (!op)
@@ -154,7 +154,11 @@ SET_SYNC(cuMemsetD8_v2, cuMemsetD8, unsigned char, 1, false)
 SET_SYNC(cuMemsetD8_v2_ptds, cuMemsetD8, unsigned char, 1, true)
 SET_SYNC(cuMemsetD32_v2, cuMemsetD32, unsigned int, 4, false)
 SET_SYNC(cuMemsetD32_v2_ptds, cuMemsetD32, unsigned int, 4, true)
+SET_SYNC(cuMemsetD16_v2, cuMemsetD16, unsigned short, 2, false)
+SET_SYNC(cuMemsetD16_v2_ptds, cuMemsetD16, unsigned short, 2, true)
 SET_ASYNC(cuMemsetD8Async, cuMemsetD8Async, unsigned char, 1, false)
 SET_ASYNC(cuMemsetD8Async_ptsz, cuMemsetD8Async, unsigned char, 1, true)
 SET_ASYNC(cuMemsetD32Async, cuMemsetD32Async, unsigned int, 4, false)
 SET_ASYNC(cuMemsetD32Async_ptsz, cuMemsetD32Async, unsigned int, 4, true)
+SET_ASYNC(cuMemsetD16Async, cuMemsetD16Async, unsigned short, 2, false)
+SET_ASYNC(cuMemsetD16Async_ptsz, cuMemsetD16Async, unsigned short, 2, true)

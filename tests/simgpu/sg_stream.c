@@ -213,6 +213,10 @@ static bool run_op(sg_op_t *op)
         case SG_OP_MEMSET:
             if (op->memset_width == 1) {
                 memset(host[0], (int)op->memset_value, r[0].len);
+            } else if (op->memset_width == 2) {
+                uint16_t *p = host[0];
+                for (uint64_t i = 0; i < r[0].len / 2; i++)
+                    p[i] = (uint16_t)op->memset_value;
             } else {
                 uint32_t *p = host[0];
                 for (uint64_t i = 0; i < r[0].len / 4; i++)

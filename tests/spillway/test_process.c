@@ -134,6 +134,22 @@ START_TEST(only_dlsym_and_cu_names_are_exported)
 }
 END_TEST
 
+/* Copies, memsets and launches the runtime gets from cuGetProcAddress are
+ * spillway's wrappers (they hold the gate, or scan); the run without
+ * spillway is the control. */
+START_TEST(work_entry_points_route_to_spillway)
+{
+    const char *argv[] = {swt_path("SWT_ROUTES"), NULL};
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    swt_run(&r, false, NULL, argv);
+    swt_assert_status(&r, 1);
+    ck_assert_msg(swt_file_has(r.out, "cuMemsetD16 (per-thread) comes from"), "%s",
+                  swt_describe(&r));
+}
+END_TEST
+
 Suite *process_suite(void)
 {
     Suite *s = suite_create("process");
@@ -146,6 +162,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, stats_file_never_goes_to_the_default_dir);
     tcase_add_test(tc, stats_file_is_removed_at_exit);
     tcase_add_test(tc, only_dlsym_and_cu_names_are_exported);
+    tcase_add_test(tc, work_entry_points_route_to_spillway);
     suite_add_tcase(s, tc);
     return s;
 }
