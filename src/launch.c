@@ -350,6 +350,29 @@ CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, un
     return r;
 }
 
+/* cuLaunchCooperativeKernel takes cuLaunchKernel's parameters less
+ * `extra`, so it goes through sw_launch by way of an adapter that calls
+ * this thread's real function. */
+static __thread sw_coop_fn coop_real;
+
+static CUresult call_cooperative(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                 unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                 CUstream s, void **params, void **extra)
+{
+    (void)extra; /* NULL: sw_launch_cooperative passes none */
+    return coop_real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
+}
+
+CUresult sw_launch_cooperative(sw_coop_fn real, CUfunction f, unsigned gx, unsigned gy,
+                               unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                               CUstream s, void **params)
+{
+    if (!real)
+        return CUDA_ERROR_NOT_FOUND;
+    coop_real = real;
+    return sw_launch(call_cooperative, f, gx, gy, gz, bx, by, bz, shmem, s, params, NULL);
+}
+
 CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunction f,
                       void **params, void **extra)
 {

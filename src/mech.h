@@ -191,6 +191,11 @@ typedef CUresult (*sw_launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **,
 CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s,
                    void **params, void **extra);
+typedef CUresult (*sw_coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void **);
+CUresult sw_launch_cooperative(sw_coop_fn real, CUfunction f, unsigned gx, unsigned gy,
+                               unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                               CUstream s, void **params);
 CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunction f,
                       void **params, void **extra);
 /* Scans a launch's arguments and stamps the chunks hit; gate held shared. */

@@ -64,6 +64,7 @@ SG_PT_DECL(CUresult, cuStreamGetFlags_ptsz, (CUstream hStream, unsigned int *fla
 SG_PT_DECL(CUresult, cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData))
 SG_PT_DECL(CUresult, cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream))
 SG_PT_DECL(CUresult, cuLaunchKernel_ptsz, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))
+SG_PT_DECL(CUresult, cuLaunchCooperativeKernel_ptsz, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams))
 SG_PT_DECL(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))
 CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize);
 CUresult sg_need_ctx(void);
@@ -166,6 +167,7 @@ CUresult sg_need_ctx(void);
     X(cuKernelGetName, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuLaunchKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)            \
     X(cuLaunchKernelEx, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)          \
+    X(cuLaunchCooperativeKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH) \
     X(cuMemAllocAsync, CUDA_ERROR_OUT_OF_MEMORY, API)                        \
     X(cuMemFreeAsync, CUDA_ERROR_INVALID_VALUE, API)
 

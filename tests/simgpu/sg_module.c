@@ -316,6 +316,25 @@ SG_EXPORT CUresult cuLaunchKernel_ptsz LAUNCH_PARAMS
     return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, extra, true);
 }
 
+/* A cooperative launch runs like any other here: simgpu runs one kernel
+ * at a time, so every block is resident together anyway. */
+#define COOP_PARAMS                                                                       \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,   \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,              \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams)
+
+SG_EXPORT CUresult cuLaunchCooperativeKernel COOP_PARAMS
+{
+    SG_ENTER(cuLaunchCooperativeKernel, LAUNCH);
+    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, NULL, false);
+}
+
+SG_EXPORT CUresult cuLaunchCooperativeKernel_ptsz COOP_PARAMS
+{
+    SG_ENTER(cuLaunchCooperativeKernel, LAUNCH);
+    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, NULL, true);
+}
+
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra,
                           bool per_thread)
 {

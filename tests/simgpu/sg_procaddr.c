@@ -159,6 +159,8 @@ static const entry_t table[] = {
     E("cuLaunchKernel", 7000, PT, cuLaunchKernel_ptsz),
     E("cuLaunchKernelEx", 11060, LEG, cuLaunchKernelEx),
     E("cuLaunchKernelEx", 11060, PT, cuLaunchKernelEx_ptsz),
+    E("cuLaunchCooperativeKernel", 9000, LEG, cuLaunchCooperativeKernel),
+    E("cuLaunchCooperativeKernel", 9000, PT, cuLaunchCooperativeKernel_ptsz),
 };
 #undef E
 

@@ -16,9 +16,11 @@
  *         that stream did not wait for the window's copies, it would read
  *         the slot before the bytes arrive: simgpu records that as a race,
  *         and the checksum could be wrong.
+ *   coop  A launches through cuLaunchCooperativeKernel, and nothing else
+ *         happens: the window is used only if those launches are scanned.
  * The program checks every checksum against the host's own and exits 0
  * only if all match.
- * Usage: appstreams copy|late. Exit: 0 ok, 1 wrong data, 2 CUDA error or
+ * Usage: appstreams copy|late|coop. Exit: 0 ok, 1 wrong data, 2 CUDA error or
  * usage.
  */
 #include <cuda.h>
@@ -68,8 +70,10 @@ static int read_on_new_stream(CUfunction sum, CUdeviceptr buf, CUdeviceptr o, ui
 int main(int argc, char **argv)
 {
     bool late = argc == 2 && strcmp(argv[1], "late") == 0;
-    if (argc != 2 || (!late && strcmp(argv[1], "copy") != 0)) {
-        fprintf(stderr, "usage: appstreams copy|late\n");
+    bool coop = argc == 2 && strcmp(argv[1], "coop") == 0;
+    bool copy = argc == 2 && strcmp(argv[1], "copy") == 0;
+    if (!late && !coop && !copy) {
+        fprintf(stderr, "usage: appstreams copy|late|coop\n");
         return 2;
     }
     CUdevice dev;
@@ -102,7 +106,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < ROUNDS; r++)
         for (int i = 0; i < NBUF; i += late ? 2 : 1) {
             int next = (i + 1) % NBUF;
-            if (!late) {
+            if (copy) {
                 /* B rewrites the next buffer while A reads this one. */
                 memset(pin, (r * NBUF + i) & 0xff, BYTES);
                 memcpy(host[next], pin, BYTES);
@@ -111,7 +115,10 @@ int main(int argc, char **argv)
             CUdeviceptr o = out + 8 * (uint64_t)i;
             uint64_t n = BYTES;
             void *args[] = {&buf[i], &n, &o};
-            CK(cuLaunchKernel(sum, 1, 1, 1, 1, 1, 1, 0, a, args, NULL));
+            if (coop)
+                CK(cuLaunchCooperativeKernel(sum, 1, 1, 1, 1, 1, 1, 0, a, args));
+            else
+                CK(cuLaunchKernel(sum, 1, 1, 1, 1, 1, 1, 0, a, args, NULL));
             if (late)
                 bad += read_on_new_stream(sum, buf[next], out + 8 * (uint64_t)next,
                                           fnv(host[next], BYTES));

@@ -3,7 +3,7 @@
 # right, no hazard (races included) or fault in simgpu's report, the window
 # really used (a run that never commits would prove nothing), and, in copy
 # mode, changed chunks written back home.
-# Usage: appstreams.sh PROGRAM LIBSPILLWAY SIMGPU_DIR copy|late
+# Usage: appstreams.sh PROGRAM LIBSPILLWAY SIMGPU_DIR copy|late|coop
 set -u
 prog=$1 lib=$2 simgpu=$3 mode=$4
 # Late mode needs a window of three slots: then some commits happen at A's

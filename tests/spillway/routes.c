@@ -17,7 +17,7 @@ static const char *const names[] = {
     "cuMemcpyDtoH",      "cuMemcpyDtoHAsync", "cuMemcpyDtoD",     "cuMemcpyDtoDAsync",
     "cuMemsetD8",        "cuMemsetD8Async",   "cuMemsetD16",      "cuMemsetD16Async",
     "cuMemsetD32",       "cuMemsetD32Async",  "cuLaunchKernel",   "cuLaunchKernelEx",
-    "cuGraphLaunch",
+    "cuLaunchCooperativeKernel", "cuGraphLaunch",
 };
 
 int main(void)
