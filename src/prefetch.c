@@ -177,11 +177,11 @@ void sw_prefetch_note_stream(CUstream s)
     if (!known && pf.nseen < MAX_APP_STREAMS &&
         SW_REAL(cuStreamGetFlags)(s, &flags) == CUDA_SUCCESS) {
         /* Blocking streams are covered through the legacy stream. A
-         * non-blocking one is made after the latest commit's wait (or
-         * never launched on until now): it waits for those copies here,
-         * or it could read a slot before its bytes arrive. The commit
-         * records batch_ev before it takes this lock to order the
-         * streams it knows, so one of the two always covers s. */
+         * non-blocking one seen for the first time may have been made
+         * after the latest commit ordered the streams it knew: it waits
+         * for that commit's copies here, or it could read a slot before
+         * its bytes arrive. A commit records batch_ev before it takes
+         * this lock to order its streams, so one of the two covers s. */
         if ((flags & CU_STREAM_NON_BLOCKING) && pf.napp < MAX_APP_STREAMS) {
             pf.app[pf.napp++] = s;
             if (pf.batch_recorded && !capturing(s))
@@ -526,8 +526,7 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     if (r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS) {
         pf.batch_recorded = true;
         app_wait(pf.batch_ev);
-    }
-    else if (r->cuStreamSynchronize(st) != CUDA_SUCCESS) /* then wait here */
+    } else if (r->cuStreamSynchronize(st) != CUDA_SUCCESS) /* then wait here */
         sw_error("cannot order the application after spillway's copies");
 }
 
