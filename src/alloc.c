@@ -74,6 +74,11 @@ static uint64_t round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
+static uint64_t physical_ram(void)
+{
+    return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 /* Resolves the budgets against the device and the machine, once. */
 static bool ready(const sw_vmm_info_t **vi)
 {
@@ -84,10 +89,9 @@ static bool ready(const sw_vmm_info_t **vi)
         const sw_options_t *o = sw_opts();
         size_t dev_total = 0;
         SW_REAL(cuDeviceTotalMem_v2)(&dev_total, (*vi)->device);
-        uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
         budget_set = o->gpu_budget.set;
         gpu_budget = sw_amount_resolve(&o->gpu_budget, dev_total);
-        host_budget = sw_amount_resolve(&o->host_budget, ram);
+        host_budget = sw_amount_resolve(&o->host_budget, physical_ram());
         table = sw_table_new((*vi)->granularity);
         if (!table)
             return false;
@@ -230,13 +234,12 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
 }
 
 
-static sw_alloc_t *alloc_new(uint64_t size, uint64_t gran)
+static sw_alloc_t *alloc_new(uint64_t size, const sw_vmm_info_t *vi)
 {
-    if (size > UINT64_MAX - gran)
+    if (size > UINT64_MAX - vi->granularity)
         return NULL; /* no rounding: the driver will answer */
-    uint64_t reserved = round_up(size, gran);
-    uint64_t chunk = round_up(sw_opts()->chunk, gran);
-    uint32_t n = (uint32_t)((reserved + chunk - 1) / chunk);
+    uint64_t reserved = round_up(size, vi->granularity);
+    uint32_t n = (uint32_t)((reserved + vi->chunk - 1) / vi->chunk);
     sw_alloc_t *a = calloc(1, sizeof *a);
     if (!a || !(a->chunks = calloc(n, sizeof *a->chunks))) {
         free(a);
@@ -251,7 +254,7 @@ static sw_alloc_t *alloc_new(uint64_t size, uint64_t gran)
 /* The tracked path; gate held exclusively. */
 static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *vi)
 {
-    sw_alloc_t *a = alloc_new(bytesize, vi->granularity);
+    sw_alloc_t *a = alloc_new(bytesize, vi);
     if (!a)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUdeviceptr va;
@@ -263,13 +266,12 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
         free(a);
         return r;
     }
-    uint64_t chunk = round_up(sw_opts()->chunk, vi->granularity);
     bool synced = false, recovered = false;
     uint32_t backed = 0;
     for (; backed < a->nchunks; backed++) {
         sw_chunk_t *c = &a->chunks[backed];
-        c->va = a->va + (uint64_t)backed * chunk;
-        c->size = backed + 1 < a->nchunks ? chunk : a->reserved - (uint64_t)backed * chunk;
+        c->va = a->va + (uint64_t)backed * vi->chunk;
+        c->size = backed + 1 < a->nchunks ? vi->chunk : a->reserved - (uint64_t)backed * vi->chunk;
         c->alloc = a;
         c->index = backed;
         c->slot = -1;
@@ -356,8 +358,8 @@ void sw_meminfo_adjust(size_t *free_b, size_t *total)
     sw_rt_state_t *rt = sw_rt_state();
     if (sw_opts()->meminfo != SW_MEMINFO_VIRTUAL || !free_b || !total || (rt->inside && rt->handled))
         return;
-    uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t hb = host_budget ? host_budget : sw_amount_resolve(&sw_opts()->host_budget, ram);
+    uint64_t hb = host_budget ? host_budget
+                              : sw_amount_resolve(&sw_opts()->host_budget, physical_ram());
     uint64_t used = sw_stat_get(SW_STAT_host_bytes);
     *total += hb;
     *free_b += hb > used ? hb - used : 0;

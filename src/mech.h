@@ -103,6 +103,7 @@ CUresult sw_safe_sync(void);
 typedef struct {
     CUdevice device;
     uint64_t granularity;      /* common multiple of the device and host granularities */
+    uint64_t chunk;            /* SPILLWAY_CHUNK rounded up to the granularity */
     bool host_ok;              /* pinned host VMM memory is available */
 } sw_vmm_info_t;
 /* Probes the device once: VMM support, granularities, which host location

@@ -96,18 +96,13 @@ bool sw_prefetch_on(void)
     return pf.on;
 }
 
-static uint64_t round_up(uint64_t v, uint64_t a)
-{
-    return (v + a - 1) / a * a;
-}
-
 uint64_t sw_prefetch_setup(uint64_t budget)
 {
     const sw_options_t *o = sw_opts();
     const sw_vmm_info_t *vi = sw_vmm_setup();
     if (o->policy != SW_POLICY_LEARNED || !vi)
         return 0;
-    pf.slot_size = round_up(o->chunk, vi->granularity);
+    pf.slot_size = vi->chunk;
     uint64_t window = sw_amount_resolve(&o->prefetch_bytes, budget);
     int n = (int)(window / pf.slot_size);
     if (n > MAX_SLOTS)

@@ -91,7 +91,8 @@ static void setup(void)
     }
     uint64_t hg = gran_of(&host_prop);
     info.granularity = g > hg ? g : hg; /* both powers of two */
-    staging_size = round_up(sw_opts()->chunk, info.granularity);
+    info.chunk = round_up(sw_opts()->chunk, info.granularity);
+    staging_size = info.chunk;
     if (SW_REAL(cuMemAddressReserve)(&staging, staging_size, 0, 0, 0) != CUDA_SUCCESS) {
         sw_warn("cannot reserve a staging range: allocations pass through");
         return;
