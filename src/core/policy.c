@@ -220,9 +220,8 @@ sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint6
 sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_free,
                                         bool capturing, uint64_t period, const sw_link_t *link)
 {
-    /* The same hard limits as the plain verdict: promoting needs a device
-     * synchronization, which a capture forbids, and room. */
-    if (capturing || device_free < c->size)
+    /* The plain verdict's hard limits first: a capture, or no room. */
+    if (sw_policy_on_touch(c, device_free, capturing) != SW_VERDICT_PROMOTE)
         return SW_VERDICT_ZERO_COPY;
     /* No link measured: nothing to weigh, the plain verdict. */
     if (!link)
