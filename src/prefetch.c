@@ -18,11 +18,15 @@
  *      (which waits for every blocking stream, the per-thread ones
  *      included) and every non-blocking stream the application launched
  *      on;
- *   2. for each chunk to bring in: queue a copy from its mirror address to
- *      a free slot (evicting, first, the window chunk used furthest ahead:
- *      its bytes are copied back home on the same stream, before the slot
- *      is refilled), and remap the chunk's address to the slot;
- *   3. record one event after all those copies, and make the legacy stream
+ *   2. for each chunk to bring in, queue a copy from its mirror address to
+ *      a slot: a free one, or the one whose chunk is used furthest ahead,
+ *      whose bytes are copied back home first on the same stream;
+ *   3. then remap: each evicted chunk's address to its home, each new
+ *      chunk's to its slot. The copies are all queued first so the link
+ *      works while the host remaps; if an evicted chunk's remap fails, its
+ *      address still maps the slot, and a copy from home puts its bytes
+ *      back before anything can read them;
+ *   4. record one event after all those copies, and make the legacy stream
  *      and every non-blocking application stream wait for it.
  * From then on every kernel, whatever memory it reaches and however it
  * found the address, runs after the bytes arrived: ordering is enforced on
@@ -227,7 +231,7 @@ static CUresult app_sync(void)
     return e;
 }
 
-/* Step 3: everything the application issues from now on waits for ev. */
+/* Step 4: everything the application issues from now on waits for ev. */
 static void app_wait(CUevent ev)
 {
     const sw_real_t *r = sw_real();
@@ -263,49 +267,67 @@ static CUresult ensure_mirror(sw_chunk_t *c)
     return e;
 }
 
-/* Sends c (in slot s) home: its bytes are copied back on spillway's stream
- * when the GPU changed them (queued before anything that refills the
- * slot), and its address is mapped to its host handle again. */
-static CUresult evict(slot_t *s, bool changed, CUstream st)
-{
-    sw_chunk_t *c = s->c;
-    CUresult e = CUDA_SUCCESS;
-    if (changed) {
-        e = SW_REAL(cuMemcpyDtoDAsync_v2)(mirror_of(c), s->stage, c->size, st);
-        if (e != CUDA_SUCCESS)
-            return e;
-        sw_stat_add(SW_STAT_bytes_written_back, (int64_t)c->size);
-    }
-    e = sw_vmm_remap(c->va, c->size, s->handle, c->home);
-    if (e != CUDA_SUCCESS)
-        return e;
-    c->handle = c->home;
-    c->home = 0;
-    c->slot = -1;
-    c->where = SW_ON_HOST;
-    s->c = NULL;
-    return CUDA_SUCCESS;
-}
-
-/* Brings c (a host chunk) into free slot s. */
-static CUresult admit(sw_chunk_t *c, int si, CUstream st)
+/* Phase 1 of filling slot si with c: queue the copies, so the link starts
+ * at once. The victim's bytes go home first if the GPU changed them, then
+ * c's bytes overwrite the slot. The victim's address still maps the slot
+ * until phase 2, and nothing reads it meanwhile: the gate is held and the
+ * application synchronized. *fp: c's fingerprint was queued too. */
+static CUresult queue_fill(int si, sw_chunk_t *c, bool changed, CUstream st, bool *fp)
 {
     slot_t *s = &pf.slots[si];
-    CUresult e = ensure_mirror(c);
+    CUresult e = CUDA_SUCCESS;
+    if (s->c && changed) {
+        e = SW_REAL(cuMemcpyDtoDAsync_v2)(mirror_of(s->c), s->stage, s->c->size, st);
+        if (e != CUDA_SUCCESS)
+            return e;
+        sw_stat_add(SW_STAT_bytes_written_back, (int64_t)s->c->size);
+    }
+    e = ensure_mirror(c);
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoDAsync_v2)(s->stage, mirror_of(c), c->size, st);
-    /* Without the fill's fingerprint, the slot will be copied home. */
-    s->fp_filled = e == CUDA_SUCCESS && pf.fp_on &&
-                   sw_fp_queue(s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
-    if (e == CUDA_SUCCESS)
-        e = sw_vmm_remap(c->va, c->size, c->handle, s->handle);
-    if (e != CUDA_SUCCESS)
+    *fp = e == CUDA_SUCCESS && pf.fp_on &&
+          sw_fp_queue(s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
+    return e;
+}
+
+/* A victim whose address could not go home still maps slot s, which phase
+ * 1 overwrote: its own bytes come back from home, where they are (kept
+ * unchanged, or written back earlier on the same stream). */
+static void restore(slot_t *s, CUstream st)
+{
+    s->fp_filled = false; /* the fill fingerprint is now the other chunk's */
+    if (SW_REAL(cuMemcpyDtoDAsync_v2)(s->stage, mirror_of(s->c), s->c->size, st) != CUDA_SUCCESS)
+        sw_error("chunk 0x%llx maps a slot holding another chunk's bytes; its own are in its "
+                 "host handle %llu",
+                 (unsigned long long)s->c->va, (unsigned long long)s->c->home);
+}
+
+/* Phase 2: the victim's address goes home, then c's comes to the slot.
+ * Without a victim's remap c stays home and the victim in the slot. */
+static CUresult settle_fill(int si, sw_chunk_t *c, bool fp, CUstream st)
+{
+    slot_t *s = &pf.slots[si];
+    sw_chunk_t *v = s->c;
+    CUresult e;
+    if (v) {
+        if ((e = sw_vmm_remap(v->va, v->size, s->handle, v->home)) != CUDA_SUCCESS) {
+            restore(s, st);
+            return e;
+        }
+        v->handle = v->home;
+        v->home = 0;
+        v->slot = -1;
+        v->where = SW_ON_HOST;
+        s->c = NULL;
+    }
+    if ((e = sw_vmm_remap(c->va, c->size, c->handle, s->handle)) != CUDA_SUCCESS)
         return e;
     c->home = c->handle;
     c->handle = s->handle;
     c->slot = si;
     c->where = SW_ON_DEVICE;
     s->c = c;
+    s->fp_filled = fp; /* without it, the slot will be copied home */
     return CUDA_SUCCESS;
 }
 
@@ -494,30 +516,30 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
                                  st) != CUDA_SUCCESS ||
          r->cuStreamSynchronize(st) != CUDA_SUCCESS))
         read_back = false;
-    bool queued = false; /* anything on spillway's stream the application must wait for */
-    for (int i = 0; i < p.nfill; i++) {
-        int si = p.slot[i];
-        slot_t *s = &pf.slots[si];
+    /* Every copy is queued before any remap, so the link is busy while
+     * the host remaps. */
+    bool fp[MAX_BATCH];
+    int nq = 0;
+    for (; nq < p.nfill; nq++) {
+        int si = p.slot[nq];
         bool unchanged = read_back && emptied_fp[si] && pf.fp_host[2 * si] == pf.fp_host[2 * si + 1];
-        if (s->c) {
-            if (evict(s, !unchanged, st) != CUDA_SUCCESS) {
-                sw_stat_add(SW_STAT_failed_moves, 1);
-                break;
-            }
-            queued |= !unchanged;
-        }
-        if (admit(p.fill[i], si, st) != CUDA_SUCCESS) {
+        if (queue_fill(si, p.fill[nq], !unchanged, st, &fp[nq]) != CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_failed_moves, 1);
             break;
         }
-        queued = true;
+    }
+    for (int i = 0; i < nq; i++) {
+        if (settle_fill(p.slot[i], p.fill[i], fp[i], st) != CUDA_SUCCESS) {
+            sw_stat_add(SW_STAT_failed_moves, 1);
+            continue;
+        }
         sw_debug("launch %llu: chunk 0x%llx into slot %d (%s)", (unsigned long long)now,
-                 (unsigned long long)p.fill[i]->va, si, i < p.needed ? "needed now" : "ahead");
+                 (unsigned long long)p.fill[i]->va, p.slot[i], i < p.needed ? "needed now" : "ahead");
         sw_stat_add(i < p.needed ? SW_STAT_prefetch_late : SW_STAT_prefetches, 1);
         sw_stat_add(SW_STAT_bytes_promoted, (int64_t)p.fill[i]->size);
     }
-    if (!queued)
-        return;
+    if (nq == 0)
+        return; /* nothing the application must wait for */
     if (r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS) {
         pf.batch_recorded = true;
         app_wait(pf.batch_ev);

@@ -26,13 +26,18 @@
  *            are promoted with their host copies kept, and demoted by a
  *            remap when their fingerprint is unchanged, so the
  *            fingerprint's waits and the remap's calls fail too.
+ *   window   6 layers of 16 MiB under a 48 MiB budget, 32 MiB of it the
+ *            prefetch window, 4 steps: a commit queues every copy into the
+ *            window's slots before it remaps any address, so a failed
+ *            remap of the slot's previous chunk must put that chunk's
+ *            bytes back (prefetch.c, restore).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "swt.h"
 
-typedef enum { LAYERS, EXPERTS } model_t;
+typedef enum { LAYERS, EXPERTS, WINDOW } model_t;
 
 /* Runs a model with one SIMGPU_FAIL entry (or none). */
 static void run_model(swt_run_t *r, model_t m, const char *jitter, const char *fail)
@@ -46,7 +51,15 @@ static void run_model(swt_run_t *r, model_t m, const char *jitter, const char *f
     const char *experts_env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=12MiB",
                                  "SPILLWAY_MIN_ALLOC=1MiB", "SPILLWAY_PREFETCH_BYTES=0",
                                  jitter, fail_entry, NULL};
-    swt_run(r, true, m == LAYERS ? layers_env : experts_env, m == LAYERS ? layers : experts);
+    const char *window[] = {swt_path("SWT_MLP"), "--layers", "6", "--width", "2048", "--steps",
+                            "4", NULL};
+    const char *window_env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=48MiB",
+                                "SPILLWAY_CHUNK=16MiB", "SPILLWAY_PREFETCH_BYTES=32MiB",
+                                jitter, fail_entry, NULL};
+    const char **const argv[] = {[LAYERS] = layers, [EXPERTS] = experts, [WINDOW] = window};
+    const char **const env[] = {[LAYERS] = layers_env, [EXPERTS] = experts_env,
+                                [WINDOW] = window_env};
+    swt_run(r, true, env[m], argv[m]);
 }
 
 /* The outcome rule above, for one run. */
@@ -129,17 +142,21 @@ SWEEP_TEST(failed_safety_sync_loses_no_data_under_jitter, "cuCtxSynchronize",
            "SIMGPU_JITTER=200", false)
 
 /* The experts model: the waits for fingerprints and copies, and the
- * remaps that send an unchanged chunk home. */
-#define EXPERTS_SWEEP_TEST(name, fn)                                  \
-    START_TEST(name)                                                  \
-    {                                                                 \
-        sweep(EXPERTS, fn, "SIMGPU_JITTER=0");                        \
-    }                                                                 \
+ * remaps that send an unchanged chunk home. The window model: the copies
+ * into slots and the remaps after them. */
+#define MODEL_SWEEP_TEST(name, model, fn)                                     \
+    START_TEST(name)                                                          \
+    {                                                                         \
+        int fm = sweep(model, fn, "SIMGPU_JITTER=0");                         \
+        ck_assert_msg(model != WINDOW || fm > 0, "no failed %s ever counted", fn); \
+    }                                                                         \
     END_TEST
 
-EXPERTS_SWEEP_TEST(failed_wait_with_host_copies_loses_no_data, "cuStreamSynchronize")
-EXPERTS_SWEEP_TEST(failed_remap_home_loses_no_data, "cuMemMap")
-EXPERTS_SWEEP_TEST(failed_unmap_with_host_copies_loses_no_data, "cuMemUnmap")
+MODEL_SWEEP_TEST(failed_wait_with_host_copies_loses_no_data, EXPERTS, "cuStreamSynchronize")
+MODEL_SWEEP_TEST(failed_remap_home_loses_no_data, EXPERTS, "cuMemMap")
+MODEL_SWEEP_TEST(failed_unmap_with_host_copies_loses_no_data, EXPERTS, "cuMemUnmap")
+MODEL_SWEEP_TEST(failed_remap_after_window_copies_loses_no_data, WINDOW, "cuMemUnmap")
+MODEL_SWEEP_TEST(failed_window_copy_loses_no_data, WINDOW, "cuMemcpyDtoDAsync")
 
 /* When the wait for the copy fails, spillway falls back on waiting for the
  * whole device before it unmaps the staging range; when that wait fails
@@ -236,6 +253,8 @@ Suite *inject_suite(void)
     tcase_add_test(tc, failed_wait_with_host_copies_loses_no_data);
     tcase_add_test(tc, failed_remap_home_loses_no_data);
     tcase_add_test(tc, failed_unmap_with_host_copies_loses_no_data);
+    tcase_add_test(tc, failed_remap_after_window_copies_loses_no_data);
+    tcase_add_test(tc, failed_window_copy_loses_no_data);
     suite_add_tcase(s, tc);
     return s;
 }
