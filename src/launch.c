@@ -200,6 +200,26 @@ static void hit(uint64_t word, void *arg)
         touch(m, &a->chunks[i]);
 }
 
+/* Pointer tables (grouped GEMM, batched cuBLAS) are small; weights and
+ * activations are not, and are not worth a scan. */
+#define POINTER_TABLE_MAX (64u << 10)
+
+static void mark_pointed(uint64_t word, void *arg)
+{
+    (void)arg;
+    sw_chunk_t *c = sw_table_lookup(sw_tracked(), word);
+    if (c && !c->pointed)
+        __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED); /* other copies may mark it too */
+}
+
+void sw_note_pointers(const void *src, size_t n)
+{
+    if (!src || n > POINTER_TABLE_MAX || sw_opts()->policy != SW_POLICY_LEARNED || !sw_gate_rd())
+        return;
+    sw_scan_words(src, n, mark_pointed, NULL);
+    sw_gate_unrd();
+}
+
 static bool touched_now(const sw_chunk_t *c, void *arg)
 {
     return c->last_use == *(const uint64_t *)arg || c->slot >= 0;

@@ -201,6 +201,10 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
                       void **params, void **extra);
 /* Scans a launch's arguments and stamps the chunks hit; gate held shared. */
 void sw_mark(CUfunction f, void **params, void **extra, CUstream s);
+/* A copy of n bytes from host memory src to the device: a small one may
+ * be a table of pointers, so every tracked chunk one of its words points
+ * into is marked `pointed` (learned policy only). Takes the gate shared. */
+void sw_note_pointers(const void *src, size_t n);
 /* The sequence number of the latest launch seen. */
 uint64_t sw_launch_now(void);
 CUresult sw_capture_begin(CUresult r);

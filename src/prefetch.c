@@ -444,6 +444,31 @@ static void displace(plan_t *p, sw_chunk_t *c)
     }
 }
 
+/* keep() for adoption: all but a resident chunk the window could stream
+ * instead (it follows the loop and fits a slot), and what spare() keeps. */
+static bool not_streamable(const sw_chunk_t *c, void *arg)
+{
+    const plan_t *p = arg;
+    return c->slot >= 0 || c->size > pf.slot_size || !periodic(c, p->period) || spare(c, arg);
+}
+
+/* Adoption: a chunk device memory points at and no argument names is read
+ * through that pointer, where the window cannot follow (sw_policy_unseen).
+ * It takes the resident place of the loop chunk used furthest ahead, which
+ * the window streams from then on. One trade per commit point. */
+static void adopt(plan_t *p)
+{
+    sw_chunk_t *in = sw_policy_unseen(sw_tracked()), *out;
+    uint64_t freed;
+    if (!in || p->nswap >= MAX_BATCH ||
+        sw_policy_victims_learned(sw_tracked(), in->size, p->now, not_streamable, p, &out, 1,
+                                  &freed) != 1 ||
+        freed < in->size)
+        return;
+    p->hot[p->nswap] = in;
+    p->cold[p->nswap++] = out;
+}
+
 /* What the launch at now needs (host chunks need[0..n)) and what the
  * schedule says comes next. */
 static void plan(plan_t *p, const uint64_t *need, int n)
@@ -467,6 +492,7 @@ static void plan(plan_t *p, const uint64_t *need, int n)
             plan_fill(p, c, si);
     }
     p->needed = p->nfill;
+    adopt(p);
     uint64_t bytes = (uint64_t)p->nfill * pf.slot_size;
     /* Then what the schedule says comes next, within one period. */
     if (p->nfill && bytes < window && p->nfill < MAX_BATCH) {

@@ -85,6 +85,8 @@ typedef struct sw_chunk {
     uint64_t uses;              /* launches seen touching it */
     uint64_t gap;               /* learned launches between uses (core/learn.c); 0 unknown */
     uint32_t heat;              /* recent uses, decaying (sw_learn_heat), as of last_use */
+    bool pointed;               /* a copy to the device carried a pointer into it:
+                                 * kernels may read it where no argument shows */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
     /* Mechanism state (launch.c/prefetch.c), opaque to the core. */
@@ -214,12 +216,21 @@ size_t sw_policy_victims_learned(const sw_table_t *t, uint64_t need, uint64_t no
  * (2 * heat(hot) >= 3 * heat(victim), and hotter), so two chunks of equal
  * popularity never trade places back and forth. A chunk no argument has
  * ever pointed at is a candidate only SW_UNSEEN_GRACE launches after its
- * allocation: until then it may be read through a pointer the arguments
- * do not show. Pure: looks, never changes. */
+ * allocation, and never if a copy to the device pointed into it: it may
+ * be read through a pointer the arguments do not show. Pure: looks, never
+ * changes. */
 #define SW_HOT_USES 2
 #define SW_UNSEEN_GRACE 256
 sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint64_t now,
                                bool (*keep)(const sw_chunk_t *c, void *arg), void *arg);
+
+/* A host chunk (where == SW_ON_HOST, slot < 0) that a copy to the device
+ * pointed into (pointed) and no kernel argument ever has (uses == 0): it
+ * is read, if at all, through pointers in device memory, which prefetch
+ * cannot follow, so it has the better claim on a resident place than a
+ * chunk prefetch can stream. The lowest address first; NULL if none.
+ * Pure: looks, never changes. */
+sw_chunk_t *sw_policy_unseen(const sw_table_t *t);
 
 /* The chunks to bring in next: host chunks (where == SW_ON_HOST, not kept,
  * slot < 0) whose predicted next use lies in (now, now + horizon],
@@ -266,6 +277,10 @@ typedef struct {
  * zero are skipped. Returns the number of words passed to hit. */
 size_t sw_scan_args(const sw_layout_t *l, void *const *params, const void *buf, size_t buflen,
                     void (*hit)(uint64_t word, void *arg), void *arg);
+/* Calls hit(word, arg) for every nonzero 8-byte word at offsets 0, 8, ...
+ * of buf that fits in len bytes (buf need not be aligned). Returns the
+ * number of words passed to hit. */
+size_t sw_scan_words(const void *buf, size_t len, void (*hit)(uint64_t word, void *arg), void *arg);
 /* Parses a cuLaunchKernel `extra` array: finds the buffer pointer and size.
  * Returns false when extra is malformed. */
 bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len);

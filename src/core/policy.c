@@ -190,7 +190,8 @@ static void find_coldest(sw_alloc_t *a, void *arg)
     bool young = d->now - a->born < SW_UNSEEN_GRACE;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_DEVICE || c->size < d->hot->size || (young && c->uses == 0) ||
+        if (c->where != SW_ON_DEVICE || c->size < d->hot->size ||
+            (c->uses == 0 && (young || c->pointed)) ||
             (d->keep && d->keep(c, d->arg)))
             continue;
         uint32_t h = sw_learn_heat(c, d->now);
@@ -215,6 +216,24 @@ sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint6
     if (!d.coldest || heat <= d.coldest_heat || 2 * heat < 3 * (uint64_t)d.coldest_heat)
         return NULL;
     return d.coldest;
+}
+
+static void find_unseen(sw_alloc_t *a, void *arg)
+{
+    sw_chunk_t **best = arg;
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        if (c->where == SW_ON_HOST && c->slot < 0 && c->pointed && c->uses == 0 &&
+            (!*best || c->va < (*best)->va))
+            *best = c;
+    }
+}
+
+sw_chunk_t *sw_policy_unseen(const sw_table_t *t)
+{
+    sw_chunk_t *best = NULL;
+    sw_table_each(t, find_unseen, &best);
+    return best;
 }
 
 sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_free,

@@ -39,23 +39,20 @@ bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len)
 size_t sw_scan_args(const sw_layout_t *l, void *const *params, const void *buf, size_t buflen,
                     void (*hit)(uint64_t word, void *arg), void *arg)
 {
+    if (!params)
+        return buf ? sw_scan_words(buf, buflen < l->total ? buflen : l->total, hit, arg) : 0;
+    size_t words = 0;
+    for (uint32_t i = 0; i < l->nparams; i++)
+        if (params[i])
+            words += sw_scan_words(params[i], l->size[i], hit, arg);
+    return words;
+}
+
+size_t sw_scan_words(const void *buf, size_t len, void (*hit)(uint64_t word, void *arg), void *arg)
+{
     size_t words = 0;
     uint64_t w;
-    if (params) {
-        for (uint32_t i = 0; i < l->nparams; i++) {
-            const unsigned char *p = params[i];
-            for (uint32_t off = 0; p && off + 8 <= l->size[i]; off += 8) {
-                memcpy(&w, p + off, 8);
-                if (w) {
-                    hit(w, arg);
-                    words++;
-                }
-            }
-        }
-        return words;
-    }
-    size_t end = buflen < l->total ? buflen : l->total;
-    for (size_t off = 0; buf && off + 8 <= end; off += 8) {
+    for (size_t off = 0; off + 8 <= len; off += 8) {
         memcpy(&w, (const unsigned char *)buf + off, 8);
         if (w) {
             hit(w, arg);

@@ -10,6 +10,7 @@
  * seeded Zipf distribution), whose changing working set is what makes a
  * budgeted policy promote as well as demote.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "swt.h"
@@ -111,6 +112,37 @@ START_TEST(lru_copies_every_demotion)
 }
 END_TEST
 
+/* The mlp's layers 2 and 5 are read through a pointer table in device
+ * memory (sg_gemv_table_f32), which no argument shows; the table reaches
+ * the device by cuMemcpyHtoD. Six layers of 16 MiB under a 64 MiB budget,
+ * 32 MiB of it the window: two resident places. Once learned, the table
+ * layers hold them and the other four stream through the window, so later
+ * steps read nothing in place. Without the table's pointers (the control
+ * this was checked against), one table layer stays on the host and each
+ * step reads its 16 MiB in place. */
+static uint64_t read_in_place_after(int steps)
+{
+    char n[16];
+    snprintf(n, sizeof n, "%d", steps);
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "6", "--width", "2048", "--steps", n,
+                          NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=64MiB", "SPILLWAY_CHUNK=16MiB",
+                         "SPILLWAY_PREFETCH_BYTES=32MiB", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(swt_sw(&r, "bytes_promoted") > 0, "nothing streamed: %s", swt_describe(&r));
+    return swt_sg(&r, "kernel_bytes_host");
+}
+
+START_TEST(learned_keeps_layers_behind_device_pointers_resident)
+{
+    uint64_t four = read_in_place_after(4), eight = read_in_place_after(8);
+    ck_assert_msg(eight == four, "steps 5-8 read %llu bytes in place",
+                  (unsigned long long)(eight - four));
+}
+END_TEST
+
 Suite *policies_suite(void)
 {
     Suite *s = suite_create("policies");
@@ -125,6 +157,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, lru_promotes_experts_back_under_a_budget);
     tcase_add_test(tc, learned_demotes_unchanged_chunks_by_a_remap);
     tcase_add_test(tc, lru_copies_every_demotion);
+    tcase_add_test(tc, learned_keeps_layers_behind_device_pointers_resident);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -176,7 +176,33 @@ START_TEST(displace_spares_unseen_chunks_for_a_grace_period)
     ck_assert_ptr_eq(sw_policy_displace(t, hot, 105, NULL, NULL), seen);
     ck_assert_ptr_eq(sw_policy_displace(t, hot, 100 + SW_UNSEEN_GRACE - 1, NULL, NULL), seen);
     ck_assert_ptr_eq(sw_policy_displace(t, hot, 100 + SW_UNSEEN_GRACE, NULL, NULL), unseen);
+    /* One a copy to the device pointed into is spared for good. */
+    unseen->pointed = true;
+    ck_assert_ptr_eq(sw_policy_displace(t, hot, 100 + SW_UNSEEN_GRACE, NULL, NULL), seen);
     free_singles(t, v, 3);
+}
+END_TEST
+
+/* The host chunk to adopt: pointed at from device memory, never named by
+ * an argument, not in a window slot; the lowest address first. */
+START_TEST(unseen_picks_pointed_host_chunks_no_argument_names)
+{
+    sw_table_t *t = new_table();
+    sw_alloc_t **v = mk_singles(t, 6, G);
+    for (int i = 0; i < 6; i++) {
+        v[i]->chunks[0].where = SW_ON_HOST;
+        v[i]->chunks[0].pointed = true;
+    }
+    v[0]->chunks[0].pointed = false;               /* nothing points at it */
+    sw_learn_touch(&v[1]->chunks[0], 7);            /* an argument named it */
+    v[2]->chunks[0].where = SW_ON_DEVICE;           /* resident already */
+    v[3]->chunks[0].slot = 1;                       /* in the window */
+    ck_assert_ptr_eq(sw_policy_unseen(t), &v[4]->chunks[0]);
+    v[4]->chunks[0].pointed = false;
+    ck_assert_ptr_eq(sw_policy_unseen(t), &v[5]->chunks[0]);
+    v[5]->chunks[0].where = SW_ON_DEVICE;
+    ck_assert_ptr_null(sw_policy_unseen(t));
+    free_singles(t, v, 6);
 }
 END_TEST
 
@@ -264,6 +290,7 @@ Suite *popularity_suite(void)
     tcase_add_test(tc, displace_needs_a_hot_host_chunk);
     tcase_add_test(tc, displace_spares_unseen_chunks_for_a_grace_period);
     tcase_add_test(tc, displace_honours_keep_host_chunks_and_size);
+    tcase_add_test(tc, unseen_picks_pointed_host_chunks_no_argument_names);
     tcase_add_test(tc, displace_gathers_the_popular_chunks_of_a_skewed_trace);
     suite_add_tcase(s, tc);
     return s;

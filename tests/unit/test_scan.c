@@ -619,6 +619,25 @@ START_TEST(extra_buffer_rejects_null_size_pointer)
 }
 END_TEST
 
+/* --- a copied buffer (pointer tables) ------------------------------------- */
+
+START_TEST(scan_words_reads_whole_words_of_an_unaligned_buffer)
+{
+    /* 21 bytes at an odd address: words at 0, 8 and (zero) 16 would need
+     * 24; only the two whole ones are read, the zero one never reported,
+     * and nothing past the end (a guard page) is touched. */
+    unsigned char raw[22] = {0};
+    uint64_t w0 = P1, w1 = P2;
+    memcpy(raw + 1, &w0, 8);
+    memcpy(raw + 9, &w1, 8);
+    hits_t h = {0};
+    ck_assert_uint_eq(sw_scan_words(at_guard(raw + 1, 21), 21, on_hit, &h), 2);
+    const uint64_t want[] = {P1, P2};
+    assert_hits(&h, want, 2);
+    ck_assert_uint_eq(sw_scan_words(guard(), 7, on_hit, &h), 0);
+}
+END_TEST
+
 /* --- suite ---------------------------------------------------------------- */
 
 static void add_case(Suite *s, const TTest *t)
@@ -648,6 +667,7 @@ Suite *scan_suite(void)
     add_case(s, scan_extra_stops_at_total_when_shorter_than_buflen);
     add_case(s, scan_extra_does_not_read_past_unaligned_buflen);
     add_case(s, scan_extra_skips_zero_words);
+    add_case(s, scan_words_reads_whole_words_of_an_unaligned_buffer);
     add_case(s, scan_extra_with_empty_buffer_reads_nothing);
     add_case(s, scan_extra_array_end_to_end);
     add_case(s, extra_buffer_parses_pointer_then_size);
