@@ -9,14 +9,17 @@
 #
 # 1. Correctness. Each program (gpu-custom, gpu-custom-static, gpu-cublas,
 #    gpu-library, gpu-threads) checks its device results bit for bit
-#    against a host reference and prints a checksum and its footprint. It
+#    against a host reference; torch-eager, torch-graph and torch-train
+#    (torch_check.py, PyTorch) check theirs against a float64 reference on
+#    the CPU. Each prints a checksum and its footprint. It
 #    runs once without spillway, then under
 #      LD_PRELOAD=libspillway.so SPILLWAY_GPU_BUDGET=<footprint / 3>
 #    once per variant in GPU_ALL_VARIANTS (default "learned lru noprefetch":
 #    SPILLWAY_POLICY=learned, SPILLWAY_POLICY=lru, SPILLWAY_PREFETCH_BYTES=0).
 #    A run passes when it exits 0 with result=match, prints no CUDA error
 #    name, and, under spillway, has the plain run's checksum and a
-#    SPILLWAY_REPORT with demotions > 0.
+#    SPILLWAY_REPORT with demotions > 0. A torch program whose plain run
+#    exits 77 (no PyTorch, or it sees no GPU) is reported as skipped.
 # 2. The offload benchmark: run-bench.sh BUILD_DIR (its own header says
 #    what it runs and how its table reads).
 #
@@ -56,6 +59,7 @@ case $only in all | correctness | bench) ;; *) usage ;; esac
 bin=$build/tests/gpu
 lib=$build/src/libspillway.so
 programs="gpu-custom gpu-custom-static gpu-cublas gpu-library gpu-threads"
+torch_programs="torch-eager torch-graph torch-train"
 variants=${GPU_ALL_VARIANTS:-learned lru noprefetch}
 T=${GPU_ALL_TIMEOUT:-300}
 sw_extra=${GPU_SPILLWAY_ENV:-}
@@ -73,6 +77,17 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 : >"$report" || exit 1
 fails=0
+
+# run PROGRAM [VAR=value...]: runs a test program with those variables set,
+# under the time limit: a binary in $bin, or torch-MODE (torch_check.py).
+run() {
+  run_p=$1
+  shift
+  case $run_p in
+  torch-*) timeout "$T" env "$@" python3 "$here/torch_check.py" "${run_p#torch-}" ;;
+  *) timeout "$T" env "$@" "$bin/$run_p" ;;
+  esac
+}
 
 say() {
   printf '%s\n' "$*" | tee -a "$report"
@@ -106,10 +121,14 @@ correctness() {
   say ""
   say "| program | run | budget MiB | exit | result | checksum | same | demotions | promotions | prefetches | launches on host | failed moves | time s | verdict |"
   say "|---|---|--:|--:|---|---|---|--:|--:|--:|--:|--:|--:|---|"
-  for p in $programs; do
+  for p in $programs $torch_programs; do
     log=$tmp/$p.plain.log
-    timeout "$T" "$bin/$p" >"$log" 2>&1
+    run "$p" >"$log" 2>&1
     rc=$?
+    if [ $rc -eq 77 ]; then
+      row "$p" plain - 77 - - - "" - "skipped: $(sed -n 's/.*skip: //p' "$log" | head -n1)"
+      continue
+    fi
     line=$(grep "^$p: result=" "$log" | tail -n1)
     res=$(kv result "$line")
     sum=$(kv checksum "$line")
@@ -140,8 +159,8 @@ correctness() {
       rep=$tmp/$p.$v.json
       # $sw_extra is a word list: split on purpose.
       # shellcheck disable=SC2086
-      timeout "$T" env LD_PRELOAD="$lib" SPILLWAY_GPU_BUDGET="$budget" SPILLWAY_REPORT="$rep" \
-        $venv $sw_extra "$bin/$p" >"$log" 2>&1
+      run "$p" LD_PRELOAD="$lib" SPILLWAY_GPU_BUDGET="$budget" SPILLWAY_REPORT="$rep" \
+        $venv $sw_extra >"$log" 2>&1
       rc=$?
       line=$(grep "^$p: result=" "$log" | tail -n1)
       res=$(kv result "$line")
@@ -167,6 +186,7 @@ correctness() {
     done
   done
   say ""
+  say "- torch-MODE: \`python3 $here/torch_check.py MODE\` (4 GiB of weights for eager and graph, 1 GiB for train)."
   say "- plain: \`$bin/PROGRAM\` (default sizes); spillway: \`LD_PRELOAD=$lib SPILLWAY_GPU_BUDGET=<footprint/3> SPILLWAY_REPORT=... $bin/PROGRAM\` with, per variant, SPILLWAY_POLICY=learned, SPILLWAY_POLICY=lru or SPILLWAY_PREFETCH_BYTES=0${sw_extra:+, plus $sw_extra}."
   say "- same: the checksum equals the plain run's. Counters are from SPILLWAY_REPORT; launches on host = launches_touching_host."
   if [ -f "$tmp/failed.md" ]; then
