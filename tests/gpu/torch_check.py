@@ -104,7 +104,8 @@ def run_infer(torch, mode, gib):
     cpu = weights(torch, layers_for(gib, width), width, seed=1)
     xs = inputs(torch, width, BATCHES, BATCH, seed=2)
     with torch.no_grad():
-        want = forward(torch, [(w.double(), b.double()) for w, b in cpu],
+        # One layer in float64 at a time: a generator, not a list.
+        want = forward(torch, ((w.double(), b.double()) for w, b in cpu),
                        torch.cat(xs).double()).split(BATCH)
         dev = [(w.cuda(), b.cuda()) for w, b in cpu]
         del cpu
