@@ -208,8 +208,8 @@ static void mark_pointed(uint64_t word, void *arg)
 {
     (void)arg;
     sw_chunk_t *c = sw_table_lookup(sw_tracked(), word);
-    if (c && !c->pointed)
-        __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED); /* other copies may mark it too */
+    if (c) /* copies on other threads may mark it at once */
+        __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED);
 }
 
 void sw_note_pointers(const void *src, size_t n)
