@@ -69,11 +69,6 @@ static bool host_room_for(uint64_t need)
     return host_room() >= need;
 }
 
-static uint64_t round_up(uint64_t v, uint64_t a)
-{
-    return (v + a - 1) / a * a;
-}
-
 static uint64_t physical_ram(void)
 {
     return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
@@ -238,7 +233,7 @@ static sw_alloc_t *alloc_new(uint64_t size, const sw_vmm_info_t *vi)
 {
     if (size > UINT64_MAX - vi->granularity)
         return NULL; /* no rounding: the driver will answer */
-    uint64_t reserved = round_up(size, vi->granularity);
+    uint64_t reserved = sw_round_up(size, vi->granularity);
     uint32_t n = (uint32_t)((reserved + vi->chunk - 1) / vi->chunk);
     sw_alloc_t *a = calloc(1, sizeof *a);
     if (!a || !(a->chunks = calloc(n, sizeof *a->chunks))) {

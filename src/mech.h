@@ -99,6 +99,12 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to);
  * held exclusively. */
 CUresult sw_safe_sync(void);
 
+/* v rounded up to a multiple of a (a > 0): sizes to granularities. */
+static inline uint64_t sw_round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
 /* ---- vmm.c: chunks on the real driver ---- */
 typedef struct {
     CUdevice device;

@@ -39,11 +39,6 @@ static CUdeviceptr staging;      /* a spare range to fill a new handle through *
 static uint64_t staging_size;
 static CUstream copy_stream;
 
-static uint64_t round_up(uint64_t v, uint64_t a)
-{
-    return (v + a - 1) / a * a;
-}
-
 static uint64_t gran_of(const CUmemAllocationProp *p)
 {
     size_t g = 0;
@@ -91,7 +86,7 @@ static void setup(void)
     }
     uint64_t hg = gran_of(&host_prop);
     info.granularity = g > hg ? g : hg; /* both powers of two */
-    info.chunk = round_up(sw_opts()->chunk, info.granularity);
+    info.chunk = sw_round_up(sw_opts()->chunk, info.granularity);
     staging_size = info.chunk;
     if (SW_REAL(cuMemAddressReserve)(&staging, staging_size, 0, 0, 0) != CUDA_SUCCESS) {
         sw_warn("cannot reserve a staging range: allocations pass through");
