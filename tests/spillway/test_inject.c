@@ -231,30 +231,47 @@ START_TEST(threads_survive_a_failed_move)
 }
 END_TEST
 
+/* Four cases, which meson runs side by side (CK_RUN_CASE): the sweeps
+ * take minutes together. */
+static TCase *inject_case(const char *name)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, 300);
+    return tc;
+}
+
 Suite *inject_suite(void)
 {
     Suite *s = suite_create("inject");
-    TCase *tc = tcase_create("demotion-steps");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, failed_handle_creation_loses_no_data);
-    tcase_add_test(tc, failed_map_loses_no_data);
-    tcase_add_test(tc, failed_access_grant_loses_no_data);
-    tcase_add_test(tc, failed_unmap_loses_no_data);
-    tcase_add_test(tc, failed_copy_loses_no_data);
-    tcase_add_test(tc, failed_copy_wait_loses_no_data);
-    tcase_add_test(tc, failed_safety_sync_loses_no_data);
-    tcase_add_test(tc, failed_unmap_loses_no_data_under_jitter);
-    tcase_add_test(tc, failed_copy_loses_no_data_under_jitter);
-    tcase_add_test(tc, failed_copy_wait_loses_no_data_under_jitter);
-    tcase_add_test(tc, failed_safety_sync_loses_no_data_under_jitter);
-    tcase_add_test(tc, failed_copy_wait_and_failed_device_wait_never_unmap_under_the_copy);
-    tcase_add_test(tc, one_failed_call_abandons_at_most_one_move);
-    tcase_add_test(tc, threads_survive_a_failed_move);
-    tcase_add_test(tc, failed_wait_with_host_copies_loses_no_data);
-    tcase_add_test(tc, failed_remap_home_loses_no_data);
-    tcase_add_test(tc, failed_unmap_with_host_copies_loses_no_data);
-    tcase_add_test(tc, failed_remap_after_window_copies_loses_no_data);
-    tcase_add_test(tc, failed_window_copy_loses_no_data);
-    suite_add_tcase(s, tc);
+    TCase *steps = inject_case("demotion-steps");
+    tcase_add_test(steps, failed_handle_creation_loses_no_data);
+    tcase_add_test(steps, failed_map_loses_no_data);
+    tcase_add_test(steps, failed_access_grant_loses_no_data);
+    tcase_add_test(steps, failed_unmap_loses_no_data);
+    tcase_add_test(steps, failed_copy_loses_no_data);
+    tcase_add_test(steps, failed_copy_wait_loses_no_data);
+    tcase_add_test(steps, failed_safety_sync_loses_no_data);
+    suite_add_tcase(s, steps);
+
+    TCase *jitter = inject_case("jitter");
+    tcase_add_test(jitter, failed_unmap_loses_no_data_under_jitter);
+    tcase_add_test(jitter, failed_copy_loses_no_data_under_jitter);
+    tcase_add_test(jitter, failed_copy_wait_loses_no_data_under_jitter);
+    tcase_add_test(jitter, failed_safety_sync_loses_no_data_under_jitter);
+    tcase_add_test(jitter, failed_copy_wait_and_failed_device_wait_never_unmap_under_the_copy);
+    tcase_add_test(jitter, one_failed_call_abandons_at_most_one_move);
+    tcase_add_test(jitter, threads_survive_a_failed_move);
+    suite_add_tcase(s, jitter);
+
+    TCase *copies = inject_case("host-copies");
+    tcase_add_test(copies, failed_wait_with_host_copies_loses_no_data);
+    tcase_add_test(copies, failed_remap_home_loses_no_data);
+    tcase_add_test(copies, failed_unmap_with_host_copies_loses_no_data);
+    suite_add_tcase(s, copies);
+
+    TCase *window = inject_case("window");
+    tcase_add_test(window, failed_remap_after_window_copies_loses_no_data);
+    tcase_add_test(window, failed_window_copy_loses_no_data);
+    suite_add_tcase(s, window);
     return s;
 }
