@@ -229,13 +229,16 @@ typedef struct {
 } sw_rt_state_t;
 sw_rt_state_t *sw_rt_state(void);
 enum { SW_RT_LEGACY, SW_RT_PTSZ };
-cudaError_t sw_rt_malloc(void **p, size_t size);
-cudaError_t sw_rt_free(void *p);
-cudaError_t sw_rt_mem_get_info(size_t *free, size_t *total);
-cudaError_t sw_rt_launch(int variant, const void *func, dim3 grid, dim3 block, void **args,
-                         size_t shmem, cudaStream_t stream);
-cudaError_t sw_rt_launch_ex(int variant, const cudaLaunchConfig_t *config, const void *func,
-                            void **args);
+/* The address an exported runtime wrapper returns to: the code that called
+ * it, whose own runtime is the one to forward to. */
+#define SW_CALLER __builtin_return_address(0)
+cudaError_t sw_rt_malloc(const void *caller, void **p, size_t size);
+cudaError_t sw_rt_free(const void *caller, void *p);
+cudaError_t sw_rt_mem_get_info(const void *caller, size_t *free, size_t *total);
+cudaError_t sw_rt_launch(const void *caller, int variant, const void *func, dim3 grid, dim3 block,
+                         void **args, size_t shmem, cudaStream_t stream);
+cudaError_t sw_rt_launch_ex(const void *caller, int variant, const cudaLaunchConfig_t *config,
+                            const void *func, void **args);
 /* alloc.c helpers the runtime wrappers share */
 bool sw_is_tracked_base(CUdeviceptr p);
 void sw_meminfo_adjust(size_t *free, size_t *total);

@@ -7,6 +7,10 @@
  * wrapper: the test proves nothing is counted twice.
  * Kernel "symbols" are CUfunction handles (cudaGetFuncBySymbol returns
  * them as they are).
+ *
+ * Built twice, with FAKERT_TAG a and b, as two runtimes a process may hold
+ * at once: each counts the calls it served in fakert_calls_<tag>(), so a
+ * test can tell which runtime a call reached.
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -28,6 +32,15 @@ static struct {
     CUresult (*launch_ex)(const CUlaunchConfig *, CUfunction, void **, void **);
 } drv;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+static unsigned long served;
+
+#define CALLS_FN_(tag) fakert_calls_##tag
+#define CALLS_FN(tag) CALLS_FN_(tag)
+unsigned long CALLS_FN(FAKERT_TAG)(void);
+unsigned long CALLS_FN(FAKERT_TAG)(void)
+{
+    return __atomic_load_n(&served, __ATOMIC_RELAXED);
+}
 static cudaError_t load_error = cudaErrorInitializationError;
 
 static void load(void)
@@ -62,9 +75,10 @@ static cudaError_t err(CUresult r)
                                            : cudaErrorUnknown;
 }
 
-#define READY()                          \
-    pthread_once(&once, load);           \
-    if (load_error != cudaSuccess)       \
+#define READY()                                   \
+    __atomic_add_fetch(&served, 1, __ATOMIC_RELAXED); \
+    pthread_once(&once, load);                    \
+    if (load_error != cudaSuccess)                \
         return load_error;
 
 cudaError_t cudaMalloc(void **p, size_t n)
