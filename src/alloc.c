@@ -291,10 +291,30 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     return CUDA_SUCCESS;
 }
 
+/* An allocation spillway does not track still competes with tracked
+ * chunks for the device: when the driver refuses it for lack of memory,
+ * tracked chunks make room, as they would for a tracked allocation, until
+ * the driver accepts or nothing more can be demoted. Failure: the driver's
+ * own answer. */
 static CUresult passthrough(CUdeviceptr *dptr, size_t bytesize)
 {
     sw_stat_add(SW_STAT_passthrough_allocs, 1);
-    return SW_REAL(cuMemAlloc_v2) ? SW_REAL(cuMemAlloc_v2)(dptr, bytesize) : CUDA_ERROR_NOT_FOUND;
+    if (!SW_REAL(cuMemAlloc_v2))
+        return CUDA_ERROR_NOT_FOUND;
+    CUresult r = SW_REAL(cuMemAlloc_v2)(dptr, bytesize);
+    if (r != CUDA_ERROR_OUT_OF_MEMORY || !dptr || sw_opts()->disable || sw_capturing() ||
+        !sw_tracking_any())
+        return r;
+    sw_gate_wr();
+    const sw_vmm_info_t *vi;
+    bool synced = false;
+    uint64_t need = ready(&vi) ? sw_round_up(bytesize ? bytesize : 1, vi->granularity) : 0;
+    while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(need, &synced) > 0)
+        r = SW_REAL(cuMemAlloc_v2)(dptr, bytesize);
+    sw_gate_unwr();
+    if (r == CUDA_SUCCESS)
+        sw_stat_add(SW_STAT_oom_recoveries, 1);
+    return r;
 }
 
 CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
@@ -378,7 +398,9 @@ bool sw_is_tracked_base(CUdeviceptr p)
     return t;
 }
 
-/* The tracked allocation containing p, read under the gate. */
+/* The tracked allocation whose reservation holds p, read under the gate.
+ * Its size is the one asked for: p at or past base + size is in the
+ * rounding behind it, which belongs to no allocation. */
 static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size)
 {
     if (!sw_gate_rd())
@@ -392,12 +414,18 @@ static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size)
     return c != NULL;
 }
 
+/* The contract, the same as simgpu's for a plain cuMemAlloc: the range is
+ * the size asked for, and a pointer into the rounding is in no
+ * allocation. (What the real driver says of the rounding is open:
+ * docs/gpu-facts.md.) */
 CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
     CUdeviceptr base;
     size_t size;
-    if (!tracked_range(dptr, &base, &size) || dptr >= base + size)
+    if (!tracked_range(dptr, &base, &size))
         return SW_REAL(cuMemGetAddressRange_v2)(pbase, psize, dptr);
+    if (dptr >= base + size)
+        return CUDA_ERROR_NOT_FOUND;
     if (pbase)
         *pbase = base;
     if (psize)

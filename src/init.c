@@ -1,9 +1,11 @@
 /*
  * Start-up, in two steps, so that a process that never uses CUDA pays
  * nothing:
- *   load time   (constructor) read SPILLWAY_* once from one table; a bad
- *               value stops the program here, before it runs, with exit 2.
- *               No thread, no file, no driver load.
+ *   options     read SPILLWAY_* once from one table, at first use: by
+ *               spillway's constructor, or earlier by a hook, when another
+ *               library's constructor (which may run before spillway's)
+ *               makes the first CUDA call. A bad value stops the program
+ *               there, with exit 2. No thread, no file, no driver load.
  *   first CUDA  (the driver's cuInit succeeded) logging, the stats file,
  *               the exit report.
  */
@@ -16,14 +18,10 @@
 extern char **environ;
 
 static sw_options_t opts;
+static pthread_once_t opts_once = PTHREAD_ONCE_INIT;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 
-const sw_options_t *sw_opts(void)
-{
-    return &opts;
-}
-
-__attribute__((constructor)) static void load_options(void)
+static void load_options(void)
 {
     char err[512] = "", warn[2048] = "";
     if (sw_options_parse(&opts, environ, err, sizeof err, warn, sizeof warn) != 0) {
@@ -32,6 +30,19 @@ __attribute__((constructor)) static void load_options(void)
     }
     if (warn[0])
         fputs(warn, stderr);
+}
+
+const sw_options_t *sw_opts(void)
+{
+    pthread_once(&opts_once, load_options);
+    return &opts;
+}
+
+/* A bad value stops the program before it runs, even one that never
+ * calls CUDA. */
+__attribute__((constructor)) static void check_options(void)
+{
+    sw_opts();
 }
 
 static void at_exit(void)
@@ -59,6 +70,7 @@ static void log_options(void)
 
 static void start(void)
 {
+    sw_opts(); /* loaded already, unless cuInit is the first call of all */
     sw_log_init(&opts);
     if (opts.log_level >= SW_LOG_INFO)
         log_options();

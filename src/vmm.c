@@ -31,9 +31,14 @@
 
 #include <string.h>
 
-static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+/* The probe's answer. Only a definite one is kept: an allocation made
+ * before any context is current, or after a failed cuInit, must not turn
+ * tracking off for the rest of the process. */
+typedef enum { PROBE_AGAIN, PROBE_USABLE, PROBE_UNUSABLE } probe_t;
+
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+static probe_t probed; /* atomic; PROBE_AGAIN until a definite answer */
 static sw_vmm_info_t info;
-static bool usable;
 static CUmemAllocationProp dev_prop, host_prop;
 static CUdeviceptr staging;      /* a spare range to fill a new handle through */
 static uint64_t staging_size;
@@ -64,15 +69,29 @@ static bool host_location_works(CUmemLocationType type)
     return true;
 }
 
-static void setup(void)
+static probe_t setup(void)
 {
     const sw_real_t *r = sw_real();
     int vmm = 0;
-    if (!r->cuMemCreate || !r->cuMemMap || r->cuCtxGetDevice(&info.device) != CUDA_SUCCESS ||
-        r->cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                                info.device) != CUDA_SUCCESS || !vmm) {
-        sw_warn("virtual memory management is not available: allocations pass through");
-        return;
+    if (!r->cuMemCreate || !r->cuMemMap || !r->cuCtxGetDevice || !r->cuDeviceGetAttribute) {
+        sw_warn("the driver has no virtual memory management: allocations pass through");
+        return PROBE_UNUSABLE;
+    }
+    CUresult e = r->cuCtxGetDevice(&info.device);
+    if (e == CUDA_SUCCESS)
+        e = r->cuDeviceGetAttribute(&vmm, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                                    info.device);
+    if (e != CUDA_SUCCESS) {
+        /* No context yet, or cuInit failed: the driver answers this
+         * allocation, and the next one probes again. */
+        sw_debug("cannot probe the device yet (%s): this allocation passes through",
+                 sw_cu_name(e));
+        return PROBE_AGAIN;
+    }
+    if (!vmm) {
+        sw_warn("device %d has no virtual memory management: allocations pass through",
+                info.device);
+        return PROBE_UNUSABLE;
     }
     dev_prop = (CUmemAllocationProp){.type = CU_MEM_ALLOCATION_TYPE_PINNED};
     dev_prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
@@ -82,26 +101,33 @@ static void setup(void)
                    host_location_works(CU_MEM_LOCATION_TYPE_HOST_NUMA);
     if (!g || !info.host_ok) {
         sw_warn("pinned host VMM memory is not available: allocations pass through");
-        return;
+        return PROBE_UNUSABLE;
     }
     uint64_t hg = gran_of(&host_prop);
     info.granularity = g > hg ? g : hg; /* both powers of two */
     info.chunk = sw_round_up(sw_opts()->chunk, info.granularity);
     staging_size = info.chunk;
-    if (SW_REAL(cuMemAddressReserve)(&staging, staging_size, 0, 0, 0) != CUDA_SUCCESS) {
-        sw_warn("cannot reserve a staging range: allocations pass through");
-        return;
+    if ((e = SW_REAL(cuMemAddressReserve)(&staging, staging_size, 0, 0, 0)) != CUDA_SUCCESS) {
+        sw_debug("cannot reserve a staging range yet (%s): this allocation passes through",
+                 sw_cu_name(e));
+        return PROBE_AGAIN;
     }
     sw_info("device %d: granularity %llu, host memory via %s", info.device,
             (unsigned long long)info.granularity,
             host_prop.location.type == CU_MEM_LOCATION_TYPE_HOST ? "HOST" : "HOST_NUMA");
-    usable = true;
+    return PROBE_USABLE;
 }
 
 const sw_vmm_info_t *sw_vmm_setup(void)
 {
-    pthread_once(&setup_once, setup);
-    return usable ? &info : NULL;
+    probe_t p = __atomic_load_n(&probed, __ATOMIC_ACQUIRE);
+    if (p == PROBE_AGAIN) {
+        pthread_mutex_lock(&setup_lock);
+        if ((p = probed) == PROBE_AGAIN)
+            __atomic_store_n(&probed, p = setup(), __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&setup_lock);
+    }
+    return p == PROBE_USABLE ? &info : NULL;
 }
 
 CUresult sw_vmm_reserve(uint64_t size, CUdeviceptr *va)

@@ -228,7 +228,7 @@ static ptr_kind_t classify(uint64_t p, uint64_t *base, uint64_t *size)
     if (sg_legacy_range(p, &lb, size)) {
         *base = lb;
         k = PTR_DEVICE;
-    } else if ((m = sg_map_find(p))) {
+    } else if ((m = sg_map_find(p)) && !m->legacy) { /* a legacy map's tail is padding */
         *base = m->va;
         *size = m->size;
         k = PTR_DEVICE;

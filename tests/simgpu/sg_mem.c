@@ -33,6 +33,7 @@
 typedef struct {
     uint64_t base, size;
     bool legacy;
+    uint64_t asked; /* legacy: the size the caller asked for */
 } span_t;
 
 typedef struct {
@@ -225,7 +226,7 @@ CUresult sg_va_reserve(uint64_t size, uint64_t align, uint64_t hint, CUdeviceptr
             if (i < mem.resv.n && mem.resv.v[i].base + mem.resv.v[i].size <= cand)
                 continue;
             if (cand + size <= next && cand + size <= end) {
-                if (!span_insert(&mem.resv, (span_t){cand, size, false}))
+                if (!span_insert(&mem.resv, (span_t){.base = cand, .size = size}))
                     return CUDA_ERROR_OUT_OF_MEMORY;
                 *out = cand;
                 return CUDA_SUCCESS;
@@ -454,7 +455,7 @@ CUresult sg_pinned_alloc(uint64_t size, void **out)
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!span_insert(&mem.pinned, (span_t){(uint64_t)p, len, false})) {
+    if (!span_insert(&mem.pinned, (span_t){.base = (uint64_t)p, .size = len})) {
         munmap(p, len);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -494,6 +495,7 @@ CUresult sg_legacy_alloc(uint64_t size, CUdeviceptr *out)
     if (r != CUDA_SUCCESS)
         return r;
     mem.resv.v[resv_index(va)].legacy = true;
+    mem.resv.v[resv_index(va)].asked = size;
     sg_phys_t *p;
     r = sg_phys_create(len, SG_LOC_DEVICE, NULL, &p);
     if (r == CUDA_SUCCESS) {
@@ -519,12 +521,15 @@ CUresult sg_legacy_free(CUdeviceptr p)
     return CUDA_SUCCESS;
 }
 
+/* The allocation is what the caller asked for: the page rounding behind
+ * it belongs to no allocation (spillway answers the same way for the
+ * allocations it tracks). */
 bool sg_legacy_range(CUdeviceptr p, CUdeviceptr *base, uint64_t *size)
 {
     long i = span_floor(&mem.resv, p);
-    if (i < 0 || !mem.resv.v[i].legacy || p >= mem.resv.v[i].base + mem.resv.v[i].size)
+    if (i < 0 || !mem.resv.v[i].legacy || p >= mem.resv.v[i].base + mem.resv.v[i].asked)
         return false;
     *base = mem.resv.v[i].base;
-    *size = mem.resv.v[i].size;
+    *size = mem.resv.v[i].asked;
     return true;
 }

@@ -1,7 +1,8 @@
 /*
  * swt-ptrs: what pointer queries say about memory spillway has moved.
  *
- * Two allocations, A (5 MiB) and B (4 MiB). Run by test_pointers.c with
+ * Three allocations, A (5 MiB), B (4 MiB) and C (3 MiB + 100 bytes, a
+ * size no page divides). Run by test_pointers.c with
  * SPILLWAY_CHUNK=2MiB and SPILLWAY_GPU_BUDGET=4MiB, A's chunks are on the
  * host (born there or demoted to make room for B) while B's are on the
  * device, so every query below meets both kinds. At pointers inside each
@@ -12,7 +13,9 @@
  *     the chunk under the pointer;
  *   - cuPointerGetAttribute and cuPointerGetAttributes: MEMORY_TYPE is
  *     DEVICE, RANGE_START_ADDR and RANGE_SIZE are the allocation's;
- * then copies both back and checks that the bytes written before the moves
+ * past C's last byte, in the page rounding behind it, cuMemGetAddressRange
+ * answers CUDA_ERROR_NOT_FOUND: the allocation is the size asked for;
+ * then copies all back and checks that the bytes written before the moves
  * are still there.
  *
  * One argument picks the queries: "range" (cuMemGetAddressRange), "type"
@@ -177,8 +180,8 @@ int main(int argc, char **argv)
     CUcontext ctx;
     CUmodule mod;
     CUfunction fill_fn;
-    CUdeviceptr a, b;
-    const size_t a_size = 5 * MIB, b_size = 4 * MIB;
+    CUdeviceptr a, b, c;
+    const size_t a_size = 5 * MIB, b_size = 4 * MIB, c_size = 3 * MIB + 100;
     void *fn = NULL;
     CUdriverProcAddressQueryResult qr;
     int r;
@@ -205,14 +208,27 @@ int main(int argc, char **argv)
     /* Under the 4 MiB budget, B pushes what is left of A to the host. */
     CK(cuMemAlloc(&b, b_size));
     CK(fill(fill_fn, b, 0xB0B00000u, b_size / 4));
+    CK(cuMemAlloc(&c, c_size));
+    CK(fill(fill_fn, c, 0xC0DE0000u, c_size / 4));
     CK(cuCtxSynchronize());
 
     if ((r = check_all("A", a, a_size, (range_fn)fn)) ||
-        (r = check_all("B", b, b_size, (range_fn)fn)))
+        (r = check_all("B", b, b_size, (range_fn)fn)) ||
+        (r = check_all("C", c, c_size, (range_fn)fn)))
         return r;
+    if (do_range) {
+        CUdeviceptr pb;
+        size_t ps;
+        r = want_u64("cuMemGetAddressRange's answer", "C", c_size,
+                     cuMemGetAddressRange(&pb, &ps, c + c_size), CUDA_ERROR_NOT_FOUND);
+        if (r)
+            return r;
+    }
     if ((r = check_bytes("A", a, a_size, 0xA11CE000u)) ||
-        (r = check_bytes("B", b, b_size, 0xB0B00000u)))
+        (r = check_bytes("B", b, b_size, 0xB0B00000u)) ||
+        (r = check_bytes("C", c, c_size / 4 * 4, 0xC0DE0000u)))
         return r;
+    CK(cuMemFree(c));
     CK(cuMemFree(b));
     CK(cuMemFree(a));
     CK(cuModuleUnload(mod));

@@ -1,0 +1,106 @@
+/*
+ * test_early.c: what happens before and around a program's normal start
+ * must not turn spillway off for the rest of the run (swt-early, early.c).
+ *   - Options are read at their first use, so a library constructor that
+ *     allocates before spillway's own constructor ran sees the real
+ *     options (init.c).
+ *   - The VMM probe remembers only definite answers: an allocation made
+ *     before any context, or after a failed cuInit, gets the driver's
+ *     error and later allocations are tracked (vmm.c).
+ *   - An allocation below SPILLWAY_MIN_ALLOC that the driver refuses for
+ *     lack of memory makes room by demoting tracked chunks, as tracked
+ *     allocations do (alloc.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "swt.h"
+
+/* Runs swt-early (or its constructor build) in `mode`, under spillway. */
+static void run_early(swt_run_t *r, const char *prog, const char *mode, const char *const *env,
+                      bool preload)
+{
+    const char *argv[] = {swt_path(prog), mode, NULL};
+    swt_run(r, preload, env, argv);
+}
+
+static void assert_tracked_ok(const swt_run_t *r, uint64_t allocs)
+{
+    swt_assert_status(r, 0);
+    ck_assert_msg(swt_file_has(r->out, "early: ok"), "%s", swt_describe(r));
+    swt_assert_clean(r);
+    ck_assert_msg(swt_sw(r, "tracked_allocs_peak") >= 1, "nothing tracked: %s", swt_describe(r));
+    ck_assert_msg(swt_sw(r, "tracked_bytes_peak") >= allocs * 4 * SWT_MIB,
+                  "tracked_bytes_peak %llu, want at least %llu: %s",
+                  (unsigned long long)swt_sw(r, "tracked_bytes_peak"),
+                  (unsigned long long)(allocs * 4 * SWT_MIB), swt_describe(r));
+}
+
+START_TEST(options_hold_when_a_constructor_allocates_first)
+{
+    swt_run_t r;
+    run_early(&r, "SWT_EARLY_CTOR", "constructor", NULL, true);
+    assert_tracked_ok(&r, 2);
+    ck_assert_uint_eq(swt_sw(&r, "tracked_allocs_peak"), 2);
+}
+END_TEST
+
+START_TEST(allocation_before_a_context_keeps_tracking)
+{
+    swt_run_t plain, r;
+    run_early(&plain, "SWT_EARLY", "no-context", NULL, false);
+    swt_assert_status(&plain, 0);
+    run_early(&r, "SWT_EARLY", "no-context", NULL, true);
+    assert_tracked_ok(&r, 1);
+    /* The refused allocation got the driver's own answer. */
+    ck_assert_msg(swt_file_has(plain.out, "before-context: CUDA_ERROR_INVALID_CONTEXT"), "%s",
+                  swt_describe(&plain));
+    ck_assert_msg(swt_file_has(r.out, "before-context: CUDA_ERROR_INVALID_CONTEXT"), "%s",
+                  swt_describe(&r));
+}
+END_TEST
+
+START_TEST(failed_init_keeps_tracking)
+{
+    const char *env[] = {"SIMGPU_FAIL=cuInit:1", NULL};
+    swt_run_t plain, r;
+    run_early(&plain, "SWT_EARLY", "failed-init", env, false);
+    swt_assert_status(&plain, 0);
+    run_early(&r, "SWT_EARLY", "failed-init", env, true);
+    assert_tracked_ok(&r, 1);
+    char *want = swt_slurp(plain.out), *got = swt_slurp(r.out);
+    ck_assert_msg(want && got, "cannot read the outputs");
+    ck_assert_str_eq(got, want); /* the same codes with and without spillway */
+    free(want);
+    free(got);
+}
+END_TEST
+
+START_TEST(small_allocation_makes_room_on_out_of_memory)
+{
+    const char *env[] = {"SIMGPU_MEM=8MiB", NULL};
+    swt_run_t plain, r;
+    run_early(&plain, "SWT_EARLY", "small-oom", env, false);
+    swt_assert_status(&plain, 2); /* it does not fit without spillway */
+    run_early(&r, "SWT_EARLY", "small-oom", env, true);
+    swt_assert_status(&r, 0);
+    ck_assert_msg(swt_file_has(r.out, "early: ok"), "%s", swt_describe(&r));
+    swt_assert_clean(&r);
+    ck_assert_uint_eq(swt_sw(&r, "passthrough_allocs"), 1);
+    ck_assert_msg(swt_sw(&r, "oom_recoveries") >= 2, "oom_recoveries %llu: %s",
+                  (unsigned long long)swt_sw(&r, "oom_recoveries"), swt_describe(&r));
+}
+END_TEST
+
+Suite *early_suite(void)
+{
+    Suite *s = suite_create("early");
+    TCase *tc = tcase_create("start-up");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, options_hold_when_a_constructor_allocates_first);
+    tcase_add_test(tc, allocation_before_a_context_keeps_tracking);
+    tcase_add_test(tc, failed_init_keeps_tracking);
+    tcase_add_test(tc, small_allocation_makes_room_on_out_of_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
