@@ -9,8 +9,9 @@
  * retries; chunks that cannot fit on the device are born in host memory.
  * Only when host memory (SPILLWAY_HOST_BUDGET) is exhausted too does the
  * application get the driver's CUDA_ERROR_OUT_OF_MEMORY, with nothing
- * leaked. Allocations made during a stream capture, below MIN_ALLOC, or
- * while VMM is unusable pass through untouched.
+ * leaked. Allocations made during a stream capture, below MIN_ALLOC, on
+ * another device than the tracked one, or while VMM is unusable pass
+ * through untouched.
  */
 #include "mech.h"
 
@@ -291,6 +292,16 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     return CUDA_SUCCESS;
 }
 
+/* spillway tracks one device, the one current at its first tracked
+ * allocation: the chunks' device memory and their access grants are that
+ * device's. An allocation on another device passes through untouched,
+ * and its out-of-memory is not ours to relieve. */
+static bool on_tracked_device(const sw_vmm_info_t *vi)
+{
+    CUdevice d;
+    return SW_REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS && d == vi->device;
+}
+
 /* An allocation spillway does not track still competes with tracked
  * chunks for the device: when the driver refuses it for lack of memory,
  * tracked chunks make room, as they would for a tracked allocation, until
@@ -308,7 +319,9 @@ static CUresult passthrough(CUdeviceptr *dptr, size_t bytesize)
     sw_gate_wr();
     const sw_vmm_info_t *vi;
     bool synced = false;
-    uint64_t need = ready(&vi) ? sw_round_up(bytesize ? bytesize : 1, vi->granularity) : 0;
+    uint64_t need = ready(&vi) && on_tracked_device(vi)
+                        ? sw_round_up(bytesize ? bytesize : 1, vi->granularity)
+                        : 0;
     while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(need, &synced) > 0)
         r = SW_REAL(cuMemAlloc_v2)(dptr, bytesize);
     sw_gate_unwr();
@@ -324,7 +337,8 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
     if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing())
         return passthrough(dptr, bytesize);
     sw_gate_wr();
-    CUresult r = ready(&vi) ? track(dptr, bytesize, vi) : CUDA_ERROR_NOT_SUPPORTED;
+    CUresult r = ready(&vi) && on_tracked_device(vi) ? track(dptr, bytesize, vi)
+                                                     : CUDA_ERROR_NOT_SUPPORTED;
     sw_gate_unwr();
     /* Anything but out-of-memory (an impossible size, say) is for the
      * driver to answer, in its own words. */
