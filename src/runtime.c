@@ -94,7 +94,9 @@ static void resolve(binding_t *b, const struct link_map *map)
     void *(*real_dlsym)(void *, const char *) = sw_real_dlsym();
     void *h = NULL;
     if (map && map->l_name && map->l_name[0])
-        h = dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD); /* kept: the runtime stays loaded */
+        h = dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD); /* never closed: the caller and
+                                                            * its runtime stay loaded, so
+                                                            * cached pointers stay valid */
     b->caller = map;
     for (int i = 0; i < RT_COUNT; i++) {
         void *p = h ? real_dlsym(h, rt_names[i]) : NULL;
