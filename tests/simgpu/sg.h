@@ -82,6 +82,9 @@ CUresult sg_need_ctx(void);
     X(cuDeviceGetName, CUDA_ERROR_UNKNOWN, API)                              \
     X(cuDeviceTotalMem, CUDA_ERROR_UNKNOWN, API)                             \
     X(cuDeviceGetAttribute, CUDA_ERROR_UNKNOWN, API)                         \
+    X(cuDeviceGetUuid, CUDA_ERROR_UNKNOWN, API)                              \
+    X(cuGetExportTable, CUDA_ERROR_INVALID_VALUE, FREE)                      \
+    X(cuModuleGetLoadingMode, CUDA_ERROR_INVALID_VALUE, API)                 \
     X(cuDevicePrimaryCtxRetain, CUDA_ERROR_OUT_OF_MEMORY, API)               \
     X(cuDevicePrimaryCtxRelease, CUDA_ERROR_UNKNOWN, API)                    \
     X(cuDevicePrimaryCtxGetState, CUDA_ERROR_UNKNOWN, API)                   \
@@ -471,6 +474,10 @@ typedef struct sg_capture {
 CUresult sg_capture_guard(sg_stream_t *stream);
 /* Appends op to the capture (consuming it); refused once invalidated. */
 CUresult sg_capture_record(sg_capture_t *c, sg_op_t *op); /* g.lock held */
+
+/* ---- sg_api.c ------------------------------------------------------ */
+/* The primary context's handle (simgpu has one device, one context). */
+CUcontext sg_primary_ctx(void);
 
 /* ---- sg_report.c ----------------------------------------------------- */
 void sg_report_write(void);

@@ -56,6 +56,10 @@ SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     SG_ENTER(cuMemFree, API);
     CUresult r = sg_need_ctx();
+    /* Freeing NULL succeeds, as free(NULL) does; the runtime's
+     * cudaFree(NULL), a common "make the context" idiom, relies on it. */
+    if (r == CUDA_SUCCESS && dptr == 0)
+        return CUDA_SUCCESS;
     CUdeviceptr base;
     uint64_t size = 0;
     if (r != CUDA_SUCCESS)
