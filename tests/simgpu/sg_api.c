@@ -323,9 +323,8 @@ SG_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release(CUdevice dev)
 {
-    SG_ENTER(cuDevicePrimaryCtxRelease, API);
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
     sg_lock();
@@ -334,6 +333,19 @@ SG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
         SG->ctx_refs--;
     sg_unlock();
     return r;
+}
+
+SG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    SG_ENTER(cuDevicePrimaryCtxRelease, API);
+    return primary_release(dev);
+}
+
+/* The version-7000 entry point the runtime asks for by that number. */
+SG_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    SG_ENTER(cuDevicePrimaryCtxRelease, API);
+    return primary_release(dev);
 }
 
 SG_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
@@ -409,6 +421,18 @@ SG_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
     SG_ENTER(cuCtxGetDevice, API);
     return ctx_device(device, ctx ? ctx : current_ctx);
+}
+
+/* Contexts made with the 3.2+ API report 3020. */
+SG_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    SG_ENTER(cuCtxGetApiVersion, API);
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((ctx ? ctx : current_ctx) != PRIMARY)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 3020;
+    return CUDA_SUCCESS;
 }
 
 static CUresult ctx_sync(CUcontext ctx)
