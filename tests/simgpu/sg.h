@@ -41,6 +41,7 @@ SG_PT_DECL(CUresult, cuStreamIsCapturing_ptsz, (CUstream hStream, CUstreamCaptur
 SG_PT_DECL(CUresult, cuStreamGetCaptureInfo_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out))
 SG_PT_DECL(CUresult, cuStreamGetCaptureInfo_v2_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out))
 SG_PT_DECL(CUresult, cuStreamGetCaptureInfo_v3_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))
+SG_PT_DECL(CUresult, cuEventRecordWithFlags_ptsz, (CUevent hEvent, CUstream hStream, unsigned int flags))
 SG_PT_DECL(CUresult, cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemcpyHtoD_v2_ptds, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))
 SG_PT_DECL(CUresult, cuMemcpyDtoH_v2_ptds, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))
@@ -82,6 +83,9 @@ CUresult sg_need_ctx(void);
     X(cuDeviceGetName, CUDA_ERROR_UNKNOWN, API)                              \
     X(cuDeviceTotalMem, CUDA_ERROR_UNKNOWN, API)                             \
     X(cuDeviceGetAttribute, CUDA_ERROR_UNKNOWN, API)                         \
+    X(cuDeviceGetUuid, CUDA_ERROR_UNKNOWN, API)                              \
+    X(cuGetExportTable, CUDA_ERROR_INVALID_VALUE, FREE)                      \
+    X(cuModuleGetLoadingMode, CUDA_ERROR_INVALID_VALUE, API)                 \
     X(cuDevicePrimaryCtxRetain, CUDA_ERROR_OUT_OF_MEMORY, API)               \
     X(cuDevicePrimaryCtxRelease, CUDA_ERROR_UNKNOWN, API)                    \
     X(cuDevicePrimaryCtxGetState, CUDA_ERROR_UNKNOWN, API)                   \
@@ -154,6 +158,9 @@ CUresult sg_need_ctx(void);
     X(cuGraphLaunch, CUDA_ERROR_INVALID_VALUE, LAUNCH)                       \
     X(cuGraphDestroy, CUDA_ERROR_INVALID_VALUE, API)                         \
     X(cuGraphExecDestroy, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuGraphGetNodes, CUDA_ERROR_INVALID_VALUE, API)                        \
+    X(cuGraphGetEdges, CUDA_ERROR_INVALID_VALUE, API)                        \
+    X(cuGraphNodeGetType, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuModuleLoadData, CUDA_ERROR_OUT_OF_MEMORY, API)                       \
     X(cuModuleUnload, CUDA_ERROR_INVALID_HANDLE, API)                        \
     X(cuModuleGetFunction, CUDA_ERROR_NOT_FOUND, API)                        \
@@ -169,7 +176,16 @@ CUresult sg_need_ctx(void);
     X(cuLaunchKernelEx, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)          \
     X(cuLaunchCooperativeKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH) \
     X(cuMemAllocAsync, CUDA_ERROR_OUT_OF_MEMORY, API)                        \
-    X(cuMemFreeAsync, CUDA_ERROR_INVALID_VALUE, API)
+    X(cuMemFreeAsync, CUDA_ERROR_INVALID_VALUE, API)                         \
+    X(cuDeviceGetDefaultMemPool, CUDA_ERROR_INVALID_VALUE, API)              \
+    X(cuDeviceGetMemPool, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuDeviceSetMemPool, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuMemPoolCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                        \
+    X(cuMemPoolDestroy, CUDA_ERROR_INVALID_VALUE, API)                       \
+    X(cuMemPoolTrimTo, CUDA_ERROR_INVALID_VALUE, API)                        \
+    X(cuMemPoolSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                  \
+    X(cuMemPoolGetAttribute, CUDA_ERROR_INVALID_VALUE, API)                  \
+    X(cuCtxGetApiVersion, CUDA_ERROR_INVALID_CONTEXT, API)
 
 typedef enum {
 #define SG_FN_ENUM(name, err, cost) SG_FN_##name,
@@ -414,6 +430,8 @@ typedef struct sg_stream {
     uint64_t ready_ns;    /* virtual completion of the newest op */
     unsigned rng;
     struct sg_capture *capture;
+    int lane;             /* its index in capture->streams */
+    int *front, nfront;   /* capture: the nodes its next op depends on */
 } sg_stream_t;
 
 typedef struct sg_event {
@@ -421,6 +439,8 @@ typedef struct sg_event {
     sg_op_t *op;         /* the marker recorded last (ref held), or NULL */
     uint64_t time_ns;
     bool recorded;
+    uint64_t cap_id;     /* recorded in this capture (0: none) ... */
+    int *cap_front, ncap_front; /* ... standing for these nodes */
 } sg_event_t;
 
 /* Resolves a CUstream handle; per_thread says which stream 0 means. */
@@ -452,25 +472,72 @@ void sg_handle_add(void *h, int kind);
 void sg_handle_del(void *h);
 int sg_handle_kind(const void *h);
 enum { SG_H_NONE, SG_H_STREAM, SG_H_EVENT, SG_H_MODULE, SG_H_FUNC, SG_H_LIBRARY,
-       SG_H_KERNEL, SG_H_GRAPH, SG_H_EXEC };
+       SG_H_KERNEL, SG_H_GRAPH, SG_H_EXEC, SG_H_POOL,
+       SG_H_NODE };
 
-/* ---- sg_capture.c: stream capture and graphs -------------------------- */
+/* ---- sg_capture.c: stream capture across streams ---------------------- */
+/* A node of a captured graph: one recorded op and the nodes it waits for.
+ * Its address is the CUgraphNode. */
+typedef struct sg_node {
+    sg_op_t *op;          /* the recorded work, never issued itself */
+    int *deps, ndeps;     /* indices of earlier nodes */
+    int lane;             /* the captured stream it came from; 0 is the origin */
+    struct sg_event *record_event; /* an event record node: the event */
+    struct sg_event *wait_event;   /* an event wait node: the event */
+} sg_node_t;
+
 typedef struct sg_capture {
     struct sg_capture *next;
-    sg_stream_t *stream;
+    sg_stream_t *stream;  /* the origin: where it began and must end */
     CUstreamCaptureMode mode;
     pthread_t thread;
     uint64_t id;
     bool invalidated;
-    sg_op_t *head, *tail;
+    sg_node_t **nodes;    /* in capture order, which is a topological order */
+    int nnodes, nodes_cap;
+    sg_stream_t **streams; /* joined streams, [0] the origin; index = lane */
+    int nstreams;
 } sg_capture_t;
 
 /* A call that would synchronize during a capture: refuses it and
  * invalidates the captures it breaks. stream is the stream being
  * synchronized, or NULL. Returns CUDA_SUCCESS when allowed. g.lock held. */
 CUresult sg_capture_guard(sg_stream_t *stream);
-/* Appends op to the capture (consuming it); refused once invalidated. */
-CUresult sg_capture_record(sg_capture_t *c, sg_op_t *op); /* g.lock held */
+/* Appends op to s's capture as a node after s's frontier (consuming it);
+ * refused once invalidated. g.lock held. */
+CUresult sg_capture_record(sg_stream_t *s, sg_op_t *op);
+/* cuEventRecord on a capturing stream: the event now stands for s's
+ * frontier in this capture; external adds an event record node. */
+CUresult sg_capture_event_record(sg_stream_t *s, struct sg_event *e, bool external);
+/* cuStreamWaitEvent where the event or the stream is in a capture: joins s
+ * to the event's capture (fork), merges the frontiers (join), or adds an
+ * event wait node (external). Returns CUDA_ERROR_NOT_FOUND when capture is
+ * not involved. g.lock held. */
+CUresult sg_capture_wait(sg_stream_t *s, struct sg_event *e, bool external);
+/* The active capture with this id, or NULL. g.lock held. */
+sg_capture_t *sg_capture_find(uint64_t id);
+/* Takes the nodes of an ended capture (graph construction). */
+void sg_nodes_free(sg_node_t **nodes, int n);
+
+/* ---- sg_graph.c: graphs, instantiation and replay --------------------- */
+/* Makes a CUgraph of nodes (taking them). g.lock held. */
+CUresult sg_graph_new(sg_node_t **nodes, int nnodes, int nlanes, CUgraph *out);
+
+/* ---- sg_alloc.c: allocations ---------------------------------------- */
+/* Stream-ordered allocation from pool (NULL: the device's current pool). */
+CUresult sg_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hs,
+                        bool pt);
+
+/* ---- sg_pool.c: memory pools ----------------------------------------- */
+/* Validates a pool handle; NULL becomes the device's current pool. */
+CUresult sg_pool_check(CUmemoryPool *pool);
+/* Counts a live allocation against its pool, and its free. */
+void sg_pool_note_alloc(CUmemoryPool pool, CUdeviceptr ptr, uint64_t size);
+void sg_pool_note_free(CUdeviceptr ptr);
+
+/* ---- sg_api.c ------------------------------------------------------ */
+/* The primary context's handle (simgpu has one device, one context). */
+CUcontext sg_primary_ctx(void);
 
 /* ---- sg_report.c ----------------------------------------------------- */
 void sg_report_write(void);

@@ -56,6 +56,10 @@ SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     SG_ENTER(cuMemFree, API);
     CUresult r = sg_need_ctx();
+    /* Freeing NULL succeeds, as free(NULL) does; the runtime's
+     * cudaFree(NULL), a common "make the context" idiom, relies on it. */
+    if (r == CUDA_SUCCESS && dptr == 0)
+        return CUDA_SUCCESS;
     CUdeviceptr base;
     uint64_t size = 0;
     if (r != CUDA_SUCCESS)
@@ -76,15 +80,21 @@ SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 /* Stream-ordered allocation: the memory is usable at once (a simplification
  * of the pool), and a free takes effect when the stream reaches it. */
-static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream hs, bool pt)
+CUresult sg_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hs,
+                        bool pt)
 {
     CUresult r = sg_need_ctx();
+    if (r == CUDA_SUCCESS)
+        r = sg_pool_check(&pool);
     if (r != CUDA_SUCCESS)
         return r;
     sg_lock();
     sg_stream_t *s = sg_stream_get(hs, pt);
     sg_unlock();
-    return s ? legacy_alloc(dptr, bytesize) : CUDA_ERROR_INVALID_HANDLE;
+    r = s ? legacy_alloc(dptr, bytesize) : CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS)
+        sg_pool_note_alloc(pool, *dptr, bytesize);
+    return r;
 }
 
 static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
@@ -99,6 +109,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
     sg_mem_unlock();
     if (!known)
         return CUDA_ERROR_INVALID_VALUE;
+    sg_pool_note_free(dptr);
     sg_op_t *op = sg_op_new(SG_OP_FREE, "cuMemFreeAsync");
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -117,12 +128,12 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
 SG_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     SG_ENTER(cuMemAllocAsync, API);
-    return alloc_async(dptr, bytesize, hStream, false);
+    return sg_alloc_async(dptr, bytesize, NULL, hStream, false);
 }
 SG_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     SG_ENTER(cuMemAllocAsync, API);
-    return alloc_async(dptr, bytesize, hStream, true);
+    return sg_alloc_async(dptr, bytesize, NULL, hStream, true);
 }
 SG_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {

@@ -19,6 +19,11 @@ static __thread CUcontext current_ctx;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static CUresult init_result;
 
+CUcontext sg_primary_ctx(void)
+{
+    return PRIMARY;
+}
+
 CUresult sg_need_ctx(void)
 {
     return current_ctx == PRIMARY ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
@@ -105,6 +110,148 @@ SG_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* An H100 SXM5 80GB's values (CUDA 13 deviceQuery and the CUDA C
+ * Programming Guide's compute capability 9.0 table), for every attribute
+ * the runtime reads while it starts (traced: docs/gpu-facts.md). A zero
+ * where a real GPU has a limit misleads libraries: cuBLAS loops forever
+ * with MAX_GRID_DIM_Z = 0. Attributes not listed read 0 ("not
+ * supported"). */
+static int h100_attribute(CUdevice_attribute a)
+{
+    switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: return 1024;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: return 64;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: return 65535;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: return 49152;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: return 65536;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: return 2147483647;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: return 65536;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1980000;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+    case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: return 0;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED: return 0;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: return CU_COMPUTEMODE_DEFAULT;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH: return 131072;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH: return 131072;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS: return 2048;
+    case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x18;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE: return 8192;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE: return 8192;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE: return 32768;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS: return 2046;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH: return 131072;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH: return 16384;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS: return 2048;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS: return 2046;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH: return 131072;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT: return 65000;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH: return 2097120;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT: return 32768;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH: return 32768;
+    case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 233472;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: return 0;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return 0;
+    case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: return 0;
+    case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: return 2;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: return 0;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return 1;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 232448;
+    case CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES: return 0;
+    case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: return 0;
+    case CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST: return 0;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
+    case CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE: return 82944000;
+    case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE: return 134213632;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
+    case CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS: return 1;
+    case CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING: return 0;
+    case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+        return CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: return 1;
+    case CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS: return 1;
+    case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return 1;
+    case CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT: return 4;
+    case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS: return 1;
+    case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: return CU_DEVICE_NUMA_CONFIG_NONE;
+    case CU_DEVICE_ATTRIBUTE_NUMA_ID: return -1;
+    case CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: return 0;
+    case CU_DEVICE_ATTRIBUTE_MPS_ENABLED: return 0;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: return 0;
+    /* PCI device 0x2330 (H100 SXM5 80GB), subsystem 0x16C1, vendor 0x10DE. */
+    case CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID: return 0x233010DE;
+    case CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID: return 0x16C110DE;
+    default: return 0;
+    }
+}
+
 SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     SG_ENTER(cuDeviceGetAttribute, API);
@@ -113,21 +260,50 @@ SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
     switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = 1; break;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
         *pi = SG->cfg.host_numa_vmm;
         break;
     case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = SG->cfg.host_vmm; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *pi = 1; break;
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *pi = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *pi = 2; break;
-    default: *pi = 0; break;
+    default: *pi = h100_attribute(attrib); break;
     }
+    return CUDA_SUCCESS;
+}
+
+/* One fixed UUID: the runtime reads it at start-up (its integrity answer
+ * includes it) and reports it as cudaDeviceProp::uuid. */
+static const CUuuid device_uuid = {{'s', 'i', 'm', 'g', 'p', 'u', '-', 'H', '1', '0', '0', 0, 0, 0,
+                                    0, 1}};
+
+static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
+{
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *uuid = device_uuid;
+    return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    SG_ENTER(cuDeviceGetUuid, API);
+    return get_uuid(uuid, dev);
+}
+
+SG_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    SG_ENTER(cuDeviceGetUuid, API);
+    return get_uuid(uuid, dev);
+}
+
+/* Lazy loading is the CUDA 12.2+ default; simgpu's images hold no code to
+ * load, so both modes behave alike here. */
+SG_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    SG_ENTER(cuModuleGetLoadingMode, API);
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    *mode = CU_MODULE_LAZY_LOADING;
     return CUDA_SUCCESS;
 }
 
@@ -147,9 +323,8 @@ SG_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-SG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+static CUresult primary_release(CUdevice dev)
 {
-    SG_ENTER(cuDevicePrimaryCtxRelease, API);
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
     sg_lock();
@@ -158,6 +333,19 @@ SG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
         SG->ctx_refs--;
     sg_unlock();
     return r;
+}
+
+SG_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    SG_ENTER(cuDevicePrimaryCtxRelease, API);
+    return primary_release(dev);
+}
+
+/* The version-7000 entry point the runtime asks for by that number. */
+SG_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    SG_ENTER(cuDevicePrimaryCtxRelease, API);
+    return primary_release(dev);
 }
 
 SG_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
@@ -233,6 +421,18 @@ SG_EXPORT CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 {
     SG_ENTER(cuCtxGetDevice, API);
     return ctx_device(device, ctx ? ctx : current_ctx);
+}
+
+/* Contexts made with the 3.2+ API report 3020. */
+SG_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    SG_ENTER(cuCtxGetApiVersion, API);
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((ctx ? ctx : current_ctx) != PRIMARY)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 3020;
+    return CUDA_SUCCESS;
 }
 
 static CUresult ctx_sync(CUcontext ctx)

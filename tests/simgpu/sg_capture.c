@@ -1,54 +1,231 @@
 /*
- * Stream capture and graphs.
+ * Stream capture, across streams.
  *
- * A capturing stream records ops instead of issuing them; a graph is that
- * list, and cuGraphLaunch issues a fresh copy of each op on the launch
- * stream, so a replay runs the recorded arguments again and its virtual
- * time is computed from the backing at replay. Captures are linear: one
- * stream, in order.
+ * A capturing stream records ops as graph nodes instead of issuing them.
+ * Each stream in a capture has a frontier: the nodes its next op will
+ * depend on. Events carry frontiers between streams, as in the driver:
+ *
+ *   A: BeginCapture ── EventRecord(fork) ── copy ── k1 ─────── Wait(join) ── k3 ── EndCapture
+ *                            │                                     ▲
+ *   B:               StreamWaitEvent(fork) ── memset ── k2 ── EventRecord(join)
+ *
+ *   cuEventRecord on a capturing stream makes the event stand for that
+ *   stream's frontier (no node). cuStreamWaitEvent on such an event makes
+ *   a stream outside any capture join it (its frontier becomes the
+ *   event's: a fork), or merges the event's frontier into a stream of the
+ *   same capture (a join). Waiting on an event from outside the capture is
+ *   CUDA_ERROR_STREAM_CAPTURE_ISOLATION, and waiting on one from another
+ *   capture too, unless the wait or record is external
+ *   (CU_EVENT_WAIT_EXTERNAL, CU_EVENT_RECORD_EXTERNAL), which records an
+ *   event wait or event record node instead.
+ *
+ * cuStreamEndCapture must be called on the origin stream
+ * (CUDA_ERROR_STREAM_CAPTURE_UNMATCHED otherwise), and every other stream
+ * that joined must have been joined back into it: each node on another
+ * stream's frontier must be an ancestor of the origin's frontier.
+ * Otherwise the capture fails with CUDA_ERROR_STREAM_CAPTURE_UNJOINED and
+ * no graph is made, as the driver does. Either way every joined stream
+ * leaves capture mode.
  *
  * A call that would synchronize during a capture is refused with
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, as the
- * driver does; spillway must never make one.
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture;
+ * cuStreamEndCapture then returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+ * spillway must never make one. Graphs and replays: sg_graph.c.
  */
 #include "sg.h"
 
 #include <stdlib.h>
-
-typedef struct {
-    sg_op_t *head;
-} graph_t;
+#include <string.h>
 
 static uint64_t next_capture_id = 1;
 
-static void ops_free(sg_op_t *op)
+/* ---- frontiers: small sets of node indices ---- */
+
+static bool set_has(const int *set, int n, int v)
 {
-    while (op) {
-        sg_op_t *next = op->next;
-        sg_op_put(op);
-        op = next;
-    }
+    for (int i = 0; i < n; i++)
+        if (set[i] == v)
+            return true;
+    return false;
 }
 
-CUresult sg_capture_record(sg_capture_t *c, sg_op_t *op)
+/* dst ∪= src. Returns false when out of memory (dst unchanged). */
+static bool set_merge(int **dst, int *ndst, const int *src, int nsrc)
 {
-    if (c->invalidated) {
-        sg_op_put(op);
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    int *d = realloc(*dst, (size_t)(*ndst + nsrc + 1) * sizeof *d);
+    if (!d)
+        return false;
+    *dst = d;
+    for (int i = 0; i < nsrc; i++)
+        if (!set_has(d, *ndst, src[i]))
+            d[(*ndst)++] = src[i];
+    return true;
+}
+
+static void set_clear(int **set, int *n)
+{
+    free(*set);
+    *set = NULL;
+    *n = 0;
+}
+
+void sg_nodes_free(sg_node_t **nodes, int n)
+{
+    for (int i = 0; i < n; i++) {
+        sg_handle_del(nodes[i]);
+        sg_op_put(nodes[i]->op);
+        free(nodes[i]->deps);
+        free(nodes[i]);
     }
-    /* Dependencies belong to this issue, not to the replays. */
+    free(nodes);
+}
+
+sg_capture_t *sg_capture_find(uint64_t id)
+{
+    for (sg_capture_t *c = SG->captures; c; c = c->next)
+        if (c->id == id)
+            return c;
+    return NULL;
+}
+
+static void invalidate(sg_capture_t *c)
+{
+    c->invalidated = true;
+}
+
+/* Adds op as a node on s's lane, after s's frontier, which becomes the
+ * new node alone. Consumes op. */
+static CUresult add_node(sg_stream_t *s, sg_op_t *op, sg_node_t **out)
+{
+    sg_capture_t *c = s->capture;
+    sg_node_t *n = calloc(1, sizeof *n);
+    int *front = malloc(sizeof *front);
+    if (c->nnodes == c->nodes_cap) {
+        int cap = c->nodes_cap ? 2 * c->nodes_cap : 16;
+        sg_node_t **nn = realloc(c->nodes, (size_t)cap * sizeof *nn);
+        if (nn) {
+            c->nodes = nn;
+            c->nodes_cap = cap;
+        }
+    }
+    if (!n || !front || c->nnodes == c->nodes_cap) {
+        free(n);
+        free(front);
+        sg_op_put(op);
+        invalidate(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    /* Dependencies of this issue (the legacy stream, events) are not the
+     * graph's: the graph's are the frontier. */
     for (int i = 0; i < op->ndeps; i++)
         sg_op_put(op->deps[i]);
     free(op->deps);
     op->deps = NULL;
     op->ndeps = 0;
     op->next = NULL;
-    if (c->tail)
-        c->tail->next = op;
-    else
-        c->head = op;
-    c->tail = op;
+    n->op = op;
+    n->deps = s->front;
+    n->ndeps = s->nfront;
+    n->lane = s->lane;
+    front[0] = c->nnodes;
+    s->front = front;
+    s->nfront = 1;
+    c->nodes[c->nnodes++] = n;
+    sg_handle_add(n, SG_H_NODE);
+    if (out)
+        *out = n;
     return CUDA_SUCCESS;
+}
+
+CUresult sg_capture_record(sg_stream_t *s, sg_op_t *op)
+{
+    if (s->capture->invalidated) {
+        sg_op_put(op);
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    return add_node(s, op, NULL);
+}
+
+CUresult sg_capture_event_record(sg_stream_t *s, sg_event_t *e, bool external)
+{
+    sg_capture_t *c = s->capture;
+    if (c->invalidated)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (external) {
+        sg_op_t *op = sg_op_new(SG_OP_MARKER, "cuEventRecord");
+        sg_node_t *n = NULL;
+        CUresult r = op ? add_node(s, op, &n) : CUDA_ERROR_OUT_OF_MEMORY;
+        if (r != CUDA_SUCCESS)
+            return r;
+        n->record_event = e;
+        return CUDA_SUCCESS;
+    }
+    int *front = NULL, nfront = 0;
+    if (!set_merge(&front, &nfront, s->front, s->nfront)) {
+        invalidate(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    free(e->cap_front);
+    e->cap_front = front;
+    e->ncap_front = nfront;
+    e->cap_id = c->id;
+    return CUDA_SUCCESS;
+}
+
+/* s joins capture c with the given frontier: it records into c from now. */
+static CUresult join(sg_stream_t *s, sg_capture_t *c, const int *front, int nfront)
+{
+    sg_stream_t **ss = realloc(c->streams, (size_t)(c->nstreams + 1) * sizeof *ss);
+    if (!ss || !set_merge(&s->front, &s->nfront, front, nfront)) {
+        if (ss)
+            c->streams = ss;
+        invalidate(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    c->streams = ss;
+    s->lane = c->nstreams;
+    c->streams[c->nstreams++] = s;
+    s->capture = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult sg_capture_wait(sg_stream_t *s, sg_event_t *e, bool external)
+{
+    sg_capture_t *ec = e->cap_id ? sg_capture_find(e->cap_id) : NULL;
+    sg_capture_t *sc = s->capture;
+    if (!ec && !sc)
+        return CUDA_ERROR_NOT_FOUND;
+    if (sc && sc->invalidated)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (sc && external) {
+        sg_op_t *op = sg_op_new(SG_OP_MARKER, "cuStreamWaitEvent");
+        sg_node_t *n = NULL;
+        CUresult r = op ? add_node(s, op, &n) : CUDA_ERROR_OUT_OF_MEMORY;
+        if (r == CUDA_SUCCESS)
+            n->wait_event = e;
+        return r;
+    }
+    if (sc && ec == sc) {
+        if (!set_merge(&s->front, &s->nfront, e->cap_front, e->ncap_front)) {
+            invalidate(sc);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        return CUDA_SUCCESS;
+    }
+    if (!sc) {
+        /* The legacy stream cannot take part in a capture. */
+        if (s == SG->legacy) {
+            invalidate(ec);
+            return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        }
+        return join(s, ec, e->cap_front, e->ncap_front);
+    }
+    /* An event recorded outside this capture: a dependency that crosses
+     * the capture's boundary. */
+    invalidate(sc);
+    if (ec)
+        invalidate(ec);
+    return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
 }
 
 CUresult sg_capture_guard(sg_stream_t *stream)
@@ -57,7 +234,7 @@ CUresult sg_capture_guard(sg_stream_t *stream)
     for (sg_capture_t *c = SG->captures; c; c = c->next) {
         bool hit;
         if (stream)
-            hit = c->stream == stream;
+            hit = stream->capture == c;
         else if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
             hit = true;
         else if (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
@@ -65,7 +242,7 @@ CUresult sg_capture_guard(sg_stream_t *stream)
         else
             hit = false;
         if (hit) {
-            c->invalidated = true;
+            invalidate(c);
             r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
         }
     }
@@ -82,25 +259,29 @@ static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
     sg_lock();
     sg_stream_t *s = sg_stream_get(hs, pt);
     CUresult r = CUDA_SUCCESS;
+    sg_capture_t *c = NULL;
     if (!s)
         r = CUDA_ERROR_INVALID_HANDLE;
     else if (s == SG->legacy)
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
     else if (s->capture)
         r = CUDA_ERROR_ILLEGAL_STATE;
+    else if (!(c = calloc(1, sizeof *c)) || !(c->streams = malloc(sizeof *c->streams)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
-        sg_capture_t *c = calloc(1, sizeof *c);
-        if (!c) {
-            sg_unlock();
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
         c->stream = s;
         c->mode = mode;
         c->thread = pthread_self();
         c->id = next_capture_id++;
+        c->streams[0] = s;
+        c->nstreams = 1;
         c->next = SG->captures;
         SG->captures = c;
         s->capture = c;
+        s->lane = 0;
+        set_clear(&s->front, &s->nfront);
+    } else if (c) {
+        free(c);
     }
     sg_unlock();
     return r;
@@ -129,6 +310,34 @@ SG_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
     return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
 }
 
+/* Marks in anc every ancestor of the nodes in front (themselves included). */
+static void ancestors(const sg_capture_t *c, const int *front, int nfront, bool *anc)
+{
+    for (int i = 0; i < nfront; i++)
+        anc[front[i]] = true;
+    /* Capture order is topological: one backward sweep finds them all. */
+    for (int i = c->nnodes - 1; i >= 0; i--)
+        if (anc[i])
+            for (int d = 0; d < c->nodes[i]->ndeps; d++)
+                anc[c->nodes[i]->deps[d]] = true;
+}
+
+/* Work on a joined stream that the origin never waited for. */
+static bool unjoined(const sg_capture_t *c)
+{
+    bool *anc = calloc((size_t)c->nnodes + 1, sizeof *anc);
+    if (!anc)
+        return true;
+    const sg_stream_t *o = c->streams[0];
+    ancestors(c, o->front, o->nfront, anc);
+    bool bad = false;
+    for (int i = 1; i < c->nstreams && !bad; i++)
+        for (int j = 0; j < c->streams[i]->nfront; j++)
+            bad |= !anc[c->streams[i]->front[j]];
+    free(anc);
+    return bad;
+}
+
 static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 {
     if (!out)
@@ -141,25 +350,31 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
         return s ? CUDA_ERROR_ILLEGAL_STATE : CUDA_ERROR_INVALID_HANDLE;
     }
     sg_capture_t *c = s->capture;
+    if (c->stream != s) {
+        invalidate(c);
+        sg_unlock();
+        return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    }
     for (sg_capture_t **p = &SG->captures; *p; p = &(*p)->next)
         if (*p == c) {
             *p = c->next;
             break;
         }
-    s->capture = NULL;
     CUresult r = CUDA_SUCCESS;
-    graph_t *g = NULL;
-    if (c->invalidated) {
-        ops_free(c->head);
+    if (c->invalidated)
         r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    } else if (!(g = malloc(sizeof *g))) {
-        ops_free(c->head);
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-        g->head = c->head;
-        sg_handle_add(g, SG_H_GRAPH);
-        *out = (CUgraph)g;
+    else if (unjoined(c))
+        r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+    for (int i = 0; i < c->nstreams; i++) {
+        c->streams[i]->capture = NULL;
+        c->streams[i]->lane = 0;
+        set_clear(&c->streams[i]->front, &c->streams[i]->nfront);
     }
+    if (r == CUDA_SUCCESS)
+        r = sg_graph_new(c->nodes, c->nnodes, c->nstreams, out);
+    else
+        sg_nodes_free(c->nodes, c->nnodes);
+    free(c->streams);
     free(c);
     sg_unlock();
     return r;
@@ -209,8 +424,8 @@ SG_EXPORT CUresult cuStreamIsCapturing_ptsz ISCAP_PARAMS
     return capture_info(hStream, true, captureStatus, NULL);
 }
 
-/* Dependencies and edges are not modelled: a capture is linear, and the
- * lists are reported empty. */
+/* The graph under construction and the stream's frontier are not handed
+ * out: the graph does not exist as a CUgraph until the capture ends. */
 static CUresult info_v3(CUstream hs, bool pt, CUstreamCaptureStatus *st, cuuint64_t *id,
                         CUgraph *graph, const CUgraphNode **deps, const CUgraphEdgeData **edges,
                         size_t *ndeps)
@@ -269,107 +484,4 @@ SG_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz INFO3_PARAMS
     SG_ENTER(cuStreamGetCaptureInfo, API);
     return info_v3(hStream, true, captureStatus_out, id_out, graph_out, dependencies_out,
                    edgeData_out, numDependencies_out);
-}
-
-/* ---- graphs ---- */
-
-static CUresult instantiate(CUgraphExec *out, CUgraph hg)
-{
-    if (!out)
-        return CUDA_ERROR_INVALID_VALUE;
-    sg_lock();
-    CUresult r = CUDA_SUCCESS;
-    graph_t *e = NULL;
-    if (sg_handle_kind(hg) != SG_H_GRAPH) {
-        r = CUDA_ERROR_INVALID_VALUE;
-    } else if (!(e = calloc(1, sizeof *e))) {
-        r = CUDA_ERROR_OUT_OF_MEMORY;
-    } else {
-        sg_op_t **tail = &e->head;
-        for (sg_op_t *op = ((graph_t *)hg)->head; op; op = op->next) {
-            if (!(*tail = sg_op_clone(op))) {
-                ops_free(e->head);
-                free(e);
-                sg_unlock();
-                return CUDA_ERROR_OUT_OF_MEMORY;
-            }
-            tail = &(*tail)->next;
-        }
-        sg_handle_add(e, SG_H_EXEC);
-        *out = (CUgraphExec)e;
-    }
-    sg_unlock();
-    return r;
-}
-
-SG_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                               unsigned long long flags)
-{
-    SG_ENTER(cuGraphInstantiateWithFlags, API);
-    return instantiate(phGraphExec, hGraph);
-}
-
-SG_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                         CUgraphNode *phErrorNode, char *logBuffer,
-                                         size_t bufferSize)
-{
-    SG_ENTER(cuGraphInstantiate, API);
-    return instantiate(phGraphExec, hGraph);
-}
-
-static CUresult graph_launch(CUgraphExec he, CUstream hs, bool pt)
-{
-    sg_lock();
-    sg_stream_t *s = sg_stream_get(hs, pt);
-    CUresult r = CUDA_SUCCESS;
-    if (sg_handle_kind(he) != SG_H_EXEC)
-        r = CUDA_ERROR_INVALID_VALUE;
-    else if (!s)
-        r = CUDA_ERROR_INVALID_HANDLE;
-    else
-        SG->st.graph_launches++;
-    for (sg_op_t *op = r == CUDA_SUCCESS ? ((graph_t *)he)->head : NULL; op && !r; op = op->next) {
-        sg_op_t *c = sg_op_clone(op);
-        r = c ? sg_submit(s, c) : CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    sg_unlock();
-    return r;
-}
-
-#define GLAUNCH_PARAMS (CUgraphExec hGraphExec, CUstream hStream)
-SG_EXPORT CUresult cuGraphLaunch GLAUNCH_PARAMS
-{
-    SG_ENTER(cuGraphLaunch, LAUNCH);
-    return graph_launch(hGraphExec, hStream, false);
-}
-SG_EXPORT CUresult cuGraphLaunch_ptsz GLAUNCH_PARAMS
-{
-    SG_ENTER(cuGraphLaunch, LAUNCH);
-    return graph_launch(hGraphExec, hStream, true);
-}
-
-static CUresult graph_destroy(void *h, int kind)
-{
-    sg_lock();
-    if (sg_handle_kind(h) != kind) {
-        sg_unlock();
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    sg_handle_del(h);
-    ops_free(((graph_t *)h)->head);
-    sg_unlock();
-    free(h);
-    return CUDA_SUCCESS;
-}
-
-SG_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
-{
-    SG_ENTER(cuGraphDestroy, API);
-    return graph_destroy(hGraph, SG_H_GRAPH);
-}
-
-SG_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
-{
-    SG_ENTER(cuGraphExecDestroy, API);
-    return graph_destroy(hGraphExec, SG_H_EXEC);
 }

@@ -88,13 +88,25 @@ static CUresult stream_sync(CUstream hs, bool pt)
     return r;
 }
 
+/* In a capture, a wait forks, joins or refuses (sg_capture_wait);
+ * otherwise it orders s after the event's marker. */
 static CUresult stream_wait(CUstream hs, CUevent he, unsigned flags, bool pt)
 {
     WITH_STREAM(s, hs, pt);
     CUresult r = CUDA_SUCCESS;
     if (!sg_is_event(he))
         r = CUDA_ERROR_INVALID_HANDLE;
+    else if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        r = CUDA_ERROR_INVALID_VALUE;
     sg_event_t *e = (sg_event_t *)he;
+    if (r == CUDA_SUCCESS) {
+        r = sg_capture_wait(s, e, flags & CU_EVENT_WAIT_EXTERNAL);
+        if (r != CUDA_ERROR_NOT_FOUND) {
+            sg_unlock();
+            return r;
+        }
+        r = CUDA_SUCCESS;
+    }
     if (r == CUDA_SUCCESS && e->op) {
         sg_op_t *op = sg_op_new(SG_OP_MARKER, "cuStreamWaitEvent");
         if (!op) {
@@ -202,28 +214,36 @@ SG_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
     sg_handle_del(e);
     sg_op_put(e->op);
     sg_unlock();
+    free(e->cap_front);
     free(e);
     return CUDA_SUCCESS;
 }
 
-/* Records a marker; on a capturing stream the marker joins the graph and
- * the event keeps its previous state (captures are linear here). */
-static CUresult event_record(CUevent he, CUstream hs, bool pt)
+/* Records a marker. On a capturing stream the event instead stands for
+ * the stream's place in the capture (sg_capture_event_record). */
+static CUresult event_record_flags(CUevent he, CUstream hs, unsigned flags, bool pt)
 {
     WITH_STREAM(s, hs, pt);
     CUresult r = sg_is_event(he) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (r == CUDA_SUCCESS && (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS && s->capture) {
+        r = sg_capture_event_record(s, (sg_event_t *)he, flags & CU_EVENT_RECORD_EXTERNAL);
+        sg_unlock();
+        return r;
+    }
     sg_op_t *op = r == CUDA_SUCCESS ? sg_op_new(SG_OP_MARKER, "cuEventRecord") : NULL;
     if (r == CUDA_SUCCESS && !op)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (op) {
-        bool capturing = s->capture != NULL;
         op->refs++;
         r = sg_submit(s, op);
-        if (r == CUDA_SUCCESS && !capturing) {
+        if (r == CUDA_SUCCESS) {
             sg_event_t *e = (sg_event_t *)he;
             sg_op_put(e->op);
             e->op = op; /* takes the extra reference */
             e->time_ns = op->end_ns;
+            e->cap_id = 0;
         } else {
             sg_op_put(op);
         }
@@ -232,6 +252,14 @@ static CUresult event_record(CUevent he, CUstream hs, bool pt)
     return r;
 }
 
+static CUresult event_record(CUevent he, CUstream hs, bool pt)
+{
+    return event_record_flags(he, hs, 0, pt);
+}
+
+PAIR(cuEventRecordWithFlags, cuEventRecord, API,
+     (CUevent hEvent, CUstream hStream, unsigned int flags), event_record_flags, hEvent, hStream,
+     flags)
 PAIR(cuEventRecord, cuEventRecord, API, (CUevent hEvent, CUstream hStream), event_record,
      hEvent, hStream)
 

@@ -13,6 +13,8 @@
 #include <string.h>
 
 #define IMAGE_MAGIC "simgpu-builtin"
+#define FATBINC_MAGIC 0x466243B1u /* __fatBinC_Wrapper_t, what nvcc registers */
+#define FATBIN_MAGIC 0xBA55ED50u  /* the fat binary itself */
 
 typedef struct func {
     const sg_kernel_t *kernel;
@@ -25,13 +27,20 @@ typedef struct {
     func_t *kfuncs; /* library only: the CUfunction of each CUkernel */
 } image_t;
 
-/* An image is simgpu's when its text starts with the magic, or when its
+/* A fat binary that nvcc built (the runtime passes its
+ * __fatBinC_Wrapper_t) is accepted as the built-in image: its sm_90 code
+ * cannot run here, so its kernels are resolved by name to the built-ins
+ * (see resolve()). An image is also simgpu's when its text starts with the magic, or when its
  * first line carries it (a PTX comment such as "// simgpu-builtin", so
  * that one image serves both a real driver and simgpu). */
 static bool image_ok(const void *image)
 {
     if (!image)
         return false;
+    uint32_t magic;
+    memcpy(&magic, image, sizeof magic);
+    if (magic == FATBINC_MAGIC || magic == FATBIN_MAGIC)
+        return true;
     const char *s = image, *nl = strchr(s, '\n'), *m = strstr(s, IMAGE_MAGIC);
     return m == s || (m && nl && m < nl && strncmp(s, "//", 2) == 0);
 }
@@ -95,6 +104,38 @@ static CUresult image_unload(int kind, void *h)
     return CUDA_SUCCESS;
 }
 
+/*
+ * The name rule. An extern "C" kernel arrives under its plain name. A C++
+ * kernel arrives mangled; it resolves only when the mangled name is
+ * exactly the Itanium mangling of the built-in's C parameter list, so a
+ * kernel that shares a built-in's name but not its parameters is not
+ * run with the wrong layout (cuLibraryGetKernel answers NOT_FOUND).
+ * sg_gemv_struct_f32 takes a struct by value, whose mangling depends on
+ * the program's own type name: it resolves only by its plain name.
+ */
+static const struct {
+    const char *mangled, *name;
+} cxx_names[] = {
+    {"_Z11sg_fill_u32Pjjm", "sg_fill_u32"},
+    {"_Z11sg_axpy_f32fPKfPfm", "sg_axpy_f32"},
+    {"_Z11sg_relu_f32Pfm", "sg_relu_f32"},
+    {"_Z11sg_gemv_f32PKfS0_Pfjj", "sg_gemv_f32"},
+    {"_Z17sg_gemv_table_f32PKPKfjS0_Pfjj", "sg_gemv_table_f32"},
+    {"_Z15sg_checksum_u64PKvmPm", "sg_checksum_u64"},
+    {"_Z11sg_gemm_f32PKfS0_Pfjjj", "sg_gemm_f32"},
+    {"_Z20spillway_fingerprintPKvmPm", "spillway_fingerprint"},
+};
+
+static const char *resolve(const char *name)
+{
+    if (strncmp(name, "_Z", 2) != 0)
+        return name;
+    for (size_t i = 0; i < sizeof cxx_names / sizeof cxx_names[0]; i++)
+        if (strcmp(cxx_names[i].mangled, name) == 0)
+            return cxx_names[i].name;
+    return NULL;
+}
+
 static CUresult image_get(int kind, void *h, const char *name, func_t **out)
 {
     if (!out || !name)
@@ -105,7 +146,8 @@ static CUresult image_get(int kind, void *h, const char *name, func_t **out)
     if (k != kind)
         return CUDA_ERROR_INVALID_HANDLE;
     image_t *m = h;
-    for (int i = 0; i < sg_kernel_count(); i++)
+    name = resolve(name);
+    for (int i = 0; name && i < sg_kernel_count(); i++)
         if (strcmp(m->funcs[i].kernel->name, name) == 0) {
             *out = &m->funcs[i];
             return CUDA_SUCCESS;

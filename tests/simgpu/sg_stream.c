@@ -424,7 +424,7 @@ static void check_races(sg_op_t *op, const sg_stream_t *s, uint64_t start)
 CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
 {
     if (s->capture)
-        return sg_capture_record(s->capture, op);
+        return sg_capture_record(s, op);
     if (SG->sticky != CUDA_SUCCESS) {
         sg_op_put(op);
         return SG->sticky;

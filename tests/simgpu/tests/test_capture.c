@@ -1,7 +1,10 @@
 /*
  * test_capture.c: stream capture records work instead of running it;
  * cuGraphLaunch replays it with the recorded arguments; a synchronizing
- * call during a capture is refused and invalidates the capture.
+ * call during a capture is refused and invalidates the capture. Captures
+ * span streams forked and joined by events; unjoined work, waits across
+ * the capture's boundary and an end on the wrong stream fail as in the
+ * driver; replays keep the captured dependencies and overlap lanes.
  */
 #include "sgt.h"
 
@@ -320,6 +323,233 @@ START_TEST(capture_records_async_copy_from_pinned_memory)
 }
 END_TEST
 
+/* ---- captures across streams ---------------------------------------- */
+
+/* Fork on a, join back: b's work is captured, its dependencies kept. */
+static CUgraph capture_fork_join(CUstream a, CUstream b, CUdeviceptr z, CUdeviceptr w,
+                                 uint32_t value)
+{
+    CUevent fork, join;
+    SGT_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    SGT_OK(cuEventRecord(fork, a));
+    SGT_OK(cuStreamWaitEvent(b, fork, 0));
+    CUstreamCaptureStatus st;
+    SGT_OK(cuStreamIsCapturing(b, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    launch_axpy(a, 2.0f);
+    sgt_fill_u32(b, z, value, N);
+    SGT_OK(cuEventRecord(join, b));
+    SGT_OK(cuStreamWaitEvent(a, join, 0));
+    SGT_OK(cuMemcpyDtoDAsync(w, z, N * 4, a));
+    CUgraph g = NULL;
+    SGT_OK(cuStreamEndCapture(a, &g));
+    SGT_OK(cuStreamIsCapturing(b, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    return g;
+}
+
+START_TEST(capture_fork_join_across_streams)
+{
+    sgt_env("SIMGPU_JITTER", "300");
+    sgt_init();
+    setup_axpy();
+    CUdeviceptr z, w;
+    SGT_OK(cuMemAlloc(&z, N * 4));
+    SGT_OK(cuMemAlloc(&w, N * 4));
+    SGT_OK(cuMemsetD32(z, 0, N));
+    SGT_OK(cuMemsetD32(w, 0, N));
+    CUstream a = capture_stream(), b = capture_stream();
+    CUgraph g = capture_fork_join(a, b, z, w, 77);
+    /* Nothing ran at capture. */
+    uint32_t out[N];
+    SGT_OK(cuMemcpyDtoH(out, w, sizeof out));
+    ck_assert_uint_eq(out[0], 0);
+    /* Three nodes; the copy depends on both branches. */
+    size_t n = 0;
+    SGT_OK(cuGraphGetNodes(g, NULL, &n));
+    ck_assert_uint_eq(n, 3);
+    CUgraphNode from[4], to[4];
+    size_t ne = 4;
+    SGT_OK(cuGraphGetEdges(g, from, to, NULL, &ne));
+    ck_assert_uint_eq(ne, 2);
+    CUgraphNodeType t;
+    SGT_OK(cuGraphNodeGetType(to[0], &t));
+    ck_assert_int_eq(t, CU_GRAPH_NODE_TYPE_MEMCPY);
+    ck_assert_ptr_eq(to[0], to[1]);
+    CUgraphExec ge;
+    SGT_OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    for (int rep = 1; rep <= 3; rep++) {
+        SGT_OK(cuGraphLaunch(ge, a));
+        SGT_OK(cuStreamSynchronize(a));
+        SGT_OK(cuMemcpyDtoH(out, w, sizeof out));
+        for (int i = 0; i < N; i++)
+            ck_assert_uint_eq(out[i], 77);
+    }
+    float want[N];
+    for (int i = 0; i < N; i++) {
+        want[i] = y_init[i];
+        for (int rep = 0; rep < 3; rep++)
+            want[i] = 2.0f * x_init[i] + want[i];
+    }
+    assert_y(want);
+    SGT_OK(cuGraphExecDestroy(ge));
+    SGT_OK(cuGraphDestroy(g));
+}
+END_TEST
+
+START_TEST(capture_unjoined_work_fails_the_capture)
+{
+    sgt_init();
+    setup_axpy();
+    CUdeviceptr z;
+    SGT_OK(cuMemAlloc(&z, N * 4));
+    CUstream a = capture_stream(), b = capture_stream();
+    CUevent fork;
+    SGT_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    SGT_OK(cuEventRecord(fork, a));
+    SGT_OK(cuStreamWaitEvent(b, fork, 0));
+    launch_axpy(a, 2.0f);
+    sgt_fill_u32(b, z, 1, N); /* never joined back into a */
+    CUgraph g = (CUgraph)1;
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_UNJOINED, cuStreamEndCapture(a, &g));
+    ck_assert_ptr_null(g);
+    CUstreamCaptureStatus st;
+    SGT_OK(cuStreamIsCapturing(b, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    /* Both streams work normally again, and nothing captured ran. */
+    SGT_OK(cuStreamSynchronize(b));
+    assert_y(y_init);
+}
+END_TEST
+
+START_TEST(capture_end_on_a_joined_stream_is_unmatched)
+{
+    sgt_init();
+    CUstream a = capture_stream(), b = capture_stream();
+    CUevent fork;
+    SGT_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    SGT_OK(cuEventRecord(fork, a));
+    SGT_OK(cuStreamWaitEvent(b, fork, 0));
+    CUgraph g;
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, cuStreamEndCapture(b, &g));
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(a, &g));
+}
+END_TEST
+
+START_TEST(capture_wait_on_uncaptured_event_is_isolation)
+{
+    sgt_init();
+    setup_axpy();
+    CUstream a = capture_stream(), c = capture_stream();
+    CUevent before;
+    SGT_OK(cuEventCreate(&before, CU_EVENT_DISABLE_TIMING));
+    launch_axpy(c, 1.0f);
+    SGT_OK(cuEventRecord(before, c));
+    SGT_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_ISOLATION, cuStreamWaitEvent(a, before, 0));
+    CUgraph g;
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(a, &g));
+}
+END_TEST
+
+START_TEST(capture_external_event_nodes)
+{
+    sgt_init();
+    setup_axpy();
+    CUstream a = capture_stream(), c = capture_stream();
+    CUevent outside, done;
+    SGT_OK(cuEventCreate(&outside, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuEventRecord(outside, c));
+    SGT_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    SGT_OK(cuStreamWaitEvent(a, outside, CU_EVENT_WAIT_EXTERNAL));
+    launch_axpy(a, 1.0f);
+    SGT_OK(cuEventRecordWithFlags(done, a, CU_EVENT_RECORD_EXTERNAL));
+    CUgraph g;
+    SGT_OK(cuStreamEndCapture(a, &g));
+    CUgraphNode nodes[3];
+    size_t n = 3;
+    SGT_OK(cuGraphGetNodes(g, nodes, &n));
+    ck_assert_uint_eq(n, 3);
+    CUgraphNodeType t;
+    SGT_OK(cuGraphNodeGetType(nodes[0], &t));
+    ck_assert_int_eq(t, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+    SGT_OK(cuGraphNodeGetType(nodes[1], &t));
+    ck_assert_int_eq(t, CU_GRAPH_NODE_TYPE_KERNEL);
+    SGT_OK(cuGraphNodeGetType(nodes[2], &t));
+    ck_assert_int_eq(t, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+    CUgraphExec ge;
+    SGT_OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    SGT_OK(cuGraphLaunch(ge, a));
+    /* The replay recorded `done`: waiting for it waits for the kernel. */
+    SGT_OK(cuEventSynchronize(done));
+    float want[N];
+    for (int i = 0; i < N; i++)
+        want[i] = 1.0f * x_init[i] + y_init[i];
+    assert_y(want);
+}
+END_TEST
+
+/* In virtual time a copy on a forked lane runs on its copy engine while
+ * the origin lane's kernel runs: the replay takes about the longer of the
+ * two, where the same work captured on one stream takes their sum. */
+static float replay_ms(bool forked)
+{
+    /* The kernel reads pinned host memory in place and the copy goes
+     * device to host: they use different directions of the link. */
+    enum { BIG = 64 << 20 };
+    CUdeviceptr src, sum;
+    void *host, *out;
+    SGT_OK(cuMemAlloc(&src, BIG));
+    SGT_OK(cuMemAlloc(&sum, 8));
+    SGT_OK(cuMemAllocHost(&host, BIG));
+    SGT_OK(cuMemAllocHost(&out, BIG));
+    SGT_OK(cuMemsetD8(src, 1, BIG));
+    CUstream a = capture_stream(), b = capture_stream();
+    CUevent fork, join, t0, t1;
+    SGT_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuEventCreate(&t0, 0));
+    SGT_OK(cuEventCreate(&t1, 0));
+    CUstream copier = forked ? b : a;
+    SGT_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    if (forked) {
+        SGT_OK(cuEventRecord(fork, a));
+        SGT_OK(cuStreamWaitEvent(b, fork, 0));
+    }
+    sgt_checksum(a, (CUdeviceptr)host, BIG, sum);
+    SGT_OK(cuMemcpyDtoHAsync(out, src, BIG, copier));
+    if (forked) {
+        SGT_OK(cuEventRecord(join, b));
+        SGT_OK(cuStreamWaitEvent(a, join, 0));
+    }
+    CUgraph g;
+    SGT_OK(cuStreamEndCapture(a, &g));
+    CUgraphExec ge;
+    SGT_OK(cuGraphInstantiateWithFlags(&ge, g, 0));
+    SGT_OK(cuEventRecord(t0, a));
+    SGT_OK(cuGraphLaunch(ge, a));
+    SGT_OK(cuEventRecord(t1, a));
+    SGT_OK(cuEventSynchronize(t1));
+    float ms = 0;
+    SGT_OK(cuEventElapsedTime(&ms, t0, t1));
+    return ms;
+}
+
+START_TEST(capture_replay_overlaps_copy_and_kernel)
+{
+    sgt_init();
+    float linear = replay_ms(false), forked = replay_ms(true);
+    ck_assert_msg(forked < 0.75f * linear,
+                  "forked replay %.3f ms, linear %.3f ms: the copy did not overlap the kernel",
+                  (double)forked, (double)linear);
+}
+END_TEST
+
 Suite *capture_suite(void)
 {
     Suite *s = suite_create("capture");
@@ -335,5 +565,11 @@ Suite *capture_suite(void)
     sgt_case(s, capture_of_legacy_stream_is_refused);
     sgt_case(s, capture_graph_replays_on_launch_stream);
     sgt_case(s, capture_records_async_copy_from_pinned_memory);
+    sgt_case(s, capture_fork_join_across_streams);
+    sgt_case(s, capture_unjoined_work_fails_the_capture);
+    sgt_case(s, capture_end_on_a_joined_stream_is_unmatched);
+    sgt_case(s, capture_wait_on_uncaptured_event_is_isolation);
+    sgt_case(s, capture_external_event_nodes);
+    sgt_case(s, capture_replay_overlaps_copy_and_kernel);
     return s;
 }
