@@ -69,6 +69,10 @@ SG_PT_DECL(CUresult, cuLaunchCooperativeKernel_ptsz, (CUfunction f, unsigned int
 SG_PT_DECL(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))
 CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize);
 CUresult sg_need_ctx(void);
+/* The ordinal of the device whose context is current; -1 if none. */
+int sg_current_device(void);
+/* dev names a simulated device. */
+bool sg_device_ok(CUdevice dev);
 
 /* ---- the function list ---------------------------------------------------
  * One line per driver function simgpu implements, by base name (the name
@@ -202,8 +206,10 @@ typedef enum {
 
 /* ---- sg_config.c: SIMGPU_* environment, read once -------------------- */
 #define SG_MAX_FAILS 8 /* SIMGPU_FAIL entries per function */
+#define SG_MAX_DEVICES 8
 typedef struct {
     uint64_t mem, granularity, host_granularity, va_size;
+    uint64_t devices; /* SIMGPU_DEVICES */
     uint64_t jitter_us, seed;
     bool host_vmm, host_numa_vmm, func_accepts_kernel;
     double hbm_gbps, h2d_gbps, d2h_gbps, d2d_gbps, zerocopy_gbps, tflops;
@@ -251,7 +257,7 @@ typedef struct sg_state {
     struct sg_capture *captures; /* active captures */
     struct sg_op *recent[SG_RECENT]; /* the last ops issued, for races */
     unsigned recent_at;
-    int ctx_refs;
+    int ctx_refs[SG_MAX_DEVICES]; /* primary context retains, per device */
 } sg_state_t;
 
 enum { SG_ENGINE_COMPUTE, SG_ENGINE_H2D, SG_ENGINE_D2H };
@@ -353,7 +359,9 @@ CUresult sg_pinned_alloc(uint64_t size, void **out);
 CUresult sg_pinned_free(void *p);
 bool sg_pinned_find(const void *p, void **base, uint64_t *size);
 /* Legacy device allocations (cuMemAlloc). */
-CUresult sg_legacy_alloc(uint64_t size, CUdeviceptr *out);
+CUresult sg_legacy_alloc(uint64_t size, int device, CUdeviceptr *out);
+/* The device a legacy allocation at p was made on (0 for other memory). */
+int sg_legacy_device(CUdeviceptr p);
 CUresult sg_legacy_free(CUdeviceptr p);
 bool sg_legacy_range(CUdeviceptr p, CUdeviceptr *base, uint64_t *size);
 /* Reads the byte counters consistently (they live under a leaf lock). */
@@ -536,8 +544,8 @@ void sg_pool_note_alloc(CUmemoryPool pool, CUdeviceptr ptr, uint64_t size);
 void sg_pool_note_free(CUdeviceptr ptr);
 
 /* ---- sg_api.c ------------------------------------------------------ */
-/* The primary context's handle (simgpu has one device, one context). */
-CUcontext sg_primary_ctx(void);
+/* Device dev's primary context (sg_device_ok(dev)). */
+CUcontext sg_primary_ctx(CUdevice dev);
 
 /* ---- sg_report.c ----------------------------------------------------- */
 void sg_report_write(void);

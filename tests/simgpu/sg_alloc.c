@@ -24,7 +24,8 @@ static CUresult legacy_alloc(CUdeviceptr *dptr, size_t bytesize)
     if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
     sg_mem_wrlock();
-    CUresult r = sg_legacy_alloc(bytesize, dptr);
+    int device = sg_current_device();
+    CUresult r = sg_legacy_alloc(bytesize, device > 0 ? device : 0, dptr);
     sg_mem_unlock();
     return r;
 }
@@ -288,7 +289,9 @@ static CUresult attr_of(void *data, CUpointer_attribute attribute, CUdeviceptr p
         *(void **)data = (void *)ptr;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = 0;
+        sg_mem_rdlock();
+        *(int *)data = sg_legacy_device(ptr); /* VMM and pinned memory: device 0 */
+        sg_mem_unlock();
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         *(CUdeviceptr *)data = base;

@@ -1,7 +1,11 @@
 /*
  * Start-up, the device, contexts, errors, allocations and pointer queries.
  *
- * One simulated device (ordinal 0) with one primary context. Calls that
+ * SIMGPU_DEVICES simulated devices (1 unless set), each with one primary
+ * context. They share one memory, one address space and one set of
+ * engines; what tells them apart is the current context's device and the
+ * device an allocation was made on (cuPointerGetAttribute's
+ * DEVICE_ORDINAL). Calls that
  * need a context (allocations, launches, copies, stream creation) fail
  * with CUDA_ERROR_INVALID_CONTEXT on a thread without a current one, as
  * the driver does: an interposer's own worker threads must set it.
@@ -13,20 +17,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int primary_ctx_object; /* its address is the CUcontext */
-#define PRIMARY ((CUcontext)&primary_ctx_object)
+static int primary_ctx_objects[SG_MAX_DEVICES]; /* their addresses are the CUcontexts */
 static __thread CUcontext current_ctx;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static CUresult init_result;
 
-CUcontext sg_primary_ctx(void)
+bool sg_device_ok(CUdevice dev)
 {
-    return PRIMARY;
+    return dev >= 0 && (uint64_t)dev < SG->cfg.devices;
+}
+
+CUcontext sg_primary_ctx(CUdevice dev)
+{
+    return (CUcontext)&primary_ctx_objects[dev];
+}
+
+/* The device a context belongs to; -1 for anything but a primary one. */
+static int ctx_ordinal(CUcontext ctx)
+{
+    for (int d = 0; d < SG_MAX_DEVICES && sg_device_ok(d); d++)
+        if (ctx == sg_primary_ctx(d))
+            return d;
+    return -1;
+}
+
+int sg_current_device(void)
+{
+    return ctx_ordinal(current_ctx);
 }
 
 CUresult sg_need_ctx(void)
 {
-    return current_ctx == PRIMARY ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    return ctx_ordinal(current_ctx) >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 static void at_exit(void)
@@ -73,7 +95,7 @@ SG_EXPORT CUresult cuDeviceGetCount(int *count)
     SG_ENTER(cuDeviceGetCount, API);
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = (int)SG->cfg.devices;
     return CUDA_SUCCESS;
 }
 
@@ -82,9 +104,9 @@ SG_EXPORT CUresult cuDeviceGet(CUdevice *device, int ordinal)
     SG_ENTER(cuDeviceGet, API);
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0)
+    if (!sg_device_ok(ordinal))
         return CUDA_ERROR_INVALID_DEVICE;
-    *device = 0;
+    *device = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -93,7 +115,7 @@ SG_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
     SG_ENTER(cuDeviceGetName, API);
     if (!name || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     snprintf(name, (size_t)len, "simgpu (simulated H100)");
     return CUDA_SUCCESS;
@@ -104,7 +126,7 @@ SG_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     SG_ENTER(cuDeviceTotalMem, API);
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     *bytes = SG->cfg.mem;
     return CUDA_SUCCESS;
@@ -257,7 +279,7 @@ SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
     SG_ENTER(cuDeviceGetAttribute, API);
     if (!pi)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     switch (attrib) {
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
@@ -278,9 +300,10 @@ static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
 {
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     *uuid = device_uuid;
+    uuid->bytes[14] = (char)dev; /* one UUID per device */
     return CUDA_SUCCESS;
 }
 
@@ -314,23 +337,23 @@ SG_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     SG_ENTER(cuDevicePrimaryCtxRetain, API);
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     sg_lock();
-    SG->ctx_refs++;
+    SG->ctx_refs[dev]++;
     sg_unlock();
-    *pctx = PRIMARY;
+    *pctx = sg_primary_ctx(dev);
     return CUDA_SUCCESS;
 }
 
 static CUresult primary_release(CUdevice dev)
 {
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     sg_lock();
-    CUresult r = SG->ctx_refs > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-    if (SG->ctx_refs > 0)
-        SG->ctx_refs--;
+    CUresult r = SG->ctx_refs[dev] > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (SG->ctx_refs[dev] > 0)
+        SG->ctx_refs[dev]--;
     sg_unlock();
     return r;
 }
@@ -353,10 +376,10 @@ SG_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
     SG_ENTER(cuDevicePrimaryCtxGetState, API);
     if (!flags || !active)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     sg_lock();
-    *active = SG->ctx_refs > 0;
+    *active = SG->ctx_refs[dev] > 0;
     sg_unlock();
     *flags = 0;
     return CUDA_SUCCESS;
@@ -365,7 +388,7 @@ SG_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
 SG_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     SG_ENTER(cuCtxSetCurrent, API);
-    if (ctx && ctx != PRIMARY)
+    if (ctx && ctx_ordinal(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     current_ctx = ctx;
     return CUDA_SUCCESS;
@@ -384,7 +407,7 @@ SG_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 SG_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
     SG_ENTER(cuCtxPushCurrent, API);
-    if (ctx != PRIMARY)
+    if (ctx_ordinal(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     current_ctx = ctx;
     return CUDA_SUCCESS;
@@ -405,9 +428,9 @@ static CUresult ctx_device(CUdevice *device, CUcontext ctx)
 {
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ctx != PRIMARY)
+    if (ctx_ordinal(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    *device = 0;
+    *device = ctx_ordinal(ctx);
     return CUDA_SUCCESS;
 }
 
@@ -429,7 +452,7 @@ SG_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
     SG_ENTER(cuCtxGetApiVersion, API);
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((ctx ? ctx : current_ctx) != PRIMARY)
+    if (ctx_ordinal(ctx ? ctx : current_ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     *version = 3020;
     return CUDA_SUCCESS;
@@ -437,7 +460,7 @@ SG_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 
 static CUresult ctx_sync(CUcontext ctx)
 {
-    if (ctx != PRIMARY)
+    if (ctx_ordinal(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     sg_lock();
     CUresult r = sg_capture_guard(NULL);

@@ -22,6 +22,7 @@ typedef struct {
 #define O(name, dflt, kind, field) { name, dflt, kind, offsetof(sg_config_t, field) }
 static const opt_t opts[] = {
     O("SIMGPU_MEM", "80GiB", K_SIZE, mem),
+    O("SIMGPU_DEVICES", "1", K_U64, devices),
     O("SIMGPU_GRANULARITY", "2MiB", K_SIZE, granularity),
     O("SIMGPU_HOST_GRANULARITY", "2MiB", K_SIZE, host_granularity),
     O("SIMGPU_VA", "64GiB", K_SIZE, va_size),
@@ -180,6 +181,8 @@ void sg_config_load(sg_config_t *cfg)
     if (hg < 4096 || (hg & (hg - 1)))
         bad("SIMGPU_HOST_GRANULARITY", getenv("SIMGPU_HOST_GRANULARITY"),
             "a power of two of at least 4KiB");
+    if (cfg->devices < 1 || cfg->devices > SG_MAX_DEVICES)
+        bad("SIMGPU_DEVICES", getenv("SIMGPU_DEVICES"), "a number of devices from 1 to 8");
     if (cfg->va_size < (1ull << 30))
         bad("SIMGPU_VA", getenv("SIMGPU_VA"), "a size of at least 1GiB");
 }

@@ -54,9 +54,9 @@ static CUresult cudart_primary_ctx(CUcontext *pctx, CUdevice dev)
 {
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    *pctx = sg_primary_ctx();
+    *pctx = sg_primary_ctx(dev);
     return CUDA_SUCCESS;
 }
 
@@ -93,12 +93,13 @@ static const slot_t tools_tls[4] = {SIZE_WORD(4), NS, NS, NS};
 
 /* ---- CONTEXT_LOCAL_STORAGE ---- */
 
-/* simgpu has one context, so the store is one small array of keys. The
- * runtime keeps a handful (one per runtime instance: the shared and a
- * static copy may both live in a process). */
+/* One small array of (context, key) entries. The runtime keeps a handful
+ * per context (one per runtime instance: the shared and a static copy may
+ * both live in a process). */
 #define CLS_MAX 32
 typedef void (*cls_dtor_t)(CUcontext, void *, void *);
 typedef struct {
+    CUcontext ctx;
     void *key, *value;
     cls_dtor_t dtor;
 } cls_entry_t;
@@ -106,33 +107,38 @@ typedef struct {
 static pthread_mutex_t cls_lock = PTHREAD_MUTEX_INITIALIZER;
 static cls_entry_t cls[CLS_MAX];
 
-/* A NULL context means the current one; simgpu knows only the primary. */
-static bool cls_ctx_ok(CUcontext ctx)
+/* The context an entry belongs to: a NULL context means the current one.
+ * NULL when it is no primary context. */
+static CUcontext cls_ctx(CUcontext ctx)
 {
-    if (!ctx) {
-        CUcontext cur = NULL;
-        return cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == sg_primary_ctx();
-    }
-    return ctx == sg_primary_ctx();
+    if (!ctx && cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+        return NULL;
+    for (CUdevice d = 0; ctx && sg_device_ok(d); d++)
+        if (ctx == sg_primary_ctx(d))
+            return ctx;
+    return NULL;
+}
+
+static cls_entry_t *cls_find(CUcontext ctx, void *key)
+{
+    for (int i = 0; i < CLS_MAX; i++)
+        if (cls[i].key && cls[i].key == key && cls[i].ctx == ctx)
+            return &cls[i];
+    return NULL;
 }
 
 static CUresult cls_put(CUcontext ctx, void *key, void *value, cls_dtor_t dtor)
 {
-    if (!cls_ctx_ok(ctx))
+    if (!(ctx = cls_ctx(ctx)))
         return CUDA_ERROR_INVALID_CONTEXT;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&cls_lock);
-    cls_entry_t *free_slot = NULL;
-    for (int i = 0; i < CLS_MAX; i++) {
-        if (cls[i].key == key) {
-            free_slot = &cls[i];
-            break;
-        }
-        if (!cls[i].key && !free_slot)
-            free_slot = &cls[i];
-    }
-    if (free_slot) {
-        *free_slot = (cls_entry_t){key, value, dtor};
+    cls_entry_t *slot = cls_find(ctx, key);
+    for (int i = 0; i < CLS_MAX && !slot; i++)
+        if (!cls[i].key)
+            slot = &cls[i];
+    if (slot) {
+        *slot = (cls_entry_t){ctx, key, value, dtor};
         r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&cls_lock);
@@ -141,12 +147,12 @@ static CUresult cls_put(CUcontext ctx, void *key, void *value, cls_dtor_t dtor)
 
 static CUresult cls_delete(CUcontext ctx, void *key)
 {
-    if (!cls_ctx_ok(ctx))
+    if (!(ctx = cls_ctx(ctx)))
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_mutex_lock(&cls_lock);
-    for (int i = 0; i < CLS_MAX; i++)
-        if (cls[i].key == key)
-            cls[i] = (cls_entry_t){0};
+    cls_entry_t *e = cls_find(ctx, key);
+    if (e)
+        *e = (cls_entry_t){0};
     pthread_mutex_unlock(&cls_lock);
     return CUDA_SUCCESS;
 }
@@ -157,16 +163,15 @@ static CUresult cls_get(void **value, CUcontext ctx, void *key)
 {
     if (!value)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cls_ctx_ok(ctx))
+    if (!(ctx = cls_ctx(ctx)))
         return CUDA_ERROR_INVALID_CONTEXT;
     CUresult r = CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&cls_lock);
-    for (int i = 0; i < CLS_MAX; i++)
-        if (cls[i].key && cls[i].key == key) {
-            *value = cls[i].value;
-            r = CUDA_SUCCESS;
-            break;
-        }
+    cls_entry_t *e = cls_find(ctx, key);
+    if (e) {
+        *value = e->value;
+        r = CUDA_SUCCESS;
+    }
     pthread_mutex_unlock(&cls_lock);
     return r;
 }

@@ -34,6 +34,7 @@ typedef struct {
     uint64_t base, size;
     bool legacy;
     uint64_t asked; /* legacy: the size the caller asked for */
+    int device;     /* legacy: the device it was made on */
 } span_t;
 
 typedef struct {
@@ -487,7 +488,7 @@ bool sg_pinned_find(const void *p, void **base, uint64_t *size)
 
 /* ---- legacy device allocations -------------------------------------------- */
 
-CUresult sg_legacy_alloc(uint64_t size, CUdeviceptr *out)
+CUresult sg_legacy_alloc(uint64_t size, int device, CUdeviceptr *out)
 {
     uint64_t len = align_up(size, PAGE);
     CUdeviceptr va;
@@ -496,6 +497,7 @@ CUresult sg_legacy_alloc(uint64_t size, CUdeviceptr *out)
         return r;
     mem.resv.v[resv_index(va)].legacy = true;
     mem.resv.v[resv_index(va)].asked = size;
+    mem.resv.v[resv_index(va)].device = device;
     sg_phys_t *p;
     r = sg_phys_create(len, SG_LOC_DEVICE, NULL, &p);
     if (r == CUDA_SUCCESS) {
@@ -524,6 +526,12 @@ CUresult sg_legacy_free(CUdeviceptr p)
 /* The allocation is what the caller asked for: the page rounding behind
  * it belongs to no allocation (spillway answers the same way for the
  * allocations it tracks). */
+int sg_legacy_device(CUdeviceptr p)
+{
+    long i = span_floor(&mem.resv, p);
+    return i >= 0 && mem.resv.v[i].legacy ? mem.resv.v[i].device : 0;
+}
+
 bool sg_legacy_range(CUdeviceptr p, CUdeviceptr *base, uint64_t *size)
 {
     long i = span_floor(&mem.resv, p);

@@ -87,7 +87,7 @@ SG_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice de
     SG_ENTER(cuDeviceGetDefaultMemPool, API);
     if (!pool_out)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     *pool_out = (CUmemoryPool)&default_pool;
     return CUDA_SUCCESS;
@@ -98,7 +98,7 @@ SG_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     SG_ENTER(cuDeviceGetMemPool, API);
     if (!pool)
         return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&pool_lock);
     *pool = (CUmemoryPool)current_pool;
@@ -109,7 +109,7 @@ SG_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 SG_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
     SG_ENTER(cuDeviceSetMemPool, API);
-    if (dev != 0)
+    if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     sg_lock();
     bool ok = pool && pool_ok(pool);

@@ -9,7 +9,9 @@
  *   small-oom     on an 8 MiB device (SIMGPU_MEM=8MiB): two 8 MiB
  *                 allocations, then a 1 MiB one, below SPILLWAY_MIN_ALLOC;
  *   constructor   the first CUDA calls come from a library's constructor
- *                 (ctorlib.c), which runs before spillway's own.
+ *                 (ctorlib.c), which runs before spillway's own;
+ *   second-device with SIMGPU_DEVICES=2: a 4 MiB allocation on device 0,
+ *                 then one on device 1, whose DEVICE_ORDINAL is printed.
  * Every allocation that succeeds is filled with its own pattern and read
  * back at the end. Prints the codes of the calls expected to fail, then
  * "early: ok". Exits 0, 1 on a wrong byte, 2 on an unexpected CUDA error.
@@ -109,6 +111,21 @@ int main(int argc, char **argv)
         if ((e = start()) || (e = alloc_filled(8 * MIB)) || (e = alloc_filled(8 * MIB)) ||
             (e = alloc_filled(1 * MIB)))
             return e;
+    } else if (!strcmp(mode, "second-device")) {
+        CUdevice d1;
+        CUcontext c0, c1;
+        int ordinal = -1;
+        if ((e = start()) || (e = alloc_filled(4 * MIB)))
+            return e;
+        CK(cuCtxGetCurrent(&c0));
+        CK(cuDeviceGet(&d1, 1));
+        CK(cuDevicePrimaryCtxRetain(&c1, d1));
+        CK(cuCtxSetCurrent(c1));
+        if ((e = alloc_filled(4 * MIB)))
+            return e;
+        CK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, bufs[1]));
+        printf("second-device-ordinal: %d\n", ordinal);
+        CK(cuCtxSetCurrent(c0));
 #ifdef WITH_CTORLIB
     } else if (!strcmp(mode, "constructor")) {
         CK(ctorlib_result(&bufs[0], &sizes[0]));
@@ -117,7 +134,8 @@ int main(int argc, char **argv)
             return e;
 #endif
     } else {
-        fprintf(stderr, "usage: early no-context|failed-init|small-oom|constructor\n");
+        fprintf(stderr,
+                "usage: early no-context|failed-init|small-oom|constructor|second-device\n");
         return 2;
     }
     if ((e = check_all()))

@@ -7,6 +7,8 @@
  *   - The VMM probe remembers only definite answers: an allocation made
  *     before any context, or after a failed cuInit, gets the driver's
  *     error and later allocations are tracked (vmm.c).
+ *   - An allocation on a second device passes through untouched: it is
+ *     that device's memory, not a tracked reservation on the first.
  *   - An allocation below SPILLWAY_MIN_ALLOC that the driver refuses for
  *     lack of memory makes room by demoting tracked chunks, as tracked
  *     allocations do (alloc.c).
@@ -92,6 +94,21 @@ START_TEST(small_allocation_makes_room_on_out_of_memory)
 }
 END_TEST
 
+START_TEST(second_device_allocation_passes_through)
+{
+    const char *env[] = {"SIMGPU_DEVICES=2", NULL};
+    swt_run_t plain, r;
+    run_early(&plain, "SWT_EARLY", "second-device", env, false);
+    swt_assert_status(&plain, 0);
+    ck_assert_msg(swt_file_has(plain.out, "second-device-ordinal: 1"), "%s", swt_describe(&plain));
+    run_early(&r, "SWT_EARLY", "second-device", env, true);
+    assert_tracked_ok(&r, 1);
+    ck_assert_msg(swt_file_has(r.out, "second-device-ordinal: 1"), "%s", swt_describe(&r));
+    ck_assert_uint_eq(swt_sw(&r, "tracked_allocs_peak"), 1);
+    ck_assert_uint_eq(swt_sw(&r, "passthrough_allocs"), 1);
+}
+END_TEST
+
 Suite *early_suite(void)
 {
     Suite *s = suite_create("early");
@@ -101,6 +118,7 @@ Suite *early_suite(void)
     tcase_add_test(tc, allocation_before_a_context_keeps_tracking);
     tcase_add_test(tc, failed_init_keeps_tracking);
     tcase_add_test(tc, small_allocation_makes_room_on_out_of_memory);
+    tcase_add_test(tc, second_device_allocation_passes_through);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -257,6 +257,45 @@ START_TEST(device_pointer_is_not_host_accessible)
 }
 END_TEST
 
+/* SIMGPU_DEVICES=2: two devices, each with its own primary context; an
+ * allocation remembers the device whose context was current, and its
+ * page rounding belongs to no allocation. */
+START_TEST(second_device_has_its_own_context_and_allocations)
+{
+    sgt_env("SIMGPU_DEVICES", "2");
+    sgt_init();
+    int count = 0;
+    SGT_OK(cuDeviceGetCount(&count));
+    ck_assert_int_eq(count, 2);
+    CUdevice d1, d;
+    CUcontext c1;
+    SGT_OK(cuDeviceGet(&d1, 1));
+    ck_assert_int_eq(d1, 1);
+    SGT_EXPECT(CUDA_ERROR_INVALID_DEVICE, cuDeviceGet(&d, 2));
+    SGT_OK(cuDevicePrimaryCtxRetain(&c1, d1));
+    ck_assert_ptr_ne(c1, sgt_ctx());
+    CUdeviceptr p0, p1;
+    SGT_OK(cuMemAlloc(&p0, 1 * MIB + 8));
+    SGT_OK(cuCtxSetCurrent(c1));
+    SGT_OK(cuCtxGetDevice(&d));
+    ck_assert_int_eq(d, 1);
+    SGT_OK(cuMemAlloc(&p1, 1 * MIB));
+    int ord = -1;
+    SGT_OK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p1));
+    ck_assert_int_eq(ord, 1);
+    SGT_OK(cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p0));
+    ck_assert_int_eq(ord, 0);
+    CUdeviceptr base;
+    size_t size;
+    SGT_OK(cuMemGetAddressRange(&base, &size, p0 + 5));
+    ck_assert_uint_eq(size, 1 * MIB + 8);
+    SGT_EXPECT(CUDA_ERROR_NOT_FOUND, cuMemGetAddressRange(&base, &size, p0 + 1 * MIB + 8));
+    SGT_OK(cuMemFree(p1));
+    SGT_OK(cuCtxSetCurrent(sgt_ctx()));
+    SGT_OK(cuMemFree(p0));
+}
+END_TEST
+
 Suite *memory_suite(void)
 {
     Suite *s = suite_create("memory");
@@ -273,5 +312,6 @@ Suite *memory_suite(void)
     sgt_case(s, context_is_current_per_thread);
     sgt_loop_case(s, mem_size_accepts_every_suffix, 0, 5);
     sgt_case(s, device_pointer_is_not_host_accessible);
+    sgt_case(s, second_device_has_its_own_context_and_allocations);
     return s;
 }
