@@ -169,7 +169,9 @@ CUresult sg_need_ctx(void);
     X(cuLaunchKernelEx, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)          \
     X(cuLaunchCooperativeKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH) \
     X(cuMemAllocAsync, CUDA_ERROR_OUT_OF_MEMORY, API)                        \
-    X(cuMemFreeAsync, CUDA_ERROR_INVALID_VALUE, API)
+    X(cuMemFreeAsync, CUDA_ERROR_INVALID_VALUE, API)                         \
+    X(cuTensorMapEncodeTiled, CUDA_ERROR_INVALID_VALUE, API)                 \
+    X(cuTensorMapReplaceAddress, CUDA_ERROR_INVALID_VALUE, API)
 
 typedef enum {
 #define SG_FN_ENUM(name, err, cost) SG_FN_##name,
@@ -370,7 +372,7 @@ void sg_mem_stats(sg_stats_t *into);
 /* ---- sg_kernels.c: the built-in kernels ------------------------------ */
 #define SG_MAX_PARAMS 8
 #define SG_MAX_RANGES 6
-#define SG_MAX_ARGS 64
+#define SG_MAX_ARGS 256 /* room for a 128-byte CUtensorMap and more */
 /* Reads device memory for a kernel that loads a pointer (the table). */
 typedef bool (*sg_peek_fn)(uint64_t addr, void *dst, uint64_t len);
 
@@ -388,6 +390,18 @@ typedef struct sg_kernel {
 const sg_kernel_t *sg_kernel_find(const char *name);
 int sg_kernel_count(void);
 const sg_kernel_t *sg_kernel_at(int i);
+
+/* ---- sg_tensormap.c: TMA descriptors --------------------------------- */
+typedef struct {
+    uint64_t addr;              /* the global address */
+    unsigned type, rank;        /* CUtensorMapDataType, 1..5 */
+    uint64_t dim[5], stride[4]; /* elements; bytes, for dimensions 1.. */
+    uint32_t box[5];
+} sg_tensormap_t;
+
+/* Reads a descriptor made by cuTensorMapEncodeTiled (128 bytes at desc,
+ * any alignment). False when the bytes are not one. */
+bool sg_tensormap_decode(const void *desc, sg_tensormap_t *out);
 
 /* ---- sg_stream.c: streams, events, ops, virtual time ----------------- */
 typedef enum {

@@ -112,5 +112,6 @@ Suite *procaddr_suite(void);
 Suite *vtime_suite(void);
 Suite *report_suite(void);
 Suite *inject_suite(void);
+Suite *tensormap_suite(void);
 
 #endif
