@@ -189,7 +189,9 @@ bool sg_device_ok(CUdevice dev);
     X(cuMemPoolTrimTo, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuMemPoolSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                  \
     X(cuMemPoolGetAttribute, CUDA_ERROR_INVALID_VALUE, API)                  \
-    X(cuCtxGetApiVersion, CUDA_ERROR_INVALID_CONTEXT, API)
+    X(cuCtxGetApiVersion, CUDA_ERROR_INVALID_CONTEXT, API)                   \
+    X(cuTensorMapEncodeTiled, CUDA_ERROR_INVALID_VALUE, API)                 \
+    X(cuTensorMapReplaceAddress, CUDA_ERROR_INVALID_VALUE, API)
 
 typedef enum {
 #define SG_FN_ENUM(name, err, cost) SG_FN_##name,
@@ -212,7 +214,7 @@ typedef struct {
     uint64_t devices; /* SIMGPU_DEVICES */
     uint64_t jitter_us, seed;
     bool host_vmm, host_numa_vmm, func_accepts_kernel;
-    double hbm_gbps, h2d_gbps, d2h_gbps, d2d_gbps, zerocopy_gbps, tflops;
+    double hbm_gbps, h2d_gbps, d2h_gbps, d2d_gbps, zerocopy_gbps, link_gbps, tflops;
     uint64_t kernel_ns, launch_ns, api_ns, memcreate_ns, memmap_ns;
     uint64_t setaccess_ns, unmap_ns, reserve_ns;
     char report[4096];
@@ -239,6 +241,26 @@ typedef struct sg_stats {
 #define SG_MAX_HAZARD_TEXT 64
 #define SG_RECENT 1024 /* ops kept for the race check */
 
+/* ---- sg_link.c: the host<->device link, one per direction --------------
+ * Usage in virtual time, piecewise constant: rate[i] GB/s is booked on
+ * [t[i], t[i+1]); before t[0] and after the last point nothing is. */
+typedef struct {
+    uint64_t *t;
+    double *rate;
+    int n, cap;
+} sg_link_t;
+
+enum { SG_LINK_H2D, SG_LINK_D2H };
+
+/* Books a transfer of `bytes` on link `dir`, starting at virtual time
+ * start, at up to `cap_gbps` and never past what earlier bookings leave of
+ * the link's total (SIMGPU_LINK_GBPS). Returns its duration in ns. An
+ * allocation failure aborts (a test double may stop where a driver would
+ * not). g.lock held. */
+uint64_t sg_link_book(int dir, uint64_t start, uint64_t bytes, double cap_gbps);
+/* Forgets bookings that end before `now`: nothing can start earlier. */
+void sg_link_trim(uint64_t now);
+
 typedef struct sg_state {
     sg_config_t cfg;
     bool initialized;       /* cuInit succeeded */
@@ -248,6 +270,7 @@ typedef struct sg_state {
     uint64_t host_ns;       /* the host's virtual clock */
     uint64_t engine_ns[3];  /* when each engine is next free */
     uint64_t last_end_ns;   /* the latest completion of any op */
+    sg_link_t link[2];      /* SG_LINK_*: bookings of the PCIe link */
     uint64_t op_seq;
     CUresult sticky;        /* CUDA_SUCCESS until a fault */
     sg_stats_t st;
@@ -309,10 +332,13 @@ typedef struct {
     bool write;
 } sg_extent_t;
 
-/* A memory range an operation touches. */
+/* A memory range an operation touches. A kernel may read a host-backed
+ * range more than once (a tiled GEMM's weight, once per tile row):
+ * host_reads says how often; 0 means once. */
 typedef struct {
     uint64_t addr, len;
     bool write;
+    uint32_t host_reads;
 } sg_range_t;
 
 /* Where a checked range lies: its first byte in simgpu's view, and how
@@ -370,7 +396,7 @@ void sg_mem_stats(sg_stats_t *into);
 /* ---- sg_kernels.c: the built-in kernels ------------------------------ */
 #define SG_MAX_PARAMS 8
 #define SG_MAX_RANGES 6
-#define SG_MAX_ARGS 64
+#define SG_MAX_ARGS 256 /* room for a 128-byte CUtensorMap and more */
 /* Reads device memory for a kernel that loads a pointer (the table). */
 typedef bool (*sg_peek_fn)(uint64_t addr, void *dst, uint64_t len);
 
@@ -388,6 +414,18 @@ typedef struct sg_kernel {
 const sg_kernel_t *sg_kernel_find(const char *name);
 int sg_kernel_count(void);
 const sg_kernel_t *sg_kernel_at(int i);
+
+/* ---- sg_tensormap.c: TMA descriptors --------------------------------- */
+typedef struct {
+    uint64_t addr;              /* the global address */
+    unsigned type, rank;        /* CUtensorMapDataType, 1..5 */
+    uint64_t dim[5], stride[4]; /* elements; bytes, for dimensions 1.. */
+    uint32_t box[5];
+} sg_tensormap_t;
+
+/* Reads a descriptor made by cuTensorMapEncodeTiled (128 bytes at desc,
+ * any alignment). False when the bytes are not one. */
+bool sg_tensormap_decode(const void *desc, sg_tensormap_t *out);
 
 /* ---- sg_stream.c: streams, events, ops, virtual time ----------------- */
 typedef enum {
@@ -469,6 +507,10 @@ void sg_op_wait(sg_op_t *op);
 CUresult sg_stream_sync(sg_stream_t *s);   /* g.lock held */
 CUresult sg_ctx_sync(void);                /* g.lock held */
 bool sg_op_vt_done(sg_op_t *op);           /* g.lock held */
+/* For a call that waits for all queued device work before doing its own
+ * (cost_ns, already charged on entry): the host clock moves to the end of
+ * that work plus cost_ns, in virtual time only. g.lock held. */
+void sg_wait_device_vt(uint64_t cost_ns);
 /* Records a hazard for each queued or running op that overlaps
  * [addr, addr+len), naming the call and the op. g.lock held. */
 void sg_check_hazard(const char *call, uint64_t addr, uint64_t len);

@@ -114,7 +114,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
     sg_op_t *op = sg_op_new(SG_OP_FREE, "cuMemFreeAsync");
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    op->ranges[0] = (sg_range_t){dptr, size, true};
+    op->ranges[0] = (sg_range_t){.addr = dptr, .len = size, .write = true};
     op->nranges = 0; /* the free itself is not a reference to the memory */
     sg_lock();
     sg_stream_t *s = sg_stream_get(hs, pt);

@@ -74,8 +74,8 @@ static CUresult copy(const char *name, uint64_t dst, side_t dside, uint64_t src,
     sg_op_t *op = sg_op_new(SG_OP_COPY, name);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    op->ranges[0] = (sg_range_t){dst, n, true};
-    op->ranges[1] = (sg_range_t){src, n, false};
+    op->ranges[0] = (sg_range_t){.addr = dst, .len = n, .write = true};
+    op->ranges[1] = (sg_range_t){.addr = src, .len = n, .write = false};
     op->nranges = 2;
     op->pageable = (unsigned)dp | (unsigned)sp << 1;
     return issue(op, hs, pt, sync);
@@ -94,7 +94,7 @@ static CUresult memset_(const char *name, uint64_t dst, uint32_t v, unsigned wid
     sg_op_t *op = sg_op_new(SG_OP_MEMSET, name);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    op->ranges[0] = (sg_range_t){dst, (uint64_t)n * width, true};
+    op->ranges[0] = (sg_range_t){.addr = dst, .len = (uint64_t)n * width, .write = true};
     op->nranges = 1;
     op->memset_value = v;
     op->memset_width = width;

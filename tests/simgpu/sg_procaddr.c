@@ -177,6 +177,8 @@ static const entry_t table[] = {
     E("cuKernelGetParamInfo", 12040, ANY, cuKernelGetParamInfo),
     E("cuFuncGetName", 12030, ANY, cuFuncGetName),
     E("cuKernelGetName", 12030, ANY, cuKernelGetName),
+    E("cuTensorMapEncodeTiled", 12000, ANY, cuTensorMapEncodeTiled),
+    E("cuTensorMapReplaceAddress", 12000, ANY, cuTensorMapReplaceAddress),
     E("cuLaunchKernel", 4000, LEG, cuLaunchKernel),
     E("cuLaunchKernel", 7000, PT, cuLaunchKernel_ptsz),
     E("cuLaunchKernelEx", 11060, LEG, cuLaunchKernelEx),

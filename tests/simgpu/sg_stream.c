@@ -318,23 +318,44 @@ static void backing(sg_op_t *op, const sg_range_t *r, bool pageable, uint64_t *d
     sg_mem_unlock();
 }
 
-static uint64_t op_cost(sg_op_t *op)
+/* What an op costs, before its start is known: a fixed part, and bytes
+ * that cross the PCIe link in each direction at up to a cap. The link's
+ * share is only known once the start is (sg_link.c). */
+typedef struct {
+    uint64_t fixed_ns;     /* the time before the op's link traffic starts */
+    double floor_ns;       /* a kernel's arithmetic: the op lasts at least this */
+    double dev_ns;         /* device-memory traffic, serial with the link's */
+    uint64_t link[2];      /* SG_LINK_*: bytes over the link */
+    double cap_gbps[2];
+} cost_t;
+
+static cost_t op_cost(sg_op_t *op)
 {
     const sg_config_t *cfg = &SG->cfg;
     sg_stats_t *st = &SG->st;
+    cost_t c = {0};
     uint64_t dev = 0, host = 0;
     switch (op->kind) {
-    case SG_OP_KERNEL: {
-        for (int i = 0; i < op->nranges; i++)
-            backing(op, &op->ranges[i], false, &dev, &host);
+    case SG_OP_KERNEL:
+        /* Host-backed bytes a kernel reads cross host to device, once per
+         * read; those it writes cross device to host. */
+        for (int i = 0; i < op->nranges; i++) {
+            const sg_range_t *r = &op->ranges[i];
+            uint64_t h = 0;
+            backing(op, r, false, &dev, &h);
+            h *= r->host_reads ? r->host_reads : 1;
+            c.link[r->write ? SG_LINK_D2H : SG_LINK_H2D] += h;
+            host += h;
+        }
         st->kernels++;
         st->kernel_bytes_device += dev;
         st->kernel_bytes_host += host;
-        double mem_ns = ns_for(dev, cfg->hbm_gbps) + ns_for(host, cfg->zerocopy_gbps);
-        double flop_ns = op->kernel->flops(op->args) / (cfg->tflops * 1e3);
+        c.fixed_ns = cfg->kernel_ns;
+        c.dev_ns = ns_for(dev, cfg->hbm_gbps);
+        c.floor_ns = op->kernel->flops(op->args) / (cfg->tflops * 1e3);
+        c.cap_gbps[SG_LINK_H2D] = c.cap_gbps[SG_LINK_D2H] = cfg->zerocopy_gbps;
         op->engine = SG_ENGINE_COMPUTE;
-        return cfg->kernel_ns + (uint64_t)(mem_ns > flop_ns ? mem_ns : flop_ns);
-    }
+        return c;
     case SG_OP_COPY: {
         uint64_t ddev = 0, dhost = 0, sdev = 0, shost = 0, n = op->ranges[0].len;
         backing(op, &op->ranges[0], op->pageable & 1, &ddev, &dhost);
@@ -343,26 +364,48 @@ static uint64_t op_cost(sg_op_t *op)
         if (src_host && !dst_host) {
             op->engine = SG_ENGINE_H2D;
             st->dma_h2d_bytes += n;
-            return (uint64_t)ns_for(n, cfg->h2d_gbps);
-        }
-        if (!src_host && !dst_host) {
+            c.link[SG_LINK_H2D] = n;
+            c.cap_gbps[SG_LINK_H2D] = cfg->h2d_gbps;
+        } else if (!src_host && !dst_host) {
             op->engine = SG_ENGINE_COMPUTE;
             st->dma_d2d_bytes += n;
-            return (uint64_t)ns_for(n, cfg->d2d_gbps);
+            c.dev_ns = ns_for(n, cfg->d2d_gbps);
+        } else {
+            /* a copy between two host-backed ranges counts as D2H */
+            op->engine = SG_ENGINE_D2H;
+            st->dma_d2h_bytes += n;
+            c.link[SG_LINK_D2H] = n;
+            c.cap_gbps[SG_LINK_D2H] = cfg->d2h_gbps;
         }
-        op->engine = SG_ENGINE_D2H;
-        st->dma_d2h_bytes += n;
-        return (uint64_t)ns_for(n, cfg->d2h_gbps);
+        return c;
     }
     case SG_OP_MEMSET:
         backing(op, &op->ranges[0], false, &dev, &host);
         op->engine = SG_ENGINE_COMPUTE;
-        return cfg->kernel_ns + (uint64_t)(ns_for(dev, cfg->hbm_gbps) +
-                                           ns_for(host, cfg->zerocopy_gbps));
+        c.fixed_ns = cfg->kernel_ns;
+        c.dev_ns = ns_for(dev, cfg->hbm_gbps);
+        c.link[SG_LINK_D2H] = host;
+        c.cap_gbps[SG_LINK_D2H] = cfg->zerocopy_gbps;
+        return c;
     default:
         op->engine = -1;
-        return 0;
+        return c;
     }
+}
+
+/* The op's duration from its start: the fixed part, then its link
+ * traffic (reads, then writes) booked on the link from there, then its
+ * device-memory traffic; a kernel lasts at least its arithmetic. */
+static uint64_t op_duration(const cost_t *c, uint64_t start)
+{
+    uint64_t t = start + c->fixed_ns;
+    double mem_ns = c->dev_ns;
+    for (int dir = SG_LINK_H2D; dir <= SG_LINK_D2H; dir++) {
+        uint64_t d = sg_link_book(dir, t, c->link[dir], c->cap_gbps[dir]);
+        t += d;
+        mem_ns += (double)d;
+    }
+    return c->fixed_ns + (uint64_t)(mem_ns > c->floor_ns ? mem_ns : c->floor_ns);
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -449,11 +492,12 @@ CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
     }
     for (int i = 0; i < op->ndeps; i++)
         start = max_u64(start, op->deps[i]->end_ns);
-    uint64_t dur = op_cost(op);
+    cost_t cost = op_cost(op);
     check_races(op, s, start);
     if (op->engine >= 0)
         start = max_u64(start, SG->engine_ns[op->engine]);
-    op->end_ns = start + dur;
+    sg_link_trim(SG->host_ns);
+    op->end_ns = start + op_duration(&cost, start);
     if (op->engine >= 0)
         SG->engine_ns[op->engine] = op->end_ns;
     s->ready_ns = op->end_ns;
@@ -546,6 +590,11 @@ CUresult sg_ctx_sync(void)
         ;
     SG->host_ns = max_u64(SG->host_ns, SG->last_end_ns);
     return SG->sticky;
+}
+
+void sg_wait_device_vt(uint64_t cost_ns)
+{
+    SG->host_ns = max_u64(SG->host_ns, SG->last_end_ns + cost_ns);
 }
 
 void sg_check_hazard(const char *call, uint64_t addr, uint64_t len)

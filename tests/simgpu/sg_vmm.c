@@ -10,10 +10,25 @@
  *   - a handle's bytes live until it is released and unmapped everywhere.
  * cuMemUnmap and cuMemAddressFree of memory that queued or running work
  * references are hazards (they would be faults or corruption on a GPU).
+ * cuMemUnmap and cuMemSetAccess wait for the device in virtual time.
  */
 #include "sg.h"
 
 #include <string.h>
+
+/* cuMemUnmap and cuMemSetAccess are synchronous: NVIDIA's API reference
+ * says so, PyTorch and TensorRT-LLM synchronize before unmapping, and a
+ * remap "appears to involve at least some synchronous actions with the
+ * GPU" (pytorch PR #96995). The call returns after all queued device work
+ * and then its own cost, in virtual time. Real work is not waited for, so
+ * an unmap under queued work is still a hazard: nothing documents that
+ * the wait covers the kernels using the range. */
+static void drain(uint64_t cost_ns)
+{
+    sg_lock();
+    sg_wait_device_vt(cost_ns);
+    sg_unlock();
+}
 
 static uint64_t granularity_of(int loc)
 {
@@ -200,6 +215,8 @@ SG_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     sg_map_t *m = sg_map_find(ptr);
     CUresult r = m && !m->legacy ? sg_map_remove(ptr, size) : CUDA_ERROR_INVALID_VALUE;
     sg_mem_unlock();
+    if (r == CUDA_SUCCESS)
+        drain(SG->cfg.unmap_ns);
     return r;
 }
 
@@ -233,6 +250,8 @@ SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
         sg_map_set_access(ptr, size, device < 0 ? m->access : device) == 0)
         r = CUDA_SUCCESS;
     sg_mem_unlock();
+    if (r == CUDA_SUCCESS)
+        drain(SG->cfg.setaccess_ns);
     return r;
 }
 

@@ -113,5 +113,6 @@ Suite *vtime_suite(void);
 Suite *report_suite(void);
 Suite *inject_suite(void);
 Suite *export_suite(void);
+Suite *tensormap_suite(void);
 
 #endif

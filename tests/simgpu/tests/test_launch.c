@@ -213,6 +213,7 @@ struct table_args {
 };
 struct checksum_args { CUdeviceptr src; uint64_t bytes; CUdeviceptr out; };
 struct gemm_args { CUdeviceptr W, X, Y; uint32_t rows, cols, batch; };
+struct tma_args { CUtensorMap W; CUdeviceptr x, y; };
 
 #define P(t, m) {offsetof(struct t, m), sizeof(((struct t *)0)->m)}
 static const struct {
@@ -236,6 +237,7 @@ static const struct {
     {"sg_gemm_f32", 6,
      {P(gemm_args, W), P(gemm_args, X), P(gemm_args, Y), P(gemm_args, rows),
       P(gemm_args, cols), P(gemm_args, batch)}},
+    {"sg_gemv_tma_f32", 3, {P(tma_args, W), P(tma_args, x), P(tma_args, y)}},
 };
 #undef P
 

@@ -120,10 +120,11 @@ START_TEST(vtime_h2d_copy_follows_link_speed)
     struct copy_arg c = {0, malloc(64 * MIB), 64 * MIB};
     memset(c.h, 1, c.n);
     SGT_OK(cuMemAlloc(&c.d, c.n));
+    /* The defaults: 55 GB/s H2D, 47 GB/s D2H (README "Virtual time"). */
     double ns = event_ns(CU_STREAM_LEGACY, h2d_op, &c);
-    assert_duration(ns, 64.0 * MIB, 50.0, 0);
+    assert_duration(ns, 64.0 * MIB, 55.0, 0);
     ns = event_ns(CU_STREAM_LEGACY, d2h_op, &c);
-    assert_duration(ns, 64.0 * MIB, 50.0, 0);
+    assert_duration(ns, 64.0 * MIB, 47.0, 0);
 }
 END_TEST
 
@@ -238,7 +239,8 @@ struct sized_copy {
     CUdeviceptr d;
     void *h;
     size_t n;
-    int kind; /* 0 H2D, 1 D2H, 2 D2D (d2 <- d), 3 kernel (fill of n bytes) */
+    int kind; /* 0 H2D, 1 D2H, 2 D2D (d2 <- d), 3 kernel (fill of n bytes),
+               * 4 kernel reading n bytes of host VMM memory (checksum into d2) */
     CUdeviceptr d2;
 };
 
@@ -248,7 +250,8 @@ static void issue_on(CUstream s, struct sized_copy *c)
     case 0: SGT_OK(cuMemcpyHtoDAsync(c->d, c->h, c->n, s)); break;
     case 1: SGT_OK(cuMemcpyDtoHAsync(c->h, c->d, c->n, s)); break;
     case 2: SGT_OK(cuMemcpyDtoDAsync(c->d2, c->d, c->n, s)); break;
-    default: sgt_fill_u32(s, c->d, 9, c->n / 4); break;
+    case 3: sgt_fill_u32(s, c->d, 9, c->n / 4); break;
+    default: sgt_checksum(s, c->d, c->n, c->d2); break;
     }
 }
 
@@ -276,9 +279,16 @@ static double two_streams_ns(struct sized_copy *a, struct sized_copy *b)
     return (double)ms * 1e6;
 }
 
+static CUdeviceptr vmm_range(CUmemLocationType type, size_t size);
+
 static struct sized_copy make_op(int kind, size_t n)
 {
     struct sized_copy c = {0, NULL, n, kind, 0};
+    if (kind == 4) {
+        c.d = vmm_range(CU_MEM_LOCATION_TYPE_HOST, n);
+        SGT_OK(cuMemAlloc(&c.d2, 8));
+        return c;
+    }
     SGT_OK(cuMemAlloc(&c.d, n));
     if (kind == 2)
         SGT_OK(cuMemAlloc(&c.d2, n));
@@ -292,7 +302,7 @@ START_TEST(vtime_same_direction_copies_share_one_engine)
     sgt_init();
     struct sized_copy a = make_op(0, 16 * MIB), b = make_op(0, 16 * MIB);
     double ns = two_streams_ns(&a, &b);
-    double one = 16.0 * MIB / 50.0;
+    double one = 16.0 * MIB / 55.0;
     ck_assert_msg(ns >= 2 * one * 0.999 && ns <= 2 * one + 20000,
                   "two 16 MiB H2D copies took %.0f ns, want %.0f (serialized)",
                   ns, 2 * one);
@@ -304,7 +314,7 @@ START_TEST(vtime_opposite_copies_overlap)
     sgt_init();
     struct sized_copy a = make_op(0, 16 * MIB), b = make_op(1, 16 * MIB);
     double ns = two_streams_ns(&a, &b);
-    double one = 16.0 * MIB / 50.0;
+    double one = 16.0 * MIB / 47.0; /* the slower of the two, D2H */
     ck_assert_msg(ns >= one * 0.999 && ns <= one + 20000,
                   "H2D + D2H of 16 MiB took %.0f ns, want %.0f (overlapped)", ns,
                   one);
@@ -329,7 +339,7 @@ START_TEST(vtime_kernel_overlaps_copy)
     struct sized_copy a = make_op(3, 4096), b = make_op(0, 16 * MIB);
     double ns = two_streams_ns(&a, &b);
     ck_assert_msg(ns >= 1e6 && ns <= 1e6 + 20000,
-                  "1 ms kernel + 0.34 ms H2D took %.0f ns, want 1 ms", ns);
+                  "1 ms kernel + 0.31 ms H2D took %.0f ns, want 1 ms", ns);
 }
 END_TEST
 
@@ -387,6 +397,130 @@ START_TEST(vtime_blocking_stream_waits_for_finished_legacy_work)
     double ns = implicit_dep_ns(CU_STREAM_LEGACY, s);
     ck_assert_msg(ns >= 1e6, "blocking-stream event %.0f ns after a 1 ms kernel "
                              "on the legacy stream, want >= 1 ms", ns);
+}
+END_TEST
+
+
+/* ---- the PCIe link, shared by copies and zero-copy reads ---------------- */
+
+static void assert_near(double ns, double want, const char *what)
+{
+    ck_assert_msg(ns >= want * 0.999 && ns <= want + 20000,
+                  "%s took %.0f ns, want %.0f", what, ns, want);
+}
+
+START_TEST(vtime_zero_copy_read_shares_link_with_copy)
+{
+    /* A 16 MiB H2D copy (cap 55 GB/s) and a kernel reading 8 MiB of host
+     * memory in place (cap 35 GB/s) on two streams, over a 57 GB/s link.
+     * The one issued first keeps its cap; the other gets what is left
+     * (README "Virtual time"). The kernel's reads start after its fixed
+     * 2 us. */
+    sgt_init();
+    const double B = 16.0 * MIB, Z = 8.0 * MIB, K0 = 2000;
+    const double h2d = 55, zc = 35, link = 57;
+    struct sized_copy copy = make_op(0, 16 * MIB), read = make_op(4, 8 * MIB);
+
+    /* Copy first: the kernel reads at 57 - 55 = 2 GB/s until the copy
+     * ends, then at 35. */
+    double C = B / h2d;
+    assert_near(two_streams_ns(&copy, &read), C + (Z - (link - h2d) * (C - K0)) / zc,
+                "copy, then a zero-copy read beside it");
+
+    /* Kernel first: the copy runs at 55 until the reads start, at
+     * 57 - 35 = 22 while they last, then at 55 again. */
+    double R = Z / zc;
+    assert_near(two_streams_ns(&read, &copy),
+                K0 + R + (B - h2d * K0 - (link - zc) * R) / h2d,
+                "a zero-copy read, then a copy beside it");
+}
+END_TEST
+
+START_TEST(vtime_link_total_is_configurable)
+{
+    /* With SIMGPU_LINK_GBPS above the two caps together they no longer
+     * meet: the pair takes as long as the copy alone. */
+    sgt_env("SIMGPU_LINK_GBPS", "90");
+    sgt_init();
+    struct sized_copy copy = make_op(0, 16 * MIB), read = make_op(4, 8 * MIB);
+    assert_near(two_streams_ns(&copy, &read), 16.0 * MIB / 55, "copy beside a read");
+}
+END_TEST
+
+START_TEST(vtime_copy_alone_is_capped_by_link)
+{
+    /* Each transfer keeps its own cap, and the link caps it too. */
+    sgt_env("SIMGPU_H2D_GBPS", "100");
+    sgt_init();
+    struct copy_arg c = {0, NULL, 16 * MIB};
+    SGT_OK(cuMemAllocHost(&c.h, c.n));
+    SGT_OK(cuMemAlloc(&c.d, c.n));
+    assert_duration(event_ns(CU_STREAM_LEGACY, h2d_op, &c), 16.0 * MIB, 57.0, 0);
+}
+END_TEST
+
+START_TEST(vtime_gemm_reads_host_weight_per_tile_row)
+{
+    /* A 512x1024 host-resident W (2 MiB), read ceil(batch / 128) times at
+     * 35 GB/s; X and Y on the device. Memory-bound: 2*512*1024*256 flops
+     * take 4.5 us at 60 TFLOPS, one read of W 60 us. */
+    static const uint32_t batches[] = {128, 129, 256};
+    uint32_t batch = batches[_i], reads = (batch + 127) / 128;
+    sgt_init();
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    struct gemm_arg g = {0, 0, 0, 512, 1024, batch};
+    size_t wbytes = (size_t)g.rows * g.cols * 4;
+    g.W = vmm_range(CU_MEM_LOCATION_TYPE_HOST, wbytes);
+    SGT_OK(cuMemAlloc(&g.X, (size_t)batch * g.cols * 4));
+    SGT_OK(cuMemAlloc(&g.Y, (size_t)batch * g.rows * 4));
+    SGT_OK(cuMemsetD32(g.W, 0, wbytes / 4));
+    SGT_OK(cuMemsetD32(g.X, 0, (size_t)batch * g.cols));
+    double dev = (double)batch * (g.cols + g.rows) * 4;
+    double t = event_ns(s, gemm_op, &g);
+    double want = 2000 + reads * (double)wbytes / 35.0 + dev / 3000.0;
+    ck_assert_msg(t >= want * 0.999 && t <= want + 10000.0,
+                  "gemm of batch %u over a host W: %.0f ns, want %.0f (%u reads)", batch, t,
+                  want, reads);
+}
+END_TEST
+
+/* ---- remapping waits for the device ------------------------------------- */
+
+START_TEST(vtime_unmap_and_set_access_wait_for_device)
+{
+    /* A 1 ms kernel is queued on one stream; an unrelated idle mapping is
+     * then unmapped (0) or given access (1). The call returns after the
+     * kernel and then its own cost: an event on an idle stream, recorded
+     * right after, is at least 1 ms + that cost after one recorded
+     * before the kernel. */
+    static const char *const what[] = {"cuMemUnmap", "cuMemSetAccess"};
+    static const double cost[] = {26000, 36000};
+    sgt_env("SIMGPU_KERNEL_NS", "1000000");
+    sgt_init();
+    CUdeviceptr busy, idle = vmm_range(CU_MEM_LOCATION_TYPE_DEVICE, 2 * MIB);
+    SGT_OK(cuMemAlloc(&busy, 4096));
+    CUstream k, quiet;
+    SGT_OK(cuStreamCreate(&k, CU_STREAM_NON_BLOCKING));
+    SGT_OK(cuStreamCreate(&quiet, CU_STREAM_NON_BLOCKING));
+    CUevent e0, e1;
+    SGT_OK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    SGT_OK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    SGT_OK(cuEventRecord(e0, quiet));
+    sgt_fill_u32(k, busy, 1, 16);
+    if (_i == 0)
+        SGT_OK(cuMemUnmap(idle, 2 * MIB));
+    else
+        SGT_OK(sgt_set_access(idle, 2 * MIB));
+    SGT_OK(cuEventRecord(e1, quiet));
+    SGT_OK(cuEventSynchronize(e1));
+    float ms = -1;
+    SGT_OK(cuEventElapsedTime(&ms, e0, e1));
+    double ns = (double)ms * 1e6, want = 1e6 + cost[_i];
+    ck_assert_msg(ns >= want * 0.999 && ns <= want + 20000,
+                  "%s behind a queued 1 ms kernel returned %.0f ns after it was queued, "
+                  "want %.0f (the kernel, then the call)", what[_i], ns, want);
+    SGT_OK(cuCtxSynchronize());
 }
 END_TEST
 
@@ -516,8 +650,8 @@ START_TEST(vtime_independent_of_real_timing)
                   "%s after a blocking-stream kernel: virtual time %llu ns "
                   "when issued at once, %llu ns after a real 200 ms pause",
                   what[_i], (unsigned long long)fast, (unsigned long long)slow);
-    /* 1 ms of kernel, then 16 MiB at 50 GB/s. */
-    ck_assert_uint_ge(fast, 1000000 + 16 * MIB / 50);
+    /* 1 ms of kernel, then 16 MiB at 55 GB/s. */
+    ck_assert_uint_ge(fast, 1000000 + 16 * MIB / 55);
 }
 END_TEST
 
@@ -537,6 +671,11 @@ Suite *vtime_suite(void)
     sgt_case(s, vtime_d2d_copy_uses_compute_engine);
     sgt_case(s, vtime_legacy_stream_waits_for_finished_blocking_work);
     sgt_case(s, vtime_blocking_stream_waits_for_finished_legacy_work);
+    sgt_case(s, vtime_zero_copy_read_shares_link_with_copy);
+    sgt_case(s, vtime_link_total_is_configurable);
+    sgt_case(s, vtime_copy_alone_is_capped_by_link);
+    sgt_loop_case(s, vtime_gemm_reads_host_weight_per_tile_row, 0, 3);
+    sgt_loop_case(s, vtime_unmap_and_set_access_wait_for_device, 0, 2);
     sgt_case(s, vtime_launch_costs_host_time);
     sgt_case(s, vtime_vmm_calls_cost_host_time);
     sgt_loop_case(s, vtime_independent_of_real_timing, 0, 2);
