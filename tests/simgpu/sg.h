@@ -172,6 +172,10 @@ CUresult sg_need_ctx(void);
     X(cuKernelGetParamInfo, CUDA_ERROR_INVALID_VALUE, API)                   \
     X(cuFuncGetName, CUDA_ERROR_INVALID_VALUE, API)                          \
     X(cuKernelGetName, CUDA_ERROR_INVALID_VALUE, API)                        \
+    X(cuFuncGetAttribute, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuFuncSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuKernelGetAttribute, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuKernelSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                   \
     X(cuLaunchKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)            \
     X(cuLaunchKernelEx, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)          \
     X(cuLaunchCooperativeKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH) \
@@ -181,6 +185,7 @@ CUresult sg_need_ctx(void);
     X(cuDeviceGetMemPool, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuDeviceSetMemPool, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuMemPoolCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                        \
+    X(cuMemAllocFromPoolAsync, CUDA_ERROR_OUT_OF_MEMORY, API)                \
     X(cuMemPoolDestroy, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuMemPoolTrimTo, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuMemPoolSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                  \
@@ -206,6 +211,7 @@ typedef struct {
     uint64_t mem, granularity, host_granularity, va_size;
     uint64_t jitter_us, seed;
     bool host_vmm, host_numa_vmm, func_accepts_kernel;
+    bool trace; /* SIMGPU_TRACE: one stderr line per API call */
     double hbm_gbps, h2d_gbps, d2h_gbps, d2d_gbps, zerocopy_gbps, tflops;
     uint64_t kernel_ns, launch_ns, api_ns, memcreate_ns, memmap_ns;
     uint64_t setaccess_ns, unmap_ns, reserve_ns;

@@ -34,8 +34,12 @@ typedef void (*slot_t)(void);
 
 /* ---- placeholders ---- */
 
+/* Says so on stderr: a runtime that calls a slot simgpu does not know
+ * needs it added here (and the notes updated). */
 static CUresult not_supported(void)
 {
+    fprintf(stderr, "simgpu: a private export-table slot that simgpu does not implement "
+                    "was called\n");
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
