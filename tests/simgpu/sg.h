@@ -542,8 +542,15 @@ void sg_pool_note_alloc(CUmemoryPool pool, CUdeviceptr ptr, uint64_t size);
 void sg_pool_note_free(CUdeviceptr ptr);
 
 /* ---- sg_api.c ------------------------------------------------------ */
-/* The primary context's handle (simgpu has one device, one context). */
+#define SG_DRIVER_VERSION 13000 /* what cuDriverGetVersion reports */
+/* The primary context's handle (simgpu has one device, one context), and
+ * this thread's current context. */
 CUcontext sg_primary_ctx(void);
+CUcontext sg_current_ctx(void);
+/* Device 0's attribute values and UUID, for simgpu's own use: these do
+ * not count as API calls. */
+int sg_device_attribute(CUdevice_attribute attrib);
+CUuuid sg_device_uuid(void);
 
 /* ---- sg_report.c ----------------------------------------------------- */
 void sg_report_write(void);

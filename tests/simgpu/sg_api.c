@@ -24,6 +24,11 @@ CUcontext sg_primary_ctx(void)
     return PRIMARY;
 }
 
+CUcontext sg_current_ctx(void)
+{
+    return current_ctx;
+}
+
 CUresult sg_need_ctx(void)
 {
     return current_ctx == PRIMARY ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
@@ -62,7 +67,7 @@ SG_EXPORT CUresult cuDriverGetVersion(int *driverVersion)
     SG_ENTER(cuDriverGetVersion, API);
     if (!driverVersion)
         return CUDA_ERROR_INVALID_VALUE;
-    *driverVersion = 13000;
+    *driverVersion = SG_DRIVER_VERSION;
     return CUDA_SUCCESS;
 }
 
@@ -252,6 +257,16 @@ static int h100_attribute(CUdevice_attribute a)
     }
 }
 
+int sg_device_attribute(CUdevice_attribute attrib)
+{
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        return SG->cfg.host_numa_vmm;
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return SG->cfg.host_vmm;
+    default: return h100_attribute(attrib);
+    }
+}
+
 SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     SG_ENTER(cuDeviceGetAttribute, API);
@@ -259,13 +274,7 @@ SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
         return CUDA_ERROR_INVALID_VALUE;
     if (dev != 0)
         return CUDA_ERROR_INVALID_DEVICE;
-    switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        *pi = SG->cfg.host_numa_vmm;
-        break;
-    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = SG->cfg.host_vmm; break;
-    default: *pi = h100_attribute(attrib); break;
-    }
+    *pi = sg_device_attribute(attrib);
     return CUDA_SUCCESS;
 }
 
@@ -273,6 +282,11 @@ SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
  * includes it) and reports it as cudaDeviceProp::uuid. */
 static const CUuuid device_uuid = {{'s', 'i', 'm', 'g', 'p', 'u', '-', 'H', '1', '0', '0', 0, 0, 0,
                                     0, 1}};
+
+CUuuid sg_device_uuid(void)
+{
+    return device_uuid;
+}
 
 static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
 {

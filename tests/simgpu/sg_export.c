@@ -113,11 +113,7 @@ static cls_entry_t cls[CLS_MAX];
 /* A NULL context means the current one; simgpu knows only the primary. */
 static bool cls_ctx_ok(CUcontext ctx)
 {
-    if (!ctx) {
-        CUcontext cur = NULL;
-        return cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == sg_primary_ctx();
-    }
-    return ctx == sg_primary_ctx();
+    return (ctx ? ctx : sg_current_ctx()) == sg_primary_ctx();
 }
 
 static CUresult cls_put(CUcontext ctx, void *key, void *value, cls_dtor_t dtor)
@@ -293,17 +289,15 @@ static CUresult integrity(uint32_t version, uint64_t unix_seconds, uint64_t out[
     }
     static const uint8_t key[16] = {0x14, 0x6A, 0xDD, 0xAE, 0x53, 0xA9, 0xA7, 0x52,
                                     0xAA, 0x08, 0x41, 0x36, 0x0B, 0xF5, 0x5A, 0x9F};
-    int driver = 0;
-    cuDriverGetVersion(&driver);
     struct integrity_input in = {
-        (uint32_t)driver, version, (uint32_t)getpid(), (uint32_t)pthread_self(),
+        SG_DRIVER_VERSION, version, (uint32_t)getpid(), (uint32_t)pthread_self(),
         cudart_interface, integrity_check, (const void *)integrity_check[1], unix_seconds,
     };
-    struct integrity_device dev = {{{0}}, 0, 0, 0};
-    cuDeviceGetUuid_v2(&dev.uuid, 0);
-    cuDeviceGetAttribute(&dev.pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0);
-    cuDeviceGetAttribute(&dev.pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, 0);
-    cuDeviceGetAttribute(&dev.pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, 0);
+    struct integrity_device dev = {
+        sg_device_uuid(), sg_device_attribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        sg_device_attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        sg_device_attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+    };
     md2_t m = {0};
     uint8_t inner[16], outer[16];
     md2_bytes(&m, key, sizeof key, 0x36);
