@@ -29,6 +29,20 @@ int main(void)
     uint64_t *dsum;
     CK(cudaMalloc((void **)&dsum, sizeof(uint64_t)));
 
+    /* What frameworks ask of kernels and pointers before using them. */
+    CK(cudaFuncSetAttribute((const void *)sg_gemv_f32,
+                            cudaFuncAttributeMaxDynamicSharedMemorySize, 64 << 10));
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, (const void *)sg_gemv_f32));
+    cudaPointerAttributes pa;
+    CK(cudaPointerGetAttributes(&pa, dW[0]));
+    if (fa.maxDynamicSharedSizeBytes != 64 << 10 || fa.maxThreadsPerBlock < THREADS ||
+        pa.type != cudaMemoryTypeDevice || pa.devicePointer != dW[0]) {
+        fprintf(stderr, "kernel or pointer attributes wrong: smem %d threads %d type %d\n",
+                fa.maxDynamicSharedSizeBytes, fa.maxThreadsPerBlock, (int)pa.type);
+        return 1;
+    }
+
     int least = 0, greatest = 0;
     CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     cudaStream_t compute, copy;

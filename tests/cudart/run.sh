@@ -1,8 +1,9 @@
 #!/bin/sh
-# Runs a real-runtime program (built by nvcc) on simgpu twice: plain, and
-# under spillway with a GPU budget below its footprint and random delays
-# before every stream operation. Both runs must succeed (the program checks
-# itself against its host reference), print the same "result:" line, and
+# Runs a real-runtime program (built by nvcc) on simgpu twice, both with
+# random delays before every stream operation: plain, and under spillway
+# with a GPU budget below its footprint. Both runs must succeed (the
+# program checks itself against its host reference), print the same
+# "result:" line, and
 # leave simgpu's report without hazards or faults; under spillway its
 # allocations must have been tracked and some chunks moved off the GPU,
 # or the run proved nothing about spillway.
@@ -22,7 +23,7 @@ check_report() {
     [ "$(num faults "$1")" = 0 ] || fail "$2: faults"
 }
 
-LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB SIMGPU_REPORT=$tmp/plain.json \
+LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB SIMGPU_JITTER=200 SIMGPU_SEED=2 SIMGPU_REPORT=$tmp/plain.json \
     "$prog" >"$tmp/plain.out" 2>&1
 rc=$?
 cat "$tmp/plain.out"

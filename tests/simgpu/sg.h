@@ -176,6 +176,10 @@ bool sg_device_ok(CUdevice dev);
     X(cuKernelGetParamInfo, CUDA_ERROR_INVALID_VALUE, API)                   \
     X(cuFuncGetName, CUDA_ERROR_INVALID_VALUE, API)                          \
     X(cuKernelGetName, CUDA_ERROR_INVALID_VALUE, API)                        \
+    X(cuFuncGetAttribute, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuFuncSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuKernelGetAttribute, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuKernelSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                   \
     X(cuLaunchKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)            \
     X(cuLaunchKernelEx, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH)          \
     X(cuLaunchCooperativeKernel, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, LAUNCH) \
@@ -185,6 +189,7 @@ bool sg_device_ok(CUdevice dev);
     X(cuDeviceGetMemPool, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuDeviceSetMemPool, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuMemPoolCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                        \
+    X(cuMemAllocFromPoolAsync, CUDA_ERROR_OUT_OF_MEMORY, API)                \
     X(cuMemPoolDestroy, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuMemPoolTrimTo, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuMemPoolSetAttribute, CUDA_ERROR_INVALID_VALUE, API)                  \
@@ -214,6 +219,7 @@ typedef struct {
     uint64_t devices; /* SIMGPU_DEVICES */
     uint64_t jitter_us, seed;
     bool host_vmm, host_numa_vmm, func_accepts_kernel;
+    bool trace; /* SIMGPU_TRACE: one stderr line per API call */
     double hbm_gbps, h2d_gbps, d2h_gbps, d2d_gbps, zerocopy_gbps, link_gbps, tflops;
     uint64_t kernel_ns, launch_ns, api_ns, memcreate_ns, memmap_ns;
     uint64_t setaccess_ns, unmap_ns, reserve_ns;
@@ -586,8 +592,15 @@ void sg_pool_note_alloc(CUmemoryPool pool, CUdeviceptr ptr, uint64_t size);
 void sg_pool_note_free(CUdeviceptr ptr);
 
 /* ---- sg_api.c ------------------------------------------------------ */
-/* Device dev's primary context (sg_device_ok(dev)). */
+#define SG_DRIVER_VERSION 13000 /* what cuDriverGetVersion reports */
+/* Device dev's primary context (sg_device_ok(dev)), and this thread's
+ * current context. */
 CUcontext sg_primary_ctx(CUdevice dev);
+CUcontext sg_current_ctx(void);
+/* The devices' attribute values (the same for each) and device dev's
+ * UUID, for simgpu's own use: these do not count as API calls. */
+int sg_device_attribute(CUdevice_attribute attrib);
+CUuuid sg_device_uuid(CUdevice dev);
 
 /* ---- sg_report.c ----------------------------------------------------- */
 void sg_report_write(void);

@@ -277,6 +277,11 @@ static CUresult attr_of(void *data, CUpointer_attribute attribute, CUdeviceptr p
                    ? (*(int *)data = 0, CUDA_SUCCESS)
                    : CUDA_ERROR_INVALID_VALUE;
     switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
+        sg_mem_rdlock();
+        *(CUcontext *)data = sg_primary_ctx(sg_legacy_device(ptr));
+        sg_mem_unlock();
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned *)data = k == PTR_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
         return CUDA_SUCCESS;
@@ -302,6 +307,9 @@ static CUresult attr_of(void *data, CUpointer_attribute attribute, CUdeviceptr p
     case CU_POINTER_ATTRIBUTE_MAPPED:
         *(int *)data = 1;
         return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: /* simgpu has no managed memory */
+        *(unsigned *)data = 0;
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
         *(unsigned long long *)data = base;
         return CUDA_SUCCESS;
@@ -325,7 +333,9 @@ static size_t attr_size(CUpointer_attribute attribute)
         return sizeof(unsigned);
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     case CU_POINTER_ATTRIBUTE_MAPPED:
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
         return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_CONTEXT:
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:

@@ -46,6 +46,11 @@ int sg_current_device(void)
     return ctx_ordinal(current_ctx);
 }
 
+CUcontext sg_current_ctx(void)
+{
+    return current_ctx;
+}
+
 CUresult sg_need_ctx(void)
 {
     return ctx_ordinal(current_ctx) >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
@@ -84,7 +89,7 @@ SG_EXPORT CUresult cuDriverGetVersion(int *driverVersion)
     SG_ENTER(cuDriverGetVersion, API);
     if (!driverVersion)
         return CUDA_ERROR_INVALID_VALUE;
-    *driverVersion = 13000;
+    *driverVersion = SG_DRIVER_VERSION;
     return CUDA_SUCCESS;
 }
 
@@ -274,6 +279,16 @@ static int h100_attribute(CUdevice_attribute a)
     }
 }
 
+int sg_device_attribute(CUdevice_attribute attrib)
+{
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        return SG->cfg.host_numa_vmm;
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return SG->cfg.host_vmm;
+    default: return h100_attribute(attrib);
+    }
+}
+
 SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     SG_ENTER(cuDeviceGetAttribute, API);
@@ -281,20 +296,22 @@ SG_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUde
         return CUDA_ERROR_INVALID_VALUE;
     if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
-        *pi = SG->cfg.host_numa_vmm;
-        break;
-    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *pi = SG->cfg.host_vmm; break;
-    default: *pi = h100_attribute(attrib); break;
-    }
+    *pi = sg_device_attribute(attrib);
     return CUDA_SUCCESS;
 }
 
-/* One fixed UUID: the runtime reads it at start-up (its integrity answer
- * includes it) and reports it as cudaDeviceProp::uuid. */
+/* One fixed UUID per device (byte 14 is the ordinal): the runtime reads
+ * it at start-up (its integrity answer includes it) and reports it as
+ * cudaDeviceProp::uuid. */
 static const CUuuid device_uuid = {{'s', 'i', 'm', 'g', 'p', 'u', '-', 'H', '1', '0', '0', 0, 0, 0,
                                     0, 1}};
+
+CUuuid sg_device_uuid(CUdevice dev)
+{
+    CUuuid u = device_uuid;
+    u.bytes[14] = (char)dev;
+    return u;
+}
 
 static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
 {
@@ -302,8 +319,7 @@ static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!sg_device_ok(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    *uuid = device_uuid;
-    uuid->bytes[14] = (char)dev; /* one UUID per device */
+    *uuid = sg_device_uuid(dev);
     return CUDA_SUCCESS;
 }
 

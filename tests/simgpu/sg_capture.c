@@ -195,6 +195,9 @@ CUresult sg_capture_wait(sg_stream_t *s, sg_event_t *e, bool external)
     sg_capture_t *sc = s->capture;
     if (!ec && !sc)
         return CUDA_ERROR_NOT_FOUND;
+    /* A never-recorded event is complete: there is nothing to wait for. */
+    if (!ec && !e->op && !external)
+        return sc->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
     if (sc && sc->invalidated)
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     if (sc && external) {

@@ -47,6 +47,7 @@ static const opt_t opts[] = {
     O("SIMGPU_UNMAP_NS", "26000", K_U64, unmap_ns),
     O("SIMGPU_RESERVE_NS", "19000", K_U64, reserve_ns),
     O("SIMGPU_REPORT", "", K_PATH, report),
+    O("SIMGPU_TRACE", "0", K_BOOL, trace),
     O("SIMGPU_FAIL", "", K_FAIL, fail_nth),
 };
 #undef O

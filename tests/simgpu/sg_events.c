@@ -62,6 +62,12 @@ SG_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
     SG_ENTER(cuStreamDestroy, API);
     sg_lock();
     CUresult r = sg_is_stream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    /* A stream that is part of a capture must end it or be joined back
+     * first; destroying it would leave the capture without its work. */
+    if (r == CUDA_SUCCESS && ((sg_stream_t *)hStream)->capture) {
+        ((sg_stream_t *)hStream)->capture->invalidated = true;
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     if (r == CUDA_SUCCESS)
         sg_stream_destroy((sg_stream_t *)hStream);
     sg_unlock();

@@ -19,6 +19,7 @@
 typedef struct func {
     const sg_kernel_t *kernel;
     struct func *twin; /* a CUkernel's own CUfunction */
+    int max_dynamic_smem, carveout; /* the settable attributes */
 } func_t; /* both CUfunction and CUkernel point at one of these */
 
 typedef struct {
@@ -53,6 +54,8 @@ static func_t *funcs_new(int kind)
         return NULL;
     for (int i = 0; i < n; i++) {
         f[i].kernel = sg_kernel_at(i);
+        f[i].max_dynamic_smem = 48 << 10;
+        f[i].carveout = -1;
         sg_handle_add(&f[i], kind);
     }
     return f;
@@ -274,6 +277,100 @@ SG_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
         return CUDA_ERROR_INVALID_HANDLE;
     *name = ((func_t *)hfunc)->kernel->name;
     return CUDA_SUCCESS;
+}
+
+/* ---- function attributes ----
+ * What an H100 reports for a small sm_90 kernel (the built-ins have no
+ * real code, so register and local-memory counts are nominal). The
+ * dynamic shared memory limit and the carveout can be set, as frameworks
+ * do before launching kernels with large shared memory. */
+
+static CUresult func_attr(func_t *f, CUfunction_attribute a, int *pi)
+{
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 16; break;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = 90; break;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dynamic_smem; break;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = f->carveout; break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *pi = 0; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult func_set_attr(func_t *f, CUfunction_attribute a, int v)
+{
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        if (v < 0 || v > 232448)
+            return CUDA_ERROR_INVALID_VALUE;
+        f->max_dynamic_smem = v;
+        return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+        if (v < -1 || v > 100)
+            return CUDA_ERROR_INVALID_VALUE;
+        f->carveout = v;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+SG_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+    SG_ENTER(cuFuncGetAttribute, API);
+    int k = kind_of(hfunc);
+    if (k != SG_H_FUNC && !(k == SG_H_KERNEL && SG->cfg.func_accepts_kernel))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return func_attr((func_t *)hfunc, attrib, pi);
+}
+
+SG_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+    SG_ENTER(cuFuncSetAttribute, API);
+    if (kind_of(hfunc) != SG_H_FUNC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return func_set_attr((func_t *)hfunc, attrib, value);
+}
+
+SG_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel,
+                                        CUdevice dev)
+{
+    SG_ENTER(cuKernelGetAttribute, API);
+    if (kind_of(kernel) != SG_H_KERNEL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return func_attr((func_t *)kernel, attrib, pi);
+}
+
+/* A kernel's setting holds for its function too: one device here. */
+SG_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                        CUdevice dev)
+{
+    SG_ENTER(cuKernelSetAttribute, API);
+    if (kind_of(kernel) != SG_H_KERNEL)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (dev != 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    func_t *f = (func_t *)kernel;
+    CUresult r = func_set_attr(f, attrib, val);
+    if (r == CUDA_SUCCESS && f->twin)
+        func_set_attr(f->twin, attrib, val);
+    return r;
 }
 
 /* ---- launches ---- */

@@ -235,7 +235,7 @@ SG_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute 
 SG_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                            CUstream hStream)
 {
-    SG_ENTER(cuMemAllocAsync, API);
+    SG_ENTER(cuMemAllocFromPoolAsync, API);
     if (!pool)
         return CUDA_ERROR_INVALID_VALUE;
     return sg_alloc_async(dptr, bytesize, pool, hStream, false);
@@ -244,7 +244,7 @@ SG_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, C
 SG_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                 CUmemoryPool pool, CUstream hStream)
 {
-    SG_ENTER(cuMemAllocAsync, API);
+    SG_ENTER(cuMemAllocFromPoolAsync, API);
     if (!pool)
         return CUDA_ERROR_INVALID_VALUE;
     return sg_alloc_async(dptr, bytesize, pool, hStream, true);

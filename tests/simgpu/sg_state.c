@@ -69,6 +69,8 @@ CUresult sg_enter(sg_fn_t fn, sg_cost_t cost)
     pthread_once(&config_once, load_config);
     sg_lock();
     uint64_t n = ++state.st.calls[fn];
+    if (state.cfg.trace)
+        fprintf(stderr, "simgpu: call %s\n", sg_fn_name(fn));
     CUresult r = CUDA_SUCCESS;
     bool needs_init = fn_cost[fn] != SG_COST_FREE && fn != SG_FN_cuInit &&
                       fn != SG_FN_cuDriverGetVersion;

@@ -456,6 +456,25 @@ START_TEST(capture_wait_on_uncaptured_event_is_isolation)
 }
 END_TEST
 
+START_TEST(capture_destroying_a_capturing_stream_is_refused)
+{
+    sgt_init();
+    CUstream a = capture_stream(), b = capture_stream();
+    CUevent fork, never;
+    SGT_OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuEventCreate(&never, CU_EVENT_DISABLE_TIMING));
+    SGT_OK(cuStreamBeginCapture(a, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    /* A never-recorded event is complete: waiting on it adds nothing. */
+    SGT_OK(cuStreamWaitEvent(a, never, 0));
+    SGT_OK(cuEventRecord(fork, a));
+    SGT_OK(cuStreamWaitEvent(b, fork, 0));
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuStreamDestroy(b));
+    CUgraph g;
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(a, &g));
+    SGT_OK(cuStreamDestroy(b));
+}
+END_TEST
+
 START_TEST(capture_external_event_nodes)
 {
     sgt_init();
@@ -569,6 +588,7 @@ Suite *capture_suite(void)
     sgt_case(s, capture_unjoined_work_fails_the_capture);
     sgt_case(s, capture_end_on_a_joined_stream_is_unmatched);
     sgt_case(s, capture_wait_on_uncaptured_event_is_isolation);
+    sgt_case(s, capture_destroying_a_capturing_stream_is_refused);
     sgt_case(s, capture_external_event_nodes);
     sgt_case(s, capture_replay_overlaps_copy_and_kernel);
     return s;

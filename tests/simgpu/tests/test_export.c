@@ -1,7 +1,8 @@
 /*
  * test_export.c: what NVIDIA's runtime needs of simgpu before its first
  * public call (cuGetExportTable, cuDeviceGetUuid, cuMemFree(0)), and the
- * fatbin/name rule its launches rely on. The real runtime's programs in
+ * fatbin/name rule its launches rely on, and the pools, kernel and
+ * pointer attributes the runtime's calls reach. The real runtime's programs in
  * tests/cudart prove the whole; these pin each piece.
  */
 #include "sgt.h"
@@ -172,6 +173,81 @@ START_TEST(export_fatbin_names_resolve_to_builtins)
 }
 END_TEST
 
+START_TEST(export_pool_counts_live_bytes)
+{
+    sgt_init();
+    CUmemoryPool def, cur;
+    SGT_OK(cuDeviceGetDefaultMemPool(&def, 0));
+    SGT_OK(cuDeviceGetMemPool(&cur, 0));
+    ck_assert_ptr_eq(def, cur);
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool pool;
+    SGT_OK(cuMemPoolCreate(&pool, &props));
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr a, b;
+    SGT_OK(cuMemAllocFromPoolAsync(&a, 1 << 20, pool, s));
+    SGT_OK(cuMemAllocFromPoolAsync(&b, 1 << 20, pool, s));
+    cuuint64_t used = 0, high = 0;
+    SGT_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    ck_assert_uint_eq(used, 2 << 20);
+    SGT_OK(cuMemFreeAsync(a, s));
+    SGT_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    SGT_OK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &high));
+    ck_assert_uint_eq(used, 1 << 20);
+    ck_assert_uint_eq(high, 2 << 20);
+    cuuint64_t t = 12345, got = 0;
+    SGT_OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &t));
+    SGT_OK(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &got));
+    ck_assert_uint_eq(got, 12345);
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE,
+               cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &t));
+    SGT_OK(cuMemFreeAsync(b, s));
+    SGT_OK(cuStreamSynchronize(s));
+    SGT_OK(cuMemPoolDestroy(pool));
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemPoolDestroy(pool));
+}
+END_TEST
+
+START_TEST(export_kernel_attributes_settable)
+{
+    sgt_init();
+    CUlibrary lib;
+    CUkernel k;
+    CUfunction f;
+    SGT_OK(cuLibraryLoadData(&lib, SGT_IMAGE, NULL, NULL, 0, NULL, NULL, 0));
+    SGT_OK(cuLibraryGetKernel(&k, lib, "sg_gemv_f32"));
+    int v = 0;
+    SGT_OK(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, k, 0));
+    ck_assert_int_eq(v, 1024);
+    SGT_OK(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100000, k, 0));
+    SGT_OK(cuKernelGetFunction(&f, k));
+    SGT_OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+    ck_assert_int_eq(v, 100000);
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE,
+               cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 300000, k, 0));
+    SGT_EXPECT(CUDA_ERROR_INVALID_HANDLE,
+               cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, (CUfunction)k));
+}
+END_TEST
+
+START_TEST(export_pointer_context_and_managed)
+{
+    sgt_init();
+    CUdeviceptr d;
+    SGT_OK(cuMemAlloc(&d, 4096));
+    CUpointer_attribute at[] = {CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+    CUcontext ctx = NULL;
+    unsigned managed = 7;
+    void *data[] = {&ctx, &managed};
+    SGT_OK(cuPointerGetAttributes(2, at, data, d));
+    ck_assert_ptr_eq(ctx, sgt_ctx());
+    ck_assert_uint_eq(managed, 0);
+}
+END_TEST
+
 Suite *export_suite(void)
 {
     Suite *s = suite_create("export");
@@ -184,5 +260,8 @@ Suite *export_suite(void)
     sgt_case(s, export_free_of_null_succeeds);
     sgt_case(s, export_h100_limits);
     sgt_case(s, export_fatbin_names_resolve_to_builtins);
+    sgt_case(s, export_pool_counts_live_bytes);
+    sgt_case(s, export_kernel_attributes_settable);
+    sgt_case(s, export_pointer_context_and_managed);
     return s;
 }
