@@ -56,11 +56,6 @@ const char *sw_cu_name(CUresult r);
  * sw_gate_rd returns false, taking nothing, while no allocation is tracked
  * (nothing can then be unmapped under the caller). */
 bool sw_gate_rd(void);
-/* Takes the gate shared unconditionally (to re-take it after promoting). */
-void sw_gate_rd_always(void);
-void sw_gate_unrd(void);
-void sw_gate_wr(void);
-void sw_gate_unwr(void);
 #define SW_GATED(sym, args)                              \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \

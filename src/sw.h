@@ -285,6 +285,20 @@ size_t sw_scan_words(const void *buf, size_t len, void (*hit)(uint64_t word, voi
  * Returns false when extra is malformed. */
 bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len);
 
+/* ---- core/gate.c: the gate, a reader-writer lock (no CUDA) -------------
+ * Shared: many holders at once; exclusive: one, with no shared holder.
+ * Reentrant per thread: a thread that holds it (either way) and takes it
+ * again never waits; one that holds it shared and takes it exclusively
+ * lets its shared hold go first and gets it back at sw_gate_unwr. Waiters
+ * sleep (futex) until the gate opens. Can't fail. */
+void sw_gate_rd_always(void);
+void sw_gate_unrd(void);
+void sw_gate_wr(void);
+void sw_gate_unwr(void);
+/* Whether this thread holds the gate (any way / exclusively). */
+bool sw_gate_held(void);
+bool sw_gate_held_wr(void);
+
 /* ======================= plumbing ====================================== */
 
 /* ---- log.c ---- */
