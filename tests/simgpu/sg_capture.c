@@ -74,7 +74,7 @@ CUresult sg_capture_guard(sg_stream_t *stream)
 
 /* ---- capture API ---- */
 
-static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
+static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt, void *into)
 {
     if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
         mode != CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -88,6 +88,8 @@ static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
     else if (s->capture)
         r = CUDA_ERROR_ILLEGAL_STATE;
+    else if (into && sg_handle_kind(into) != SG_H_GRAPH)
+        r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
         sg_capture_t *c = calloc(1, sizeof *c);
         if (!c) {
@@ -96,6 +98,7 @@ static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
         }
         c->stream = s;
         c->mode = mode;
+        c->into = into;
         c->thread = pthread_self();
         c->id = next_capture_id++;
         c->next = SG->captures;
@@ -111,25 +114,63 @@ static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
 SG_EXPORT CUresult cuStreamBeginCapture_v2 BEGIN_PARAMS
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, mode, false);
+    return begin_capture(hStream, mode, false, NULL);
 }
 SG_EXPORT CUresult cuStreamBeginCapture_v2_ptsz BEGIN_PARAMS
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, mode, true);
+    return begin_capture(hStream, mode, true, NULL);
 }
 SG_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
+    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false, NULL);
 }
 SG_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
+    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true, NULL);
 }
 
-static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
+/* Dependencies (a capture's first nodes wait on them) are not modelled:
+ * the captured work is appended to the graph, which is linear. */
+#define TOGRAPH_PARAMS                                                                 \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,                \
+     const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+SG_EXPORT CUresult cuStreamBeginCaptureToGraph TOGRAPH_PARAMS
+{
+    SG_ENTER(cuStreamBeginCaptureToGraph, API);
+    if (!hGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    return begin_capture(hStream, mode, false, hGraph);
+}
+SG_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz TOGRAPH_PARAMS
+{
+    SG_ENTER(cuStreamBeginCaptureToGraph, API);
+    if (!hGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    return begin_capture(hStream, mode, true, hGraph);
+}
+
+SG_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    SG_ENTER(cuGraphCreate, API);
+    if (!phGraph || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    graph_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    sg_lock();
+    sg_handle_add(g, SG_H_GRAPH);
+    sg_unlock();
+    *phGraph = (CUgraph)g;
+    return CUDA_SUCCESS;
+}
+
+/* unjoined: SIMGPU_FAIL named this call, and it fails as the driver does
+ * for a capture that forked into a stream it never joined back: the
+ * capture is over, its work discarded, and no graph is returned. */
+static CUresult end_capture(CUstream hs, CUgraph *out, bool pt, bool unjoined)
 {
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
@@ -149,9 +190,16 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
     s->capture = NULL;
     CUresult r = CUDA_SUCCESS;
     graph_t *g = NULL;
-    if (c->invalidated) {
+    if (c->invalidated || unjoined) {
         ops_free(c->head);
-        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        r = unjoined ? CUDA_ERROR_STREAM_CAPTURE_UNJOINED : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    } else if (c->into) {
+        g = c->into;
+        sg_op_t **tail = &g->head;
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = c->head;
+        *out = (CUgraph)g;
     } else if (!(g = malloc(sizeof *g))) {
         ops_free(c->head);
         r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -166,15 +214,20 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 }
 
 #define END_PARAMS (CUstream hStream, CUgraph *phGraph)
+static CUresult end_entry(CUstream hs, CUgraph *out, bool pt)
+{
+    CUresult r = sg_enter(SG_FN_cuStreamEndCapture, SG_COST_API);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+        return r;
+    return end_capture(hs, out, pt, r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+}
 SG_EXPORT CUresult cuStreamEndCapture END_PARAMS
 {
-    SG_ENTER(cuStreamEndCapture, API);
-    return end_capture(hStream, phGraph, false);
+    return end_entry(hStream, phGraph, false);
 }
 SG_EXPORT CUresult cuStreamEndCapture_ptsz END_PARAMS
 {
-    SG_ENTER(cuStreamEndCapture, API);
-    return end_capture(hStream, phGraph, true);
+    return end_entry(hStream, phGraph, true);
 }
 
 static CUresult capture_info(CUstream hs, bool pt, CUstreamCaptureStatus *status, cuuint64_t *id)
