@@ -300,12 +300,51 @@ static bool touched_now(const sw_chunk_t *c, void *arg)
     return c->last_use == *(const uint64_t *)arg || c->slot >= 0;
 }
 
+static const sw_link_t link = SW_LINK_DEFAULT;
+
+/* A chunk read in place is not asked again whether it should displace a
+ * colder one for this many launches: asking walks every device chunk, and
+ * heat changes by halves over SW_HEAT_HALF_LIFE launches, not per launch. */
+#define DISPLACE_EVERY 32
+
+/* Whether any host chunk this launch touches is to move, as the policy
+ * says: the verdicts, taken under the shared hold. A launch that reads
+ * its chunks in place, the usual case once the budget is full, so never
+ * takes the gate exclusively. The hint it leaves (displace_next) may race
+ * with another launch's: a question asked a little early or late. */
+static bool worth_moving(marks_t *m, uint64_t period)
+{
+    const sw_options_t *o = sw_opts();
+    for (int i = 0; i < m->nhost; i++) {
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
+        if (!c || c->where != SW_ON_HOST)
+            continue;
+        uint64_t room = sw_device_room();
+        if (o->policy == SW_POLICY_LRU) {
+            /* The baseline brings in whatever it touches, making room. */
+            if (sw_policy_on_touch(c, UINT64_MAX, false) == SW_VERDICT_PROMOTE)
+                return true;
+            continue;
+        }
+        if (sw_policy_on_touch_learned(c, room, false, period, &link) == SW_VERDICT_PROMOTE)
+            return true;
+        if (room >= c->size || m->seq < __atomic_load_n(&c->displace_next, __ATOMIC_RELAXED))
+            continue;
+        if (sw_policy_displace(sw_tracked(), c, m->seq, touched_now, &m->seq))
+            return true;
+        __atomic_store_n(&c->displace_next, m->seq + DISPLACE_EVERY, __ATOMIC_RELAXED);
+    }
+    return false;
+}
+
 /* Moves the host chunks this launch touches to the device, as the policy
  * says. Called with the gate shared; returns with it shared. */
 static void bring_in(marks_t *m)
 {
     const sw_options_t *o = sw_opts();
-    static const sw_link_t link = SW_LINK_DEFAULT;
+    if (!sw_prefetch_on() &&
+        !worth_moving(m, o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0))
+        return;
     sw_gate_unrd();
     sw_gate_wr();
     if (sw_capturing()) {

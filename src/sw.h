@@ -95,6 +95,8 @@ typedef struct sw_chunk {
                                  * holds it, or as an exact copy (home_fp); 0 none */
     uint64_t home_fp;           /* fingerprint of the bytes home holds (not in a slot) */
     bool mirrored;              /* its host handle is mapped in alloc->mirror too */
+    uint64_t displace_next;     /* launch before which launch.c does not ask
+                                 * sw_policy_displace for it again */
 } sw_chunk_t;
 
 typedef struct sw_alloc {
