@@ -86,9 +86,10 @@ CUresult sw_note_handle(CUresult r, void **h, int kind, void *owner)
     pthread_mutex_lock(&fn_lock);
     fn_t *f;
     HASH_FIND_PTR(fns, h, f);
-    /* A handle seen before under another owner was recycled by an unload
-     * spillway did not see finish first: its layout is not this one's. */
-    if (f && f->owner && f->owner != owner)
+    /* A handle seen before under another owner (or none: a launch saw it
+     * first) may have been recycled by an unload spillway did not see:
+     * its layout need not be this one's. Retiring costs a new query. */
+    if (f && f->owner != owner)
         retire(f);
     f = fn_get(*h);
     if (f) {
@@ -305,7 +306,7 @@ static const sw_link_t link = SW_LINK_DEFAULT;
 /* A chunk read in place is not asked again whether it should displace a
  * colder one for this many launches: asking walks every device chunk, and
  * heat changes by halves over SW_HEAT_HALF_LIFE launches, not per launch. */
-#define DISPLACE_EVERY 32
+#define DISPLACE_EVERY 8
 
 /* Whether any host chunk this launch touches is to move, as the policy
  * says: the verdicts, taken under the shared hold. A launch that reads
@@ -531,12 +532,14 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
 /* ---- capture ----
  * Moves synchronize, and a synchronization inside a capture invalidates
  * it. Every move happens under the gate held exclusively, after a check
- * of sw_capturing() made under that same hold; a capture begins under the
- * gate held exclusively too (SW_CAPTURE_BEGIN). So either the begin comes
- * first, and the move's check sees it, or the move's synchronization is
- * over before the capture begins: a begin on one thread can never fall
- * between another thread's check and its synchronization. Ends need no
- * such order: counting a capture a little longer only skips moves. */
+ * of sw_capturing() made under that same hold; a capture begins, and is
+ * counted, with writers excluded (SW_CAPTURE_BEGIN), which an exclusive
+ * hold also does. So either the begin comes first, and the move's check
+ * sees it, or the move's synchronization is over before the capture
+ * begins: a begin on one thread can never fall between another thread's
+ * check and its synchronization. The begin does not wait for launches
+ * (readers), which never synchronize. Ends need no such order: counting a
+ * capture a little longer only skips moves. */
 
 void sw_capture_begun(CUresult r)
 {

@@ -214,14 +214,14 @@ void sw_mark(CUfunction f, void **params, void **extra, CUstream s);
 void sw_note_pointers(const void *src, size_t n);
 /* The sequence number of the latest launch seen. */
 uint64_t sw_launch_now(void);
-/* A capture begins under the gate held exclusively, so that no move that
- * checked sw_capturing() under the gate can synchronize inside it. */
+/* A capture begins with writers excluded, so that no move that checked
+ * sw_capturing() under the exclusive gate can synchronize inside it. */
 #define SW_CAPTURE_BEGIN(sym, args)                                     \
     ({                                                                  \
-        sw_gate_wr();                                                   \
+        sw_gate_lock_writers();                                         \
         CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND; \
         sw_capture_begun(r_);                                           \
-        sw_gate_unwr();                                                 \
+        sw_gate_unlock_writers();                                       \
         r_;                                                             \
     })
 void sw_capture_begun(CUresult r);

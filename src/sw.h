@@ -297,6 +297,9 @@ void sw_gate_rd_always(void);
 void sw_gate_unrd(void);
 void sw_gate_wr(void);
 void sw_gate_unwr(void);
+/* Excludes writers (sw_gate_wr) only; readers go on. Reentrant too. */
+void sw_gate_lock_writers(void);
+void sw_gate_unlock_writers(void);
 /* Whether this thread holds the gate (any way / exclusively). */
 bool sw_gate_held(void);
 bool sw_gate_held_wr(void);

@@ -22,6 +22,10 @@
  * them back when it lets go (what it read under the shared hold may have
  * changed: callers look things up again after writing).
  *
+ * Writers alone: sw_gate_lock_writers excludes writers but not readers,
+ * for a change that must not fall inside an exclusive hold but need not
+ * wait for launches to drain (a capture beginning: launch.c).
+ *
  * No CUDA here: tests/unit/test_gate.c exercises it with plain threads.
  */
 #include "../sw.h"
@@ -38,6 +42,7 @@ static int readers;  /* shared holders, counted once per thread (futex word) */
 static int sleepers; /* readers asleep on `writer` */
 
 static __thread int held_rd, held_wr, set_aside;
+static __thread int held_writers; /* sw_gate_lock_writers holds, nested */
 
 static void cpu_relax(void)
 {
@@ -115,7 +120,8 @@ void sw_gate_wr(void)
     held_rd = 0;
     if (set_aside)
         leave_shared();
-    pthread_mutex_lock(&writer_lock);
+    if (!held_writers)
+        pthread_mutex_lock(&writer_lock);
     __atomic_store_n(&writer, 1, __ATOMIC_SEQ_CST);
     int spins = 0, n;
     while ((n = __atomic_load_n(&readers, __ATOMIC_SEQ_CST)) != 0) {
@@ -133,12 +139,27 @@ void sw_gate_unwr(void)
     __atomic_store_n(&writer, 0, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&sleepers, __ATOMIC_SEQ_CST))
         futex_wake(&writer, INT_MAX);
-    pthread_mutex_unlock(&writer_lock);
+    if (!held_writers)
+        pthread_mutex_unlock(&writer_lock);
     if (set_aside) {
         held_rd = set_aside;
         set_aside = 0;
         enter_shared();
     }
+}
+
+void sw_gate_lock_writers(void)
+{
+    if (held_wr || held_writers++)
+        return;
+    pthread_mutex_lock(&writer_lock);
+}
+
+void sw_gate_unlock_writers(void)
+{
+    if (held_wr || --held_writers)
+        return;
+    pthread_mutex_unlock(&writer_lock);
 }
 
 bool sw_gate_held(void)

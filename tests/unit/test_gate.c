@@ -163,6 +163,38 @@ START_TEST(a_writer_waits_without_polling)
 }
 END_TEST
 
+/* Excluding writers only: readers still get in, a writer waits. */
+static void *plain_reader(void *arg)
+{
+    (void)arg;
+    sw_gate_rd_always();
+    __atomic_store_n(&reader_in, 1, __ATOMIC_SEQ_CST);
+    sw_gate_unrd();
+    return NULL;
+}
+
+START_TEST(excluding_writers_lets_readers_in)
+{
+    writer_in = reader_in = 0;
+    sw_gate_lock_writers();
+    sw_gate_lock_writers(); /* nested */
+    pthread_t r, w;
+    pthread_create(&r, NULL, plain_reader, NULL);
+    join_or_fail(r, "a reader while writers are excluded");
+    ck_assert_int_eq(reader_in, 1);
+    pthread_create(&w, NULL, writer, NULL);
+    pause_ms(50);
+    ck_assert_int_eq(__atomic_load_n(&writer_in, __ATOMIC_SEQ_CST), 0);
+    sw_gate_wr(); /* this thread may still write */
+    sw_gate_unwr();
+    sw_gate_unlock_writers();
+    ck_assert_int_eq(__atomic_load_n(&writer_in, __ATOMIC_SEQ_CST), 0);
+    sw_gate_unlock_writers();
+    join_or_fail(w, "the writer after writers were let in");
+    ck_assert_int_eq(writer_in, 1);
+}
+END_TEST
+
 /* Many threads: a writer is alone, readers never see a writer inside. */
 static int inside_wr, inside_rd, broken;
 
@@ -209,6 +241,7 @@ Suite *gate_suite(void)
     tcase_add_test(tc, upgrade_keeps_the_shared_hold);
     tcase_add_test(tc, a_reader_waits_without_polling);
     tcase_add_test(tc, a_writer_waits_without_polling);
+    tcase_add_test(tc, excluding_writers_lets_readers_in);
     tcase_add_test(tc, writers_exclude_everyone);
     suite_add_tcase(s, tc);
     return s;
