@@ -349,22 +349,46 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
     return r;
 }
 
+/* What dptr is to the table, looked up under the shared gate: a tracked
+ * base, inside a tracked allocation but not its base, or neither. */
+typedef enum { FREE_UNTRACKED, FREE_INSIDE, FREE_TRACKED } free_kind_t;
+
+static free_kind_t free_kind(CUdeviceptr dptr)
+{
+    if (!sw_gate_rd())
+        return FREE_UNTRACKED;
+    free_kind_t k = !table                          ? FREE_UNTRACKED
+                    : sw_table_find_base(table, dptr) ? FREE_TRACKED
+                    : sw_table_lookup(table, dptr)    ? FREE_INSIDE
+                                                      : FREE_UNTRACKED;
+    sw_gate_unrd();
+    return k;
+}
+
 CUresult sw_mem_free(CUdeviceptr dptr)
 {
-    if (!sw_tracking_any())
+    /* Only a tracked allocation needs the gate exclusively: the lookup
+     * takes it shared, so freeing untracked memory never waits for, nor
+     * holds up, the launches of other threads. */
+    switch (free_kind(dptr)) {
+    case FREE_UNTRACKED:
         return SW_REAL(cuMemFree_v2)(dptr);
+    case FREE_INSIDE:
+        return CUDA_ERROR_INVALID_VALUE; /* inside a tracked block, not its base */
+    case FREE_TRACKED:
+        break;
+    }
     sw_gate_wr();
-    sw_alloc_t *a = table ? sw_table_find_base(table, dptr) : NULL;
-    CUresult r;
+    /* Looked up again: another thread may have freed it in between, and
+     * then the driver gives its own answer to a second free. */
+    sw_alloc_t *a = sw_table_find_base(table, dptr);
     if (!a) {
         sw_gate_unwr();
-        if (table && sw_table_lookup(table, dptr))
-            return CUDA_ERROR_INVALID_VALUE; /* inside a tracked block, not its base */
         return SW_REAL(cuMemFree_v2)(dptr);
     }
     /* cuMemFree synchronizes the device; this keeps that behaviour, and
      * is the safety rule's synchronization for the unmaps below. */
-    r = sw_safe_sync();
+    CUresult r = sw_safe_sync();
     if (r == CUDA_SUCCESS) {
         sw_table_remove(table, a);
         release_chunks(a, a->nchunks);

@@ -1,6 +1,6 @@
 /*
  * The real driver: one table of its entry points, resolved on first use,
- * the routes from real pointers to spillway's wrappers, and the gate.
+ * and the routes from real pointers to spillway's wrappers.
  *
  * Resolution never goes through spillway's own exported symbols: the real
  * dlsym (found with dlvsym, which the override does not touch) looks each
@@ -12,7 +12,6 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
@@ -120,42 +119,7 @@ const char *sw_cu_name(CUresult r)
     return "CUDA_ERROR_?";
 }
 
-/* ---- the gate ----
- * A reader-writer gate tuned for its use: readers (every launch, copy and
- * memset while anything is tracked) are many, short and must be cheap;
- * writers (allocation, free, moving chunks) are rare. A reader costs one
- * atomic add and one load: it announces itself, then checks that no writer
- * holds or wants the gate, else backs out and waits. A writer takes the
- * writer mutex, raises `writer`, and waits until the readers have drained.
- * Both sides use sequentially consistent atomics: each must see the other's
- * announcement (a Dekker-style handshake).
- */
-static pthread_mutex_t writer_lock = PTHREAD_MUTEX_INITIALIZER;
-static int writer;  /* a writer holds or is about to hold the gate */
-static long readers;
-
-static void pause_briefly(unsigned *spins)
-{
-    if (++*spins < 64) {
-        __builtin_ia32_pause();
-    } else {
-        struct timespec t = {0, 20000}; /* 20 µs: writers hold the gate for long */
-        nanosleep(&t, NULL);
-    }
-}
-
-void sw_gate_rd_always(void)
-{
-    unsigned spins = 0;
-    for (;;) {
-        __atomic_add_fetch(&readers, 1, __ATOMIC_SEQ_CST);
-        if (!__atomic_load_n(&writer, __ATOMIC_SEQ_CST))
-            return;
-        __atomic_sub_fetch(&readers, 1, __ATOMIC_SEQ_CST);
-        while (__atomic_load_n(&writer, __ATOMIC_SEQ_CST))
-            pause_briefly(&spins);
-    }
-}
+/* ---- the gate (core/gate.c) ---- */
 
 bool sw_gate_rd(void)
 {
@@ -163,24 +127,4 @@ bool sw_gate_rd(void)
         return false;
     sw_gate_rd_always();
     return true;
-}
-
-void sw_gate_unrd(void)
-{
-    __atomic_sub_fetch(&readers, 1, __ATOMIC_SEQ_CST);
-}
-
-void sw_gate_wr(void)
-{
-    pthread_mutex_lock(&writer_lock);
-    __atomic_store_n(&writer, 1, __ATOMIC_SEQ_CST);
-    unsigned spins = 0;
-    while (__atomic_load_n(&readers, __ATOMIC_SEQ_CST) != 0)
-        pause_briefly(&spins);
-}
-
-void sw_gate_unwr(void)
-{
-    __atomic_store_n(&writer, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&writer_lock);
 }

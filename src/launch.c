@@ -24,18 +24,27 @@ static __thread bool hash_oom;
 #define MAX_PARAMS 256
 #define MAX_PROMOTE 64
 
-typedef struct {
+typedef struct fn {
     void *handle;
+    void *owner;       /* the module or library it came from; NULL unknown */
     int kind;          /* SW_HANDLE_*, 0 when unknown */
     bool have_layout;  /* layout below is valid */
     bool no_layout;    /* the driver would not say: never scan this one */
     sw_layout_t layout;
     uint32_t storage[2 * MAX_PARAMS];
+    struct fn *retired; /* on the retired list */
     UT_hash_handle hh;
 } fn_t;
 
 static pthread_mutex_t fn_lock = PTHREAD_MUTEX_INITIALIZER;
 static fn_t *fns;
+/* Entries no handle maps to any more, whose layouts a launch that holds
+ * the gate shared may still be reading: freed under the gate held
+ * exclusively (sw_unload). */
+static fn_t *retired;
+/* Bumped whenever an entry is retired: each thread's cache of recent
+ * layouts (layout_of) is emptied when it sees a new value. */
+static unsigned layouts_gen;
 static uint64_t launch_seq;
 static int captures;
 
@@ -60,15 +69,74 @@ static fn_t *fn_get(void *h)
     return f;
 }
 
-CUresult sw_note_handle(CUresult r, void **h, int kind)
+/* Unhooks f from the table; its memory lives on until retired_free.
+ * fn_lock held. */
+static void retire(fn_t *f)
+{
+    HASH_DEL(fns, f);
+    f->retired = retired;
+    retired = f;
+    __atomic_add_fetch(&layouts_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+CUresult sw_note_handle(CUresult r, void **h, int kind, void *owner)
 {
     if (r != CUDA_SUCCESS || !h || !*h)
         return r;
     pthread_mutex_lock(&fn_lock);
-    fn_t *f = fn_get(*h);
-    if (f)
+    fn_t *f;
+    HASH_FIND_PTR(fns, h, f);
+    /* A handle seen before under another owner (or none: a launch saw it
+     * first) may have been recycled by an unload spillway did not see:
+     * its layout need not be this one's. Retiring costs a new query. */
+    if (f && f->owner != owner)
+        retire(f);
+    f = fn_get(*h);
+    if (f) {
         f->kind = kind;
+        f->owner = owner;
+    }
     pthread_mutex_unlock(&fn_lock);
+    return r;
+}
+
+CUresult sw_note_kernel_function(CUresult r, CUfunction *pf, CUkernel k)
+{
+    void *owner = NULL;
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&fn_lock);
+        fn_t *kf;
+        HASH_FIND_PTR(fns, &k, kf);
+        owner = kf ? kf->owner : NULL;
+        pthread_mutex_unlock(&fn_lock);
+    }
+    return sw_note_handle(r, (void **)pf, SW_HANDLE_FUNC, owner);
+}
+
+CUresult sw_unload(CUresult (*unload)(void *), void *owner)
+{
+    if (!unload)
+        return CUDA_ERROR_NOT_FOUND;
+    /* Exclusive: no launch is scanning with a layout while entries go,
+     * and none can launch a recycled handle before they have gone. */
+    sw_gate_wr();
+    CUresult r = unload(owner);
+    pthread_mutex_lock(&fn_lock);
+    if (r == CUDA_SUCCESS) {
+        fn_t *f, *tmp;
+        HASH_ITER(hh, fns, f, tmp)
+            if (f->owner == owner)
+                retire(f);
+    }
+    fn_t *dead = retired;
+    retired = NULL;
+    pthread_mutex_unlock(&fn_lock);
+    sw_gate_unwr();
+    while (dead) {
+        fn_t *next = dead->retired;
+        free(dead);
+        dead = next;
+    }
     return r;
 }
 
@@ -127,16 +195,24 @@ static const sw_layout_t *layout_lookup(CUfunction h)
 }
 
 /* Each thread keeps the layouts it used last, direct-mapped by handle, so
- * a launch takes no lock once its function is known. Entries are never
- * freed, so a cached pointer stays valid. */
+ * a launch takes no lock once its function is known. A launch reads them
+ * holding the gate shared; entries are freed only under the gate held
+ * exclusively, after layouts_gen changed, so a cache is emptied before it
+ * could lead to freed memory. */
 #define TLS_WAYS 64
 static __thread struct {
     void *h;
     const sw_layout_t *l;
 } recent[TLS_WAYS];
+static __thread unsigned recent_gen;
 
 static const sw_layout_t *layout_of(CUfunction h)
 {
+    unsigned gen = __atomic_load_n(&layouts_gen, __ATOMIC_ACQUIRE);
+    if (gen != recent_gen) {
+        memset(recent, 0, sizeof recent);
+        recent_gen = gen;
+    }
     unsigned way = (unsigned)(((uintptr_t)h >> 4) ^ ((uintptr_t)h >> 12)) % TLS_WAYS;
     if (recent[way].h == h)
         return recent[way].l;
@@ -225,15 +301,57 @@ static bool touched_now(const sw_chunk_t *c, void *arg)
     return c->last_use == *(const uint64_t *)arg || c->slot >= 0;
 }
 
+static const sw_link_t link = SW_LINK_DEFAULT;
+
+/* A chunk read in place is not asked again whether it should displace a
+ * colder one for this many launches: asking walks every device chunk, and
+ * heat changes by halves over SW_HEAT_HALF_LIFE launches, not per launch. */
+#define DISPLACE_EVERY 8
+
+/* Whether any host chunk this launch touches is to move, as the policy
+ * says: the verdicts, taken under the shared hold. A launch that reads
+ * its chunks in place, the usual case once the budget is full, so never
+ * takes the gate exclusively. The hint it leaves (displace_next) may race
+ * with another launch's: a question asked a little early or late. */
+static bool worth_moving(marks_t *m, uint64_t period)
+{
+    const sw_options_t *o = sw_opts();
+    for (int i = 0; i < m->nhost; i++) {
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
+        if (!c || c->where != SW_ON_HOST)
+            continue;
+        uint64_t room = sw_device_room();
+        if (o->policy == SW_POLICY_LRU) {
+            /* The baseline brings in whatever it touches, making room. */
+            if (sw_policy_on_touch(c, UINT64_MAX, false) == SW_VERDICT_PROMOTE)
+                return true;
+            continue;
+        }
+        if (sw_policy_on_touch_learned(c, room, false, period, &link) == SW_VERDICT_PROMOTE)
+            return true;
+        if (room >= c->size || m->seq < __atomic_load_n(&c->displace_next, __ATOMIC_RELAXED))
+            continue;
+        if (sw_policy_displace(sw_tracked(), c, m->seq, touched_now, &m->seq))
+            return true;
+        __atomic_store_n(&c->displace_next, m->seq + DISPLACE_EVERY, __ATOMIC_RELAXED);
+    }
+    return false;
+}
+
 /* Moves the host chunks this launch touches to the device, as the policy
  * says. Called with the gate shared; returns with it shared. */
 static void bring_in(marks_t *m)
 {
     const sw_options_t *o = sw_opts();
-    static const sw_link_t link = SW_LINK_DEFAULT;
+    if (!sw_prefetch_on() &&
+        !worth_moving(m, o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0))
+        return;
     sw_gate_unrd();
     sw_gate_wr();
-    if (sw_prefetch_on()) {
+    if (sw_capturing()) {
+        /* A capture began since the check on the launch path: it must see
+         * no synchronization (see "capture" below). */
+    } else if (sw_prefetch_on()) {
         sw_prefetch_commit(m->host_va, m->nhost, m->seq);
     } else {
         bool synced = false;
@@ -411,24 +529,62 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
     return r;
 }
 
-/* ---- capture ---- */
+/* ---- capture ----
+ * Moves synchronize, and a synchronization inside a capture invalidates
+ * it. Every move happens under the gate held exclusively, after a check
+ * of sw_capturing() made under that same hold; a capture begins, and is
+ * counted, with writers excluded (SW_CAPTURE_BEGIN), which an exclusive
+ * hold also does. So either the begin comes first, and the move's check
+ * sees it, or the move's synchronization is over before the capture
+ * begins: a begin on one thread can never fall between another thread's
+ * check and its synchronization. The begin does not wait for launches
+ * (readers), which never synchronize. Ends need no such order: counting a
+ * capture a little longer only skips moves. */
 
-CUresult sw_capture_begin(CUresult r)
+void sw_capture_begun(CUresult r)
 {
     if (r == CUDA_SUCCESS)
-        __atomic_add_fetch(&captures, 1, __ATOMIC_RELEASE);
-    return r;
+        __atomic_add_fetch(&captures, 1, __ATOMIC_SEQ_CST);
 }
 
-/* A capture ends on success and on invalidation alike. */
-CUresult sw_capture_end(CUresult r)
+/* Whether the driver says s is capturing (active or invalidated, both of
+ * which an end finishes). false when it cannot say. */
+static bool stream_capturing(CUstream s)
 {
-    if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
-        __atomic_sub_fetch(&captures, 1, __ATOMIC_RELEASE);
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    const sw_real_t *r = sw_real();
+    return r->cuStreamIsCapturing && r->cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
+           st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* Never below zero: a negative count would read as "no capture" while
+ * one runs. */
+static void capture_over(void)
+{
+    int n = __atomic_load_n(&captures, __ATOMIC_SEQ_CST);
+    while (n > 0 && !__atomic_compare_exchange_n(&captures, &n, n - 1, false, __ATOMIC_SEQ_CST,
+                                                 __ATOMIC_SEQ_CST))
+        ;
+}
+
+CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgraph *g,
+                        bool per_thread)
+{
+    if (!end)
+        return CUDA_ERROR_NOT_FOUND;
+    /* The per-thread default stream, named so that the legacy query finds it. */
+    CUstream q = per_thread && !s ? CU_STREAM_PER_THREAD : s;
+    bool was = stream_capturing(q);
+    CUresult r = end(s, g);
+    /* Success and invalidation always end it; another error (an unjoined
+     * fork, out of memory) may or may not: the stream says. */
+    if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
+        (was && !stream_capturing(q)))
+        capture_over();
     return r;
 }
 
 bool sw_capturing(void)
 {
-    return __atomic_load_n(&captures, __ATOMIC_ACQUIRE) > 0;
+    return __atomic_load_n(&captures, __ATOMIC_SEQ_CST) > 0;
 }

@@ -56,11 +56,6 @@ const char *sw_cu_name(CUresult r);
  * sw_gate_rd returns false, taking nothing, while no allocation is tracked
  * (nothing can then be unmapped under the caller). */
 bool sw_gate_rd(void);
-/* Takes the gate shared unconditionally (to re-take it after promoting). */
-void sw_gate_rd_always(void);
-void sw_gate_unrd(void);
-void sw_gate_wr(void);
-void sw_gate_unwr(void);
 #define SW_GATED(sym, args)                              \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \
@@ -191,7 +186,13 @@ uint64_t sw_period(uint64_t now);
 
 /* ---- launch.c ---- */
 enum { SW_HANDLE_FUNC = 1, SW_HANDLE_KERNEL = 2 };
-CUresult sw_note_handle(CUresult r, void **h, int kind);
+/* A function or kernel handle *h of `kind` from module or library owner. */
+CUresult sw_note_handle(CUresult r, void **h, int kind, void *owner);
+/* The CUfunction of a CUkernel: it belongs to the kernel's library. */
+CUresult sw_note_kernel_function(CUresult r, CUfunction *f, CUkernel k);
+/* Unloads module or library `owner` with `unload`, under the gate held
+ * exclusively, and forgets the parameter layouts of its handles. */
+CUresult sw_unload(CUresult (*unload)(void *), void *owner);
 typedef CUresult (*sw_launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                  unsigned, unsigned, CUstream, void **, void **);
 typedef CUresult (*sw_launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
@@ -213,8 +214,22 @@ void sw_mark(CUfunction f, void **params, void **extra, CUstream s);
 void sw_note_pointers(const void *src, size_t n);
 /* The sequence number of the latest launch seen. */
 uint64_t sw_launch_now(void);
-CUresult sw_capture_begin(CUresult r);
-CUresult sw_capture_end(CUresult r);
+/* A capture begins with writers excluded, so that no move that checked
+ * sw_capturing() under the exclusive gate can synchronize inside it. */
+#define SW_CAPTURE_BEGIN(sym, args)                                     \
+    ({                                                                  \
+        sw_gate_lock_writers();                                         \
+        CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND; \
+        sw_capture_begun(r_);                                           \
+        sw_gate_unlock_writers();                                       \
+        r_;                                                             \
+    })
+void sw_capture_begun(CUresult r);
+/* Ends a capture with `end` (cuStreamEndCapture or its _ptsz form, as
+ * per_thread says), and uncounts it when the stream is no longer
+ * capturing afterwards, whatever the result. */
+CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgraph *g,
+                        bool per_thread);
 bool sw_capturing(void);
 
 /* ---- runtime.c: the shared CUDA runtime ----

@@ -95,6 +95,8 @@ typedef struct sw_chunk {
                                  * holds it, or as an exact copy (home_fp); 0 none */
     uint64_t home_fp;           /* fingerprint of the bytes home holds (not in a slot) */
     bool mirrored;              /* its host handle is mapped in alloc->mirror too */
+    uint64_t displace_next;     /* launch before which launch.c does not ask
+                                 * sw_policy_displace for it again */
 } sw_chunk_t;
 
 typedef struct sw_alloc {
@@ -284,6 +286,23 @@ size_t sw_scan_words(const void *buf, size_t len, void (*hit)(uint64_t word, voi
 /* Parses a cuLaunchKernel `extra` array: finds the buffer pointer and size.
  * Returns false when extra is malformed. */
 bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len);
+
+/* ---- core/gate.c: the gate, a reader-writer lock (no CUDA) -------------
+ * Shared: many holders at once; exclusive: one, with no shared holder.
+ * Reentrant per thread: a thread that holds it (either way) and takes it
+ * again never waits; one that holds it shared and takes it exclusively
+ * lets its shared hold go first and gets it back at sw_gate_unwr. Waiters
+ * sleep (futex) until the gate opens. Can't fail. */
+void sw_gate_rd_always(void);
+void sw_gate_unrd(void);
+void sw_gate_wr(void);
+void sw_gate_unwr(void);
+/* Excludes writers (sw_gate_wr) only; readers go on. Reentrant too. */
+void sw_gate_lock_writers(void);
+void sw_gate_unlock_writers(void);
+/* Whether this thread holds the gate (any way / exclusively). */
+bool sw_gate_held(void);
+bool sw_gate_held_wr(void);
 
 /* ======================= plumbing ====================================== */
 

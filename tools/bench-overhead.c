@@ -72,7 +72,12 @@ static CUdeviceptr vmm_buffer(CUdevice dev)
 }
 
 /* The child: launches `launches` tiny kernels and prints ns per launch.
- * mode: "plain" (64 KiB cuMemAlloc), "tracked" (4 MiB cuMemAlloc), "vmm". */
+ * mode: "plain" (64 KiB cuMemAlloc), "tracked" (4 MiB cuMemAlloc), "vmm";
+ * for instruction counts only (README, "Launch overhead"), run as
+ * --child MODE N under the environment given there: "inplace" (the
+ * argument points into a host chunk among 100 allocations), "arena"
+ * (into the start of an 8 GiB allocation) and "allocs" (600 allocations
+ * first, for the cost of choosing victims). */
 static int child(long launches, const char *mode)
 {
     CUdevice dev;
@@ -89,10 +94,26 @@ static int child(long launches, const char *mode)
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     /* 4 MiB: above SPILLWAY_MIN_ALLOC, tracked; 64 KiB: passes through. */
     CUdeviceptr buf;
-    if (strcmp(mode, "vmm") == 0)
+    if (strcmp(mode, "vmm") == 0) {
         buf = vmm_buffer(dev);
-    else
+    } else if (strcmp(mode, "inplace") == 0) {
+        /* A 4 MiB chunk, allocated first, then 99 of 2 MiB that push it
+         * out to host memory: the kernel reads it in place. */
+        CK(cuMemAlloc(&buf, 4u << 20));
+        for (int i = 0; i < 99; i++) {
+            CUdeviceptr other;
+            CK(cuMemAlloc(&other, 2u << 20));
+        }
+    } else if (strcmp(mode, "allocs") == 0) {
+        /* 600 allocations of 2 MiB: over a GPU budget, each one demotes. */
+        for (int i = 0; i < 600; i++)
+            CK(cuMemAlloc(&buf, 2u << 20));
+    } else if (strcmp(mode, "arena") == 0) {
+        /* An 8 GiB arena of 2 MiB chunks, a vLLM KV cache's shape. */
+        CK(cuMemAlloc(&buf, (size_t)8 << 30));
+    } else {
         CK(cuMemAlloc(&buf, strcmp(mode, "tracked") == 0 ? 4u << 20 : 64u << 10));
+    }
     uint32_t v = 7;
     uint64_t n = 1;
     void *args[] = {&buf, &v, &n};

@@ -85,6 +85,48 @@ static int later(const void *pa, const void *pb, void *nowp)
     return a->va < b->va ? -1 : a->va > b->va;
 }
 
+/* A binary heap over v[0..n), first in order cmp at the root. Victims
+ * are taken from it one at a time: building it is O(n) and each victim
+ * O(log n), where sorting every candidate for the one or two chunks an
+ * allocation needs cost O(n log n) each time. */
+typedef struct {
+    sw_chunk_t **v;
+    size_t n;
+    int (*cmp)(const void *, const void *, void *);
+    void *ctx;
+} heap_t;
+
+static void sift_down(heap_t *h, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, best = i;
+        if (l < h->n && h->cmp(&h->v[l], &h->v[best], h->ctx) < 0)
+            best = l;
+        if (r < h->n && h->cmp(&h->v[r], &h->v[best], h->ctx) < 0)
+            best = r;
+        if (best == i)
+            return;
+        sw_chunk_t *t = h->v[i];
+        h->v[i] = h->v[best];
+        h->v[best] = t;
+        i = best;
+    }
+}
+
+static void heap_build(heap_t *h)
+{
+    for (size_t i = h->n / 2; i-- > 0;)
+        sift_down(h, i);
+}
+
+static sw_chunk_t *heap_pop(heap_t *h)
+{
+    sw_chunk_t *top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    sift_down(h, 0);
+    return top;
+}
+
 /* The shortest prefix, in order cmp, of the device chunks keep() does not
  * hold back that frees need bytes, cut to max. */
 static size_t victims_by(const sw_table_t *t, uint64_t need,
@@ -99,12 +141,12 @@ static size_t victims_by(const sw_table_t *t, uint64_t need,
     sw_table_each(t, collect, &cs);
     /* On allocation failure the candidates found so far still give a
      * correct (if smaller) answer. */
-    if (cs.n > 1)
-        qsort_r(cs.v, cs.n, sizeof *cs.v, cmp, ctx); /* the array must be valid even for 0 */
+    heap_t h = {.v = cs.v, .n = cs.n, .cmp = cmp, .ctx = ctx};
+    heap_build(&h);
     size_t n = 0;
-    for (size_t i = 0; i < cs.n && n < max && *freed < need; i++) {
-        out[n++] = cs.v[i];
-        *freed += cs.v[i]->size;
+    while (h.n > 0 && n < max && *freed < need) {
+        out[n] = heap_pop(&h);
+        *freed += out[n++]->size;
     }
     free(cs.v);
     return n;

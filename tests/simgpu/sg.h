@@ -43,6 +43,12 @@ SG_PT_DECL(CUresult, cuStreamGetCaptureInfo_v2_ptsz, (CUstream hStream, CUstream
 SG_PT_DECL(CUresult, cuStreamGetCaptureInfo_v3_ptsz, (CUstream hStream, CUstreamCaptureStatus *captureStatus_out, cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))
 SG_PT_DECL(CUresult, cuEventRecordWithFlags_ptsz, (CUevent hEvent, CUstream hStream, unsigned int flags))
 SG_PT_DECL(CUresult, cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
+SG_PT_DECL(CUresult, cuStreamBeginCaptureToGraph_ptsz, (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode))
+SG_PT_DECL(CUresult, cuStreamWriteValue32_v2_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
+SG_PT_DECL(CUresult, cuStreamWriteValue64_v2_ptsz, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags))
+SG_PT_DECL(CUresult, cuStreamWaitValue32_v2_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
+SG_PT_DECL(CUresult, cuStreamWaitValue64_v2_ptsz, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags))
+SG_PT_DECL(CUresult, cuStreamBatchMemOp_v2_ptsz, (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags))
 SG_PT_DECL(CUresult, cuMemcpyHtoD_v2_ptds, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))
 SG_PT_DECL(CUresult, cuMemcpyDtoH_v2_ptds, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))
 SG_PT_DECL(CUresult, cuMemcpyDtoD_v2_ptds, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount))
@@ -154,7 +160,14 @@ bool sg_device_ok(CUdevice dev);
     X(cuEventElapsedTime, CUDA_ERROR_INVALID_HANDLE, API)                    \
     X(cuEventDestroy, CUDA_ERROR_INVALID_HANDLE, API)                        \
     X(cuStreamBeginCapture, CUDA_ERROR_INVALID_VALUE, API)                   \
-    X(cuStreamEndCapture, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuStreamEndCapture, CUDA_ERROR_STREAM_CAPTURE_UNJOINED, API)           \
+    X(cuStreamBeginCaptureToGraph, CUDA_ERROR_INVALID_VALUE, API)            \
+    X(cuGraphCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                          \
+    X(cuStreamWriteValue32, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuStreamWriteValue64, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuStreamWaitValue32, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuStreamWaitValue64, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuStreamBatchMemOp, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuStreamIsCapturing, CUDA_ERROR_INVALID_VALUE, API)                    \
     X(cuStreamGetCaptureInfo, CUDA_ERROR_INVALID_VALUE, API)                 \
     X(cuGraphInstantiate, CUDA_ERROR_OUT_OF_MEMORY, API)                     \
@@ -437,6 +450,7 @@ bool sg_tensormap_decode(const void *desc, sg_tensormap_t *out);
 typedef enum {
     SG_OP_KERNEL, SG_OP_COPY, SG_OP_MEMSET, SG_OP_MARKER, SG_OP_HOST_FUNC,
     SG_OP_FREE,
+    SG_OP_WAIT_VALUE, /* cuStreamWaitValue*: reads its word, never blocks */
 } sg_op_kind_t;
 
 typedef struct sg_op {
@@ -458,8 +472,8 @@ typedef struct sg_op {
     const sg_kernel_t *kernel;
     unsigned char args[SG_MAX_ARGS];
     /* copy: ranges[0] is dst, ranges[1] is src; memset: ranges[0] */
-    uint32_t memset_value;
-    unsigned memset_width;
+    uint64_t memset_value;
+    unsigned memset_width;        /* 1, 2, 4 or 8 bytes */
     int engine;
     unsigned pageable;            /* bit i: range i may be plain host memory */
     /* host function */
@@ -553,6 +567,7 @@ typedef struct sg_capture {
     int nnodes, nodes_cap;
     sg_stream_t **streams; /* joined streams, [0] the origin; index = lane */
     int nstreams;
+    void *into;           /* cuStreamBeginCaptureToGraph: the graph it adds to */
 } sg_capture_t;
 
 /* A call that would synchronize during a capture: refuses it and
@@ -578,6 +593,9 @@ void sg_nodes_free(sg_node_t **nodes, int n);
 /* ---- sg_graph.c: graphs, instantiation and replay --------------------- */
 /* Makes a CUgraph of nodes (taking them). g.lock held. */
 CUresult sg_graph_new(sg_node_t **nodes, int nnodes, int nlanes, CUgraph *out);
+/* Appends an ended capture's nodes to graph hg (taking them), for
+ * cuStreamBeginCaptureToGraph. g.lock held. */
+CUresult sg_graph_append(CUgraph hg, sg_node_t **nodes, int nnodes, int nlanes);
 
 /* ---- sg_alloc.c: allocations ---------------------------------------- */
 /* Stream-ordered allocation from pool (NULL: the device's current pool). */

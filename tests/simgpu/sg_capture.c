@@ -254,7 +254,7 @@ CUresult sg_capture_guard(sg_stream_t *stream)
 
 /* ---- capture API ---- */
 
-static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
+static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt, void *into)
 {
     if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
         mode != CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -269,11 +269,14 @@ static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
     else if (s->capture)
         r = CUDA_ERROR_ILLEGAL_STATE;
+    else if (into && sg_handle_kind(into) != SG_H_GRAPH)
+        r = CUDA_ERROR_INVALID_VALUE;
     else if (!(c = calloc(1, sizeof *c)) || !(c->streams = malloc(sizeof *c->streams)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS) {
         c->stream = s;
         c->mode = mode;
+        c->into = into;
         c->thread = pthread_self();
         c->id = next_capture_id++;
         c->streams[0] = s;
@@ -295,22 +298,22 @@ static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt)
 SG_EXPORT CUresult cuStreamBeginCapture_v2 BEGIN_PARAMS
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, mode, false);
+    return begin_capture(hStream, mode, false, NULL);
 }
 SG_EXPORT CUresult cuStreamBeginCapture_v2_ptsz BEGIN_PARAMS
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, mode, true);
+    return begin_capture(hStream, mode, true, NULL);
 }
 SG_EXPORT CUresult cuStreamBeginCapture(CUstream hStream)
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false);
+    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, false, NULL);
 }
 SG_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream)
 {
     SG_ENTER(cuStreamBeginCapture, API);
-    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true);
+    return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, true, NULL);
 }
 
 /* Marks in anc every ancestor of the nodes in front (themselves included). */
@@ -341,7 +344,30 @@ static bool unjoined(const sg_capture_t *c)
     return bad;
 }
 
-static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
+/* Dependencies (a capture's first nodes wait on them) are not modelled:
+ * the captured nodes are appended to the graph's (sg_graph_append). */
+#define TOGRAPH_PARAMS                                                                 \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,                \
+     const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+SG_EXPORT CUresult cuStreamBeginCaptureToGraph TOGRAPH_PARAMS
+{
+    SG_ENTER(cuStreamBeginCaptureToGraph, API);
+    if (!hGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    return begin_capture(hStream, mode, false, hGraph);
+}
+SG_EXPORT CUresult cuStreamBeginCaptureToGraph_ptsz TOGRAPH_PARAMS
+{
+    SG_ENTER(cuStreamBeginCaptureToGraph, API);
+    if (!hGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    return begin_capture(hStream, mode, true, hGraph);
+}
+
+/* fail_unjoined: SIMGPU_FAIL named this call, and it fails as the driver
+ * does for a capture that forked into a stream it never joined back: the
+ * capture is over, its work discarded, and no graph is returned. */
+static CUresult end_capture(CUstream hs, CUgraph *out, bool pt, bool fail_unjoined)
 {
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
@@ -366,17 +392,22 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
     CUresult r = CUDA_SUCCESS;
     if (c->invalidated)
         r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    else if (unjoined(c))
+    else if (fail_unjoined || unjoined(c))
         r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
     for (int i = 0; i < c->nstreams; i++) {
         c->streams[i]->capture = NULL;
         c->streams[i]->lane = 0;
         set_clear(&c->streams[i]->front, &c->streams[i]->nfront);
     }
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && c->into) {
+        r = sg_graph_append(c->into, c->nodes, c->nnodes, c->nstreams);
+        if (r == CUDA_SUCCESS)
+            *out = c->into;
+    } else if (r == CUDA_SUCCESS) {
         r = sg_graph_new(c->nodes, c->nnodes, c->nstreams, out);
-    else
+    } else {
         sg_nodes_free(c->nodes, c->nnodes);
+    }
     free(c->streams);
     free(c);
     sg_unlock();
@@ -384,15 +415,20 @@ static CUresult end_capture(CUstream hs, CUgraph *out, bool pt)
 }
 
 #define END_PARAMS (CUstream hStream, CUgraph *phGraph)
+static CUresult end_entry(CUstream hs, CUgraph *out, bool pt)
+{
+    CUresult r = sg_enter(SG_FN_cuStreamEndCapture, SG_COST_API);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+        return r;
+    return end_capture(hs, out, pt, r == CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+}
 SG_EXPORT CUresult cuStreamEndCapture END_PARAMS
 {
-    SG_ENTER(cuStreamEndCapture, API);
-    return end_capture(hStream, phGraph, false);
+    return end_entry(hStream, phGraph, false);
 }
 SG_EXPORT CUresult cuStreamEndCapture_ptsz END_PARAMS
 {
-    SG_ENTER(cuStreamEndCapture, API);
-    return end_capture(hStream, phGraph, true);
+    return end_entry(hStream, phGraph, true);
 }
 
 static CUresult capture_info(CUstream hs, bool pt, CUstreamCaptureStatus *status, cuuint64_t *id)

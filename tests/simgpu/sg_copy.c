@@ -81,7 +81,7 @@ static CUresult copy(const char *name, uint64_t dst, side_t dside, uint64_t src,
     return issue(op, hs, pt, sync);
 }
 
-static CUresult memset_(const char *name, uint64_t dst, uint32_t v, unsigned width, size_t n,
+static CUresult memset_(const char *name, uint64_t dst, uint64_t v, unsigned width, size_t n,
                         CUstream hs, bool pt, bool sync)
 {
     CUresult r = sg_need_ctx();
@@ -162,3 +162,90 @@ SET_ASYNC(cuMemsetD32Async, cuMemsetD32Async, unsigned int, 4, false)
 SET_ASYNC(cuMemsetD32Async_ptsz, cuMemsetD32Async, unsigned int, 4, true)
 SET_ASYNC(cuMemsetD16Async, cuMemsetD16Async, unsigned short, 2, false)
 SET_ASYNC(cuMemsetD16Async_ptsz, cuMemsetD16Async, unsigned short, 2, true)
+
+/* ---- stream memory operations ----
+ * A write is a memset of one 4- or 8-byte word. A wait reads its word and
+ * completes: simgpu does not block on the condition (it runs one stream's
+ * work in order, and a test's waits are already met when they run). */
+
+static CUresult wait_value(const char *name, uint64_t addr, unsigned width, CUstream hs, bool pt)
+{
+    CUresult r = sg_need_ctx();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!gpu_visible(addr) || addr % width)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_op_t *op = sg_op_new(SG_OP_WAIT_VALUE, name);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->ranges[0] = (sg_range_t){.addr = addr, .len = width};
+    op->nranges = 1;
+    return issue(op, hs, pt, false);
+}
+
+#define MEMOP(sym, fn, T, w, pt, call)                                                 \
+    SG_EXPORT CUresult sym(CUstream stream, CUdeviceptr addr, T value, unsigned int flags) \
+    {                                                                                  \
+        SG_ENTER(fn, API);                                                             \
+        (void)flags;                                                                   \
+        return call;                                                                   \
+    }
+#define WRITE(fn, w, pt) memset_(#fn, addr, value, w, 1, stream, pt, false)
+#define WAIT(fn, w, pt) wait_value(#fn, addr, w, stream, pt)
+MEMOP(cuStreamWriteValue32_v2, cuStreamWriteValue32, cuuint32_t, 4, false, WRITE(cuStreamWriteValue32, 4, false))
+MEMOP(cuStreamWriteValue32_v2_ptsz, cuStreamWriteValue32, cuuint32_t, 4, true, WRITE(cuStreamWriteValue32, 4, true))
+MEMOP(cuStreamWriteValue64_v2, cuStreamWriteValue64, cuuint64_t, 8, false, WRITE(cuStreamWriteValue64, 8, false))
+MEMOP(cuStreamWriteValue64_v2_ptsz, cuStreamWriteValue64, cuuint64_t, 8, true, WRITE(cuStreamWriteValue64, 8, true))
+MEMOP(cuStreamWaitValue32_v2, cuStreamWaitValue32, cuuint32_t, 4, false, WAIT(cuStreamWaitValue32, 4, false))
+MEMOP(cuStreamWaitValue32_v2_ptsz, cuStreamWaitValue32, cuuint32_t, 4, true, WAIT(cuStreamWaitValue32, 4, true))
+MEMOP(cuStreamWaitValue64_v2, cuStreamWaitValue64, cuuint64_t, 8, false, WAIT(cuStreamWaitValue64, 8, false))
+MEMOP(cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64, cuuint64_t, 8, true, WAIT(cuStreamWaitValue64, 8, true))
+
+static CUresult batch(CUstream hs, unsigned n, CUstreamBatchMemOpParams *ops, bool pt)
+{
+    if (n && !ops)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    for (unsigned i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        CUstreamBatchMemOpParams *o = &ops[i];
+        switch (o->operation) {
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+            r = memset_("cuStreamBatchMemOp", o->writeValue.address, o->writeValue.value, 4, 1, hs,
+                        pt, false);
+            break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+            r = memset_("cuStreamBatchMemOp", o->writeValue.address, o->writeValue.value64, 8, 1,
+                        hs, pt, false);
+            break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+            r = wait_value("cuStreamBatchMemOp", o->waitValue.address, 4, hs, pt);
+            break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+            r = wait_value("cuStreamBatchMemOp", o->waitValue.address, 8, hs, pt);
+            break;
+        case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+        case CU_STREAM_MEM_OP_BARRIER:
+            break; /* one stream runs in order: nothing to do */
+        default:
+            r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return r;
+}
+
+SG_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
+                                         CUstreamBatchMemOpParams *paramArray, unsigned int flags)
+{
+    SG_ENTER(cuStreamBatchMemOp, API);
+    (void)flags;
+    return batch(stream, count, paramArray, false);
+}
+
+SG_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
+                                              CUstreamBatchMemOpParams *paramArray,
+                                              unsigned int flags)
+{
+    SG_ENTER(cuStreamBatchMemOp, API);
+    (void)flags;
+    return batch(stream, count, paramArray, true);
+}

@@ -38,6 +38,39 @@ CUresult sg_graph_new(sg_node_t **nodes, int nnodes, int nlanes, CUgraph *out)
     return CUDA_SUCCESS;
 }
 
+CUresult sg_graph_append(CUgraph hg, sg_node_t **nodes, int nnodes, int nlanes)
+{
+    graph_t *g = (graph_t *)hg;
+    sg_node_t **all = realloc(g->nodes, (size_t)(g->nnodes + nnodes + 1) * sizeof *all);
+    if (!all) {
+        sg_nodes_free(nodes, nnodes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g->nodes = all;
+    for (int i = 0; i < nnodes; i++) {
+        for (int d = 0; d < nodes[i]->ndeps; d++)
+            nodes[i]->deps[d] += g->nnodes; /* indices into the whole graph */
+        g->nodes[g->nnodes + i] = nodes[i];
+    }
+    g->nnodes += nnodes;
+    if (nlanes > g->nlanes)
+        g->nlanes = nlanes;
+    free(nodes);
+    return CUDA_SUCCESS;
+}
+
+/* An empty graph, for cuStreamBeginCaptureToGraph to fill. */
+SG_EXPORT CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    SG_ENTER(cuGraphCreate, API);
+    if (!phGraph || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_lock();
+    CUresult r = sg_graph_new(NULL, 0, 1, phGraph);
+    sg_unlock();
+    return r;
+}
+
 static void exec_free(graph_t *e)
 {
     for (int i = 0; i < e->nnodes; i++) {

@@ -19,21 +19,50 @@
 typedef struct func {
     const sg_kernel_t *kernel;
     struct func *twin; /* a CUkernel's own CUfunction */
+    struct func *next_free;
     int max_dynamic_smem, carveout; /* the settable attributes */
 } func_t; /* both CUfunction and CUkernel point at one of these */
 
 typedef struct {
-    int kind;      /* SG_H_MODULE or SG_H_LIBRARY */
-    func_t *funcs; /* one per built-in kernel, of the matching handle kind */
-    func_t *kfuncs; /* library only: the CUfunction of each CUkernel */
+    int kind;        /* SG_H_MODULE or SG_H_LIBRARY */
+    func_t **funcs;  /* one per built-in kernel, made when first asked for */
+    func_t **kfuncs; /* library only: the CUfunction of each CUkernel */
 } image_t;
+
+/* Handles freed by unloads, reused last-freed first: the driver recycles
+ * handle addresses too, and this makes it certain, so that a kernel got
+ * after an unload can sit where another kernel, of another parameter
+ * layout, sat before. g.lock held for both. */
+static func_t *free_funcs;
+
+static func_t *func_take(const sg_kernel_t *k, int kind)
+{
+    func_t *f = free_funcs;
+    if (f)
+        free_funcs = f->next_free;
+    else if (!(f = malloc(sizeof *f)))
+        return NULL;
+    *f = (func_t){.kernel = k, .max_dynamic_smem = 48 << 10, .carveout = -1};
+    sg_handle_add(f, kind);
+    return f;
+}
+
+static void func_give(func_t *f)
+{
+    if (!f)
+        return;
+    sg_handle_del(f);
+    f->next_free = free_funcs;
+    free_funcs = f;
+}
 
 /* A fat binary that nvcc built (the runtime passes its
  * __fatBinC_Wrapper_t) is accepted as the built-in image: its sm_90 code
  * cannot run here, so its kernels are resolved by name to the built-ins
- * (see resolve()). An image is also simgpu's when its text starts with the magic, or when its
- * first line carries it (a PTX comment such as "// simgpu-builtin", so
- * that one image serves both a real driver and simgpu). */
+ * (see resolve()). An image is also simgpu's when its text starts with
+ * the magic, or when its first line carries it (a PTX comment such as
+ * "// simgpu-builtin", so that one image serves both a real driver and
+ * simgpu). */
 static bool image_ok(const void *image)
 {
     if (!image)
@@ -46,45 +75,26 @@ static bool image_ok(const void *image)
     return m == s || (m && nl && m < nl && strncmp(s, "//", 2) == 0);
 }
 
-static func_t *funcs_new(int kind)
-{
-    int n = sg_kernel_count();
-    func_t *f = calloc((size_t)n, sizeof *f);
-    if (!f)
-        return NULL;
-    for (int i = 0; i < n; i++) {
-        f[i].kernel = sg_kernel_at(i);
-        f[i].max_dynamic_smem = 48 << 10;
-        f[i].carveout = -1;
-        sg_handle_add(&f[i], kind);
-    }
-    return f;
-}
-
-static void funcs_free(func_t *f)
-{
-    if (!f)
-        return;
-    for (int i = 0; i < sg_kernel_count(); i++)
-        sg_handle_del(&f[i]);
-    free(f);
-}
-
 static CUresult image_load(int kind, const void *data, image_t **out)
 {
     if (!image_ok(data))
         return CUDA_ERROR_INVALID_IMAGE;
     image_t *m = calloc(1, sizeof *m);
-    if (!m)
+    size_t n = (size_t)sg_kernel_count();
+    if (m) {
+        m->funcs = calloc(n, sizeof *m->funcs);
+        m->kfuncs = calloc(n, sizeof *m->kfuncs);
+    }
+    if (!m || !m->funcs || !m->kfuncs) {
+        if (m) {
+            free(m->funcs);
+            free(m->kfuncs);
+        }
+        free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     m->kind = kind;
     sg_lock();
-    m->funcs = funcs_new(kind == SG_H_MODULE ? SG_H_FUNC : SG_H_KERNEL);
-    if (kind == SG_H_LIBRARY) {
-        m->kfuncs = funcs_new(SG_H_FUNC);
-        for (int i = 0; m->funcs && m->kfuncs && i < sg_kernel_count(); i++)
-            m->funcs[i].twin = &m->kfuncs[i];
-    }
     sg_handle_add(m, kind);
     sg_unlock();
     *out = m;
@@ -100,9 +110,13 @@ static CUresult image_unload(int kind, void *h)
     }
     image_t *m = h;
     sg_handle_del(m);
-    funcs_free(m->funcs);
-    funcs_free(m->kfuncs);
+    for (int i = 0; i < sg_kernel_count(); i++) {
+        func_give(m->kfuncs[i]);
+        func_give(m->funcs[i]);
+    }
     sg_unlock();
+    free(m->funcs);
+    free(m->kfuncs);
     free(m);
     return CUDA_SUCCESS;
 }
@@ -144,18 +158,33 @@ static CUresult image_get(int kind, void *h, const char *name, func_t **out)
     if (!out || !name)
         return CUDA_ERROR_INVALID_VALUE;
     sg_lock();
-    int k = sg_handle_kind(h);
-    sg_unlock();
-    if (k != kind)
+    if (sg_handle_kind(h) != kind) {
+        sg_unlock();
         return CUDA_ERROR_INVALID_HANDLE;
+    }
     image_t *m = h;
     name = resolve(name);
-    for (int i = 0; name && i < sg_kernel_count(); i++)
-        if (strcmp(m->funcs[i].kernel->name, name) == 0) {
-            *out = &m->funcs[i];
-            return CUDA_SUCCESS;
+    CUresult r = CUDA_ERROR_NOT_FOUND;
+    for (int i = 0; name && i < sg_kernel_count(); i++) {
+        const sg_kernel_t *k = sg_kernel_at(i);
+        if (strcmp(k->name, name) != 0)
+            continue;
+        if (!m->funcs[i] && kind == SG_H_MODULE) {
+            m->funcs[i] = func_take(k, SG_H_FUNC);
+        } else if (!m->funcs[i]) {
+            m->funcs[i] = func_take(k, SG_H_KERNEL);
+            m->kfuncs[i] = m->funcs[i] ? func_take(k, SG_H_FUNC) : NULL;
+            if (m->funcs[i])
+                m->funcs[i]->twin = m->kfuncs[i];
         }
-    return CUDA_ERROR_NOT_FOUND;
+        r = m->funcs[i] && (kind == SG_H_MODULE || m->kfuncs[i]) ? CUDA_SUCCESS
+                                                                   : CUDA_ERROR_OUT_OF_MEMORY;
+        if (r == CUDA_SUCCESS)
+            *out = m->funcs[i];
+        break;
+    }
+    sg_unlock();
+    return r;
 }
 
 SG_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)

@@ -217,10 +217,14 @@ static bool run_op(sg_op_t *op)
                 uint16_t *p = host[0];
                 for (uint64_t i = 0; i < r[0].len / 2; i++)
                     p[i] = (uint16_t)op->memset_value;
-            } else {
+            } else if (op->memset_width == 4) {
                 uint32_t *p = host[0];
                 for (uint64_t i = 0; i < r[0].len / 4; i++)
-                    p[i] = op->memset_value;
+                    p[i] = (uint32_t)op->memset_value;
+            } else {
+                uint64_t v = op->memset_value;
+                for (uint64_t i = 0; i < r[0].len / 8; i++)
+                    memcpy((char *)host[0] + 8 * i, &v, 8); /* a value need not be aligned on the host */
             }
             break;
         default:

@@ -1,6 +1,7 @@
 /*
  * routes: the entry points through which work may touch tracked memory
- * (copies, memsets, launches) reach spillway's wrappers when a program
+ * (copies, memsets, launches, stream memory operations), and those whose
+ * bookkeeping spillway keeps (capture, unload), reach spillway's wrappers when a program
  * gets them from cuGetProcAddress, as the CUDA runtime does, in both the
  * legacy and the per-thread default-stream forms. A pointer that lands
  * anywhere but libspillway is printed. Without spillway preloaded every
@@ -18,6 +19,11 @@ static const char *const names[] = {
     "cuMemsetD8",        "cuMemsetD8Async",   "cuMemsetD16",      "cuMemsetD16Async",
     "cuMemsetD32",       "cuMemsetD32Async",  "cuLaunchKernel",   "cuLaunchKernelEx",
     "cuLaunchCooperativeKernel", "cuGraphLaunch",
+    /* stream memory operations touch device memory too */
+    "cuStreamWriteValue32", "cuStreamWriteValue64", "cuStreamWaitValue32", "cuStreamWaitValue64",
+    "cuStreamBatchMemOp",
+    /* what capture and layout bookkeeping must see */
+    "cuStreamBeginCaptureToGraph", "cuModuleUnload", "cuLibraryUnload",
 };
 
 int main(void)

@@ -404,6 +404,45 @@ static int cmp_lru(const void *pa, const void *pb)
     return 0;
 }
 
+/* Victims come from a heap, one at a time: taken to the end over a big
+ * table with many ties, they come out exactly in sorted order, and a
+ * small need takes only the first. */
+START_TEST(policy_victims_from_a_big_table_come_in_sorted_order)
+{
+    enum { NALLOC = 250, PER = 4 };
+    uint64_t s = 0x9e3779b97f4a7c15ULL;
+    sw_table_t *t = new_table();
+    keep_set_t *k = unit_keep_none();
+    sw_alloc_t *as[NALLOC];
+    static sw_chunk_t *cand[NALLOC * PER], *out[NALLOC * PER];
+    size_t ncand = 0;
+    uint64_t sizes[PER] = {G, G, G, G};
+    for (int i = 0; i < NALLOC; i++) {
+        as[i] = unit_mk_alloc(BASE + (uint64_t)i * PER * G, sizes, PER);
+        for (int c = 0; c < PER; c++) {
+            set_use(&as[i]->chunks[c], rng_next(&s) % 50, rng_next(&s) % 3);
+            cand[ncand++] = &as[i]->chunks[c];
+        }
+        insert(t, as[i]);
+    }
+    qsort(cand, ncand, sizeof cand[0], cmp_lru);
+    uint64_t freed;
+    size_t n = victims(t, (uint64_t)ncand * G, k, out, ncand, &freed);
+    ck_assert_uint_eq(n, ncand);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(out[i] == cand[i], "victim %zu out of order", i);
+    n = victims(t, 1, k, out, ncand, &freed);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_ptr_eq(out[0], cand[0]);
+    for (int i = 0; i < NALLOC; i++) {
+        sw_table_remove(t, as[i]);
+        unit_free_alloc(as[i]);
+    }
+    sw_table_free(t);
+    free(k);
+}
+END_TEST
+
 START_TEST(policy_victims_match_brute_force_on_random_tables)
 {
     uint64_t s = 0x243f6a8885a308d3ULL;
@@ -560,6 +599,7 @@ Suite *policy_suite(void)
     add_case(s, policy_victims_empty_table_chooses_nothing);
     add_case(s, policy_victims_does_not_modify_the_table);
     add_case(s, policy_victims_match_brute_force_on_random_tables);
+    add_case(s, policy_victims_from_a_big_table_come_in_sorted_order);
     add_case(s, policy_on_touch_promotes_when_room_and_not_capturing);
     add_case(s, policy_on_touch_promotes_when_room_exactly_fits);
     add_case(s, policy_on_touch_zero_copy_while_capturing);

@@ -47,4 +47,5 @@ Suite *stats_file_suite(void);
 Suite *learn_suite(void);
 Suite *policy_learned_suite(void);
 Suite *popularity_suite(void);
+Suite *gate_suite(void);
 #endif
