@@ -154,11 +154,13 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
  * Gate held exclusively for all three. sw_fp_ready loads the kernel on
  * first use; false when it cannot (then nothing is known unchanged). */
 bool sw_fp_ready(void);
-/* Queues the fingerprint of [src, +bytes) into the device word at out. */
+/* A fingerprint is two words (fingerprint.cu). */
+#define SW_FP_BYTES 16
+/* Queues the fingerprint of [src, +bytes) into the device words at out. */
 CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st);
 /* Takes it on spillway's stream and waits for it (sw_vmm_wait: on
  * *pending the kernel may still be reading src). */
-CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t *out, bool *pending);
+CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending);
 
 /* ---- prefetch.c: the streaming window ----
  * A pool of device slots, filled from chunks' host copies on spillway's

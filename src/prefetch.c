@@ -35,9 +35,10 @@
  * address while they are queued is safe.
  *
  * WRITE-BACK. A chunk leaving the window is copied home only if the GPU
- * changed it, and that is known exactly: spillway's own kernel
- * (fingerprint.cu) takes a fingerprint of the slot when it is filled and
- * again before it is emptied; a single changed byte always changes it.
+ * changed it: spillway's own kernel (fingerprint.cu) takes a 128-bit
+ * fingerprint of the slot when it is filled and again before it is
+ * emptied. A change within one word always changes it; any other change
+ * is missed with probability about 2^-128 (fingerprint.cu says why).
  * Where the kernel cannot be loaded, every chunk is copied home.
  *
  * Commit points happen only on the launch path, on the application's
@@ -85,14 +86,21 @@ static struct {
 static void fingerprint_setup(void)
 {
     const sw_real_t *r = sw_real();
-    size_t bytes = 2 * MAX_SLOTS * sizeof(uint64_t);
+    size_t bytes = 2 * MAX_SLOTS * SW_FP_BYTES;
     pf.fp_on = sw_fp_ready() && r->cuMemAlloc_v2(&pf.fp_dev, bytes) == CUDA_SUCCESS &&
                r->cuMemAllocHost_v2((void **)&pf.fp_host, bytes) == CUDA_SUCCESS;
 }
 
 static CUdeviceptr fp_slot(int si, int which)
 {
-    return pf.fp_dev + (uint64_t)(2 * si + which) * sizeof(uint64_t);
+    return pf.fp_dev + (uint64_t)(2 * si + which) * SW_FP_BYTES;
+}
+
+/* Whether slot si's two fingerprints, read back, agree. */
+static bool fp_same(int si)
+{
+    const uint64_t *f = pf.fp_host + 2 * si * (SW_FP_BYTES / sizeof(uint64_t));
+    return memcmp(f, f + SW_FP_BYTES / sizeof(uint64_t), SW_FP_BYTES) == 0;
 }
 
 bool sw_prefetch_on(void)
@@ -538,7 +546,7 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
             read_back = emptied_fp[p.slot[i]] = true;
     }
     if (read_back &&
-        (r->cuMemcpyDtoHAsync_v2(pf.fp_host, pf.fp_dev, 2 * sizeof(uint64_t) * (size_t)pf.nslots,
+        (r->cuMemcpyDtoHAsync_v2(pf.fp_host, pf.fp_dev, 2 * SW_FP_BYTES * (size_t)pf.nslots,
                                  st) != CUDA_SUCCESS ||
          r->cuStreamSynchronize(st) != CUDA_SUCCESS))
         read_back = false;
@@ -548,7 +556,7 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     int nq = 0;
     for (; nq < p.nfill; nq++) {
         int si = p.slot[nq];
-        bool unchanged = read_back && emptied_fp[si] && pf.fp_host[2 * si] == pf.fp_host[2 * si + 1];
+        bool unchanged = read_back && emptied_fp[si] && fp_same(si);
         if (queue_fill(si, p.fill[nq], !unchanged, st, &fp[nq]) != CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_failed_moves, 1);
             break;

@@ -18,9 +18,15 @@
  *         and the checksum could be wrong.
  *   coop  A launches through cuLaunchCooperativeKernel, and nothing else
  *         happens: the window is used only if those launches are scanned.
+ *   flip  right after each of A's launches, the sign bits of two fp64
+ *         words of the buffer it read (now in a window slot) are flipped,
+ *         at different words each time. The buffer leaves the slot later:
+ *         if its fingerprint missed the change (the old sum did, half the
+ *         time), it went home unwritten and the next round's checksum is
+ *         wrong.
  * The program checks every checksum against the host's own and exits 0
  * only if all match.
- * Usage: appstreams copy|late|coop. Exit: 0 ok, 1 wrong data, 2 CUDA error or
+ * Usage: appstreams copy|late|coop|flip. Exit: 0 ok, 1 wrong data, 2 CUDA error or
  * usage.
  */
 #include <cuda.h>
@@ -67,13 +73,27 @@ static int read_on_new_stream(CUfunction sum, CUdeviceptr buf, CUdeviceptr o, ui
     return got != want;
 }
 
+/* Negates two fp64 values of buf (byte 7 of a word holds its sign), and
+ * the same in host, its expected content. */
+static void flip_signs(CUdeviceptr buf, unsigned char *host, int r, int i)
+{
+    uint64_t words = BYTES / 8, a = ((uint64_t)r * 7919 + (uint64_t)i * 104729) % words;
+    uint64_t pair[2] = {a, (a + 1 + (uint64_t)r * 131 + (uint64_t)i * 17) % words};
+    for (int k = 0; k < 2; k++) {
+        unsigned char *sign = host + 8 * pair[k] + 7;
+        *sign ^= 0x80;
+        CK(cuMemsetD8(buf + 8 * pair[k] + 7, *sign, 1));
+    }
+}
+
 int main(int argc, char **argv)
 {
     bool late = argc == 2 && strcmp(argv[1], "late") == 0;
     bool coop = argc == 2 && strcmp(argv[1], "coop") == 0;
     bool copy = argc == 2 && strcmp(argv[1], "copy") == 0;
-    if (!late && !coop && !copy) {
-        fprintf(stderr, "usage: appstreams copy|late|coop\n");
+    bool flip = argc == 2 && strcmp(argv[1], "flip") == 0;
+    if (!late && !coop && !copy && !flip) {
+        fprintf(stderr, "usage: appstreams copy|late|coop|flip\n");
         return 2;
     }
     CUdevice dev;
@@ -129,6 +149,8 @@ int main(int argc, char **argv)
              * earlier, and that copy was waited for below. */
             if (got != fnv(host[i], BYTES))
                 bad++;
+            if (flip)
+                flip_signs(buf[i], host[i], r, i);
             CK(cuStreamSynchronize(b));
         }
     printf("appstreams %s: %s (%d wrong checksums)\n", argv[1], bad ? "mismatch" : "ok", bad);
