@@ -21,7 +21,8 @@
     X(cuCtxSynchronize) X(cuStreamSynchronize)                              \
     X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
-    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing)
+    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing) \
+    X(cuEventQuery) X(cuEventDestroy_v2)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
@@ -172,7 +173,8 @@ uint64_t sw_prefetch_setup(uint64_t budget);
  * must be synchronized and made to wait at commit points). */
 void sw_prefetch_note_stream(CUstream s);
 /* The stream hooks: every stream is classified when it is made, before
- * anything is tracked, and forgotten when destroyed. */
+ * anything is tracked, and retired when destroyed: the next commit point
+ * waits for the work it still had queued. */
 CUresult sw_note_stream(CUresult r, CUstream *s);
 CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream));
 /* A commit point for launch `now`, which touches the host chunks at the
