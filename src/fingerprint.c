@@ -58,6 +58,9 @@ CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pend
 {
     CUstream st;
     *pending = false;
+    /* Loads the kernel and fp.out first: fp.out is read below. */
+    if (!sw_fp_ready())
+        return CUDA_ERROR_NOT_FOUND;
     CUresult e = sw_vmm_stream(&st);
     if (e == CUDA_SUCCESS)
         e = sw_fp_queue(src, bytes, fp.out, st);
