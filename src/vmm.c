@@ -290,14 +290,22 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         bool pending;
         r = copy(staging, c->va, c->size, &pending);
         /* The old handle stays as the copy only if its bytes are known. */
-        if (r == CUDA_SUCCESS && keep_copy && sw_fp_take(staging, c->size, fp, &pending) != CUDA_SUCCESS)
-            keep_copy = false;
+        if (r == CUDA_SUCCESS && keep_copy) {
+            CUresult f = sw_fp_take(staging, c->size, fp, &pending);
+            if (pending)
+                r = f; /* the move is off, as for a copy never waited for */
+            else if (f != CUDA_SUCCESS)
+                keep_copy = false;
+        }
         if (pending) {
-            /* The copy (or the fingerprint) may still use the staging
-             * range: leave it and h as they are (leaked) rather than unmap
-             * under it. */
-            sw_error("a copy could not be waited for: leaving its %llu bytes mapped",
+            /* The copy (or the fingerprint) may still read the staging
+             * range: it stays mapped, abandoned, rather than be unmapped
+             * under that work. h is released: its memory lives on only
+             * through that mapping. c still maps its old handle, with every
+             * byte, and the move fails. */
+            sw_error("a copy could not be waited for: abandoning %llu bytes of staging",
                      (unsigned long long)c->size);
+            SW_REAL(cuMemRelease)(h);
             replace_staging();
             return r;
         }
