@@ -1,9 +1,11 @@
 /*
  * Fingerprints of device memory, taken by spillway's own kernel
- * (fingerprint.cu, its PTX embedded): a single changed byte always changes
- * one. A chunk whose fingerprint is the same when it leaves the device as
- * when it arrived goes home by a remap, without copying a byte, because
- * its host copy is still exact.
+ * (fingerprint.cu, its PTX embedded; it says exactly what a fingerprint
+ * promises): 128 bits, changed for certain by any change within one word,
+ * and missed by any other change with probability about 2^-128. A chunk
+ * whose fingerprint is the same when it leaves the device as when it
+ * arrived goes home by a remap, without copying a byte, because its host
+ * copy is still exact.
  *
  * The module is loaded on first use, under the exclusive gate like every
  * caller; if it cannot be, every chunk leaving the device is copied.
@@ -12,10 +14,12 @@
 
 #include "fingerprint_ptx.h"
 
+#include <string.h>
+
 static struct {
     bool tried;
     CUfunction fn;   /* spillway_fingerprint, or NULL */
-    CUdeviceptr out; /* one word, for sw_fp_take */
+    CUdeviceptr out; /* one fingerprint, for sw_fp_take */
     uint64_t *host;  /* its pinned copy */
 } fp;
 
@@ -28,8 +32,8 @@ bool sw_fp_ready(void)
     CUmodule mod;
     if (r->cuModuleLoadData(&mod, fingerprint_ptx) != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp.fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
-        r->cuMemAlloc_v2(&fp.out, sizeof(uint64_t)) != CUDA_SUCCESS ||
-        r->cuMemAllocHost_v2((void **)&fp.host, sizeof(uint64_t)) != CUDA_SUCCESS) {
+        r->cuMemAlloc_v2(&fp.out, SW_FP_BYTES) != CUDA_SUCCESS ||
+        r->cuMemAllocHost_v2((void **)&fp.host, SW_FP_BYTES) != CUDA_SUCCESS) {
         sw_warn("cannot load the fingerprint kernel: every chunk leaving the GPU is copied home");
         fp.fn = NULL;
     }
@@ -41,7 +45,7 @@ CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream 
     const sw_real_t *r = sw_real();
     if (!sw_fp_ready())
         return CUDA_ERROR_NOT_FOUND;
-    CUresult e = r->cuMemsetD8Async(out, 0, sizeof(uint64_t), st);
+    CUresult e = r->cuMemsetD8Async(out, 0, SW_FP_BYTES, st);
     uint64_t words = bytes / 8 + 1;
     unsigned blocks = (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
     void *args[] = {&src, &bytes, &out};
@@ -50,18 +54,21 @@ CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream 
     return e;
 }
 
-CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t *out, bool *pending)
+CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending)
 {
     CUstream st;
     *pending = false;
+    /* Loads the kernel and fp.out first: fp.out is read below. */
+    if (!sw_fp_ready())
+        return CUDA_ERROR_NOT_FOUND;
     CUresult e = sw_vmm_stream(&st);
     if (e == CUDA_SUCCESS)
         e = sw_fp_queue(src, bytes, fp.out, st);
     if (e == CUDA_SUCCESS)
-        e = SW_REAL(cuMemcpyDtoHAsync_v2)(fp.host, fp.out, sizeof(uint64_t), st);
+        e = SW_REAL(cuMemcpyDtoHAsync_v2)(fp.host, fp.out, SW_FP_BYTES, st);
     if (e == CUDA_SUCCESS)
         e = sw_vmm_wait(st, pending);
     if (e == CUDA_SUCCESS)
-        *out = *fp.host;
+        memcpy(out, fp.host, SW_FP_BYTES);
     return e;
 }

@@ -1,40 +1,82 @@
-// spillway's own kernel: a fingerprint of a chunk, computed on the GPU.
+// spillway's own kernel: a 128-bit fingerprint of a chunk, computed on the
+// GPU. The caller zeroes out[0..1] first.
 //
-// out += sum over 8-byte words i (the tail zero-padded) of mix(w_i, i),
-// mod 2^64; the caller zeroes *out first. mix(., i) is a bijection, so a
-// changed word always changes its term and a single changed byte always
-// changes the sum: spillway uses it to know exactly that a chunk the GPU
-// held is unchanged, and skip copying it back. The sum is order-free, so
-// threads add their terms in any order (warp reduction, then atomicAdd).
-// simgpu implements the same function as a built-in kernel of this name.
+//   out[k] = sum over 8-byte words i (the tail zero-padded) of
+//            mix_k(w_i, i), mod 2^64,                      k = 0, 1
 //
-// tools/gen-fingerprint-ptx.sh turns this into src/fingerprint_ptx.h.
+// mix_0 and mix_1 are two different full-avalanche 64-bit finalizers
+// (MurmurHash3's fmix64 and SplitMix64's), each keyed by the word's index
+// and each a bijection of w for a fixed i.
+//
+// WHAT IT PROMISES. spillway skips copying a chunk home when its
+// fingerprint is the same as when its host copy was made:
+//   - a change confined to one 8-byte word (any bits of it) always changes
+//     both sums, since it changes exactly one term of each: exact;
+//   - any other change is missed only if both 64-bit sums cancel at once.
+//     Each term of each lane is a strong keyed hash of (word, index), so a
+//     change of k >= 2 words moves the two lanes by sums of k pseudo-random
+//     64-bit differences, drawn by two unrelated functions: for data not
+//     built against these public functions, a miss has probability about
+//     2^-128 per comparison. The hash is not cryptographic: memory crafted
+//     to collide could defeat it, and nothing else in spillway defends
+//     against the application either.
+// The sum before this (one multiply per word) had no avalanche: flipping
+// bit 63 of a word moved its term by exactly 2^63 +- 2^32, so two sign
+// flips cancelled half the time. Strong mixing is what makes an order-free
+// sum safe here; the sum is what lets threads add terms in any order (warp
+// reduction, then atomicAdd), so the result does not depend on the launch
+// geometry.
+//
+// simgpu implements the same function as a built-in kernel of this name,
+// bit for bit. tools/gen-fingerprint-ptx.sh turns this into
+// src/fingerprint_ptx.h.
 
 typedef unsigned long long u64;
 
-__device__ static u64 mix(u64 w, u64 i)
+__device__ static u64 mix0(u64 w, u64 i)
 {
-    w ^= i * 0x9E3779B97F4A7C15ull;
+    w += (i + 1) * 0x9E3779B97F4A7C15ull;
+    w ^= w >> 33;
+    w *= 0xFF51AFD7ED558CCDull;
+    w ^= w >> 33;
+    w *= 0xC4CEB9FE1A85EC53ull;
+    return w ^ (w >> 33);
+}
+
+__device__ static u64 mix1(u64 w, u64 i)
+{
+    w ^= (i + 1) * 0xD6E8FEB86659FD93ull;
+    w ^= w >> 30;
     w *= 0xBF58476D1CE4E5B9ull;
+    w ^= w >> 27;
+    w *= 0x94D049BB133111EBull;
     return w ^ (w >> 31);
 }
 
 extern "C" __global__ void spillway_fingerprint(const void *src, u64 bytes, u64 *out)
 {
     const u64 *w = (const u64 *)src;
-    u64 n = bytes / 8, sum = 0;
+    u64 n = bytes / 8, s0 = 0, s1 = 0;
     u64 stride = (u64)gridDim.x * blockDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        sum += mix(w[i], i);
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        u64 v = w[i];
+        s0 += mix0(v, i);
+        s1 += mix1(v, i);
+    }
     if (blockIdx.x == 0 && threadIdx.x == 0 && (bytes & 7)) {
         u64 tail = 0;
         const unsigned char *t = (const unsigned char *)src + 8 * n;
         for (u64 k = 0; k < (bytes & 7); k++)
             tail |= (u64)t[k] << (8 * k);
-        sum += mix(tail, n);
+        s0 += mix0(tail, n);
+        s1 += mix1(tail, n);
     }
-    for (int off = 16; off > 0; off >>= 1)
-        sum += __shfl_down_sync(0xffffffffu, sum, off);
-    if ((threadIdx.x & 31) == 0)
-        atomicAdd(out, sum);
+    for (int off = 16; off > 0; off >>= 1) {
+        s0 += __shfl_down_sync(0xffffffffu, s0, off);
+        s1 += __shfl_down_sync(0xffffffffu, s1, off);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&out[0], s0);
+        atomicAdd(&out[1], s1);
+    }
 }

@@ -21,7 +21,8 @@
     X(cuCtxSynchronize) X(cuStreamSynchronize)                              \
     X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
-    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing)
+    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing) \
+    X(cuEventQuery) X(cuEventDestroy_v2)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
@@ -149,11 +150,13 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
  * Gate held exclusively for all three. sw_fp_ready loads the kernel on
  * first use; false when it cannot (then nothing is known unchanged). */
 bool sw_fp_ready(void);
-/* Queues the fingerprint of [src, +bytes) into the device word at out. */
+/* A fingerprint is two words (fingerprint.cu). */
+#define SW_FP_BYTES 16
+/* Queues the fingerprint of [src, +bytes) into the device words at out. */
 CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st);
 /* Takes it on spillway's stream and waits for it (sw_vmm_wait: on
  * *pending the kernel may still be reading src). */
-CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t *out, bool *pending);
+CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending);
 
 /* ---- prefetch.c: the streaming window ----
  * A pool of device slots, filled from chunks' host copies on spillway's
@@ -165,7 +168,8 @@ uint64_t sw_prefetch_setup(uint64_t budget);
  * must be synchronized and made to wait at commit points). */
 void sw_prefetch_note_stream(CUstream s);
 /* The stream hooks: every stream is classified when it is made, before
- * anything is tracked, and forgotten when destroyed. */
+ * anything is tracked, and retired when destroyed: the next commit point
+ * waits for the work it still had queued. */
 CUresult sw_note_stream(CUresult r, CUstream *s);
 CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream));
 /* A commit point for launch `now`, which touches the host chunks at the

@@ -11,16 +11,21 @@
  *
  * THE COMMIT POINT. Moving a chunk's address between its home and a slot
  * is an unmap, so it follows the safety rule (vmm.c), with one refinement:
- * the synchronization covers the application's work only, not spillway's
- * own copies, so copies keep running across commit points. Under the
- * exclusive gate:
- *   1. wait for the application's streams: an event on the legacy stream
- *      (which waits for every blocking stream, the per-thread ones
- *      included) and every non-blocking stream the application launched
- *      on;
+ * the host waits for the application's work through spillway's own
+ * stream, not with cuCtxSynchronize. Under the exclusive gate:
+ *   1. spillway's stream waits, on the GPU, for the application's work: an
+ *      event on the legacy stream (which waits for every blocking stream,
+ *      the per-thread ones included), one on every non-blocking stream the
+ *      application made or launched on, however many, and the last work
+ *      of every stream destroyed since the previous commit (recorded just
+ *      before cuStreamDestroy, which returns with work queued). Then it
+ *      fingerprints the slots about to be emptied and reads them back, and
+ *      the host waits once, for all of that. Earlier copies cost nothing
+ *      more: the application's work already waits for them (step 4);
  *   2. for each chunk to bring in, queue a copy from its mirror address to
  *      a slot: a free one, or the one whose chunk is used furthest ahead,
- *      whose bytes are copied back home first on the same stream;
+ *      whose bytes are copied back home first on the same stream, unless
+ *      its fingerprint shows it unchanged;
  *   3. then remap: each evicted chunk's address to its home, each new
  *      chunk's to its slot. The copies are all queued first so the link
  *      works while the host remaps; if an evicted chunk's remap fails, its
@@ -30,14 +35,15 @@
  *      and every non-blocking application stream wait for it.
  * From then on every kernel, whatever memory it reaches and however it
  * found the address, runs after the bytes arrived: ordering is enforced on
- * the GPU, and the host blocks only for step 1. The copies read the
+ * the GPU, and the host blocks only once, in step 1. The copies read the
  * mirror, which no application kernel can reach, so remapping the chunk's
  * address while they are queued is safe.
  *
  * WRITE-BACK. A chunk leaving the window is copied home only if the GPU
- * changed it, and that is known exactly: spillway's own kernel
- * (fingerprint.cu) takes a fingerprint of the slot when it is filled and
- * again before it is emptied; a single changed byte always changes it.
+ * changed it: spillway's own kernel (fingerprint.cu) takes a 128-bit
+ * fingerprint of the slot when it is filled and again before it is
+ * emptied. A change within one word always changes it; any other change
+ * is missed with probability about 2^-128 (fingerprint.cu says why).
  * Where the kernel cannot be loaded, every chunk is copied home.
  *
  * Commit points happen only on the launch path, on the application's
@@ -52,8 +58,13 @@
 
 
 #define MAX_SLOTS 256
-#define MAX_APP_STREAMS 64
 #define MAX_BATCH 64
+
+/* A growable list of driver handles. */
+typedef struct {
+    void **v;
+    int n, cap;
+} list_t;
 
 typedef struct {
     uint64_t handle;      /* device memory, made once */
@@ -70,11 +81,10 @@ static struct {
     CUdeviceptr stage_base;
     CUevent sync_ev, batch_ev;
     bool batch_recorded;   /* batch_ev marks the end of the latest copies */
-    pthread_mutex_t streams_lock;
-    CUstream app[MAX_APP_STREAMS];
-    int napp;
-    CUstream seen[MAX_APP_STREAMS]; /* every stream already classified */
-    int nseen;
+    pthread_mutex_t streams_lock; /* the three lists and unordered */
+    list_t seen, app, retired;    /* see "the application's streams" */
+    bool unordered;               /* a non-blocking stream is in no list */
+    uint64_t gen;                 /* bumped when a stream is forgotten */
     bool fp_on;            /* fingerprints can be taken: else always write back */
     CUdeviceptr fp_dev;    /* per slot: the fingerprint when filled, then before emptied */
     uint64_t *fp_host;     /* pinned copy of fp_dev */
@@ -85,14 +95,21 @@ static struct {
 static void fingerprint_setup(void)
 {
     const sw_real_t *r = sw_real();
-    size_t bytes = 2 * MAX_SLOTS * sizeof(uint64_t);
+    size_t bytes = 2 * MAX_SLOTS * SW_FP_BYTES;
     pf.fp_on = sw_fp_ready() && r->cuMemAlloc_v2(&pf.fp_dev, bytes) == CUDA_SUCCESS &&
                r->cuMemAllocHost_v2((void **)&pf.fp_host, bytes) == CUDA_SUCCESS;
 }
 
 static CUdeviceptr fp_slot(int si, int which)
 {
-    return pf.fp_dev + (uint64_t)(2 * si + which) * sizeof(uint64_t);
+    return pf.fp_dev + (uint64_t)(2 * si + which) * SW_FP_BYTES;
+}
+
+/* Whether slot si's two fingerprints, read back, agree. */
+static bool fp_same(int si)
+{
+    const uint64_t *f = pf.fp_host + 2 * si * (SW_FP_BYTES / sizeof(uint64_t));
+    return memcmp(f, f + SW_FP_BYTES / sizeof(uint64_t), SW_FP_BYTES) == 0;
 }
 
 bool sw_prefetch_on(void)
@@ -150,7 +167,54 @@ uint64_t sw_prefetch_setup(uint64_t budget)
     return (uint64_t)made * pf.slot_size;
 }
 
-/* ---- the application's streams ---- */
+/* ---- the application's streams ----
+ * Three lists, with no cap (PyTorch's stream pools alone make 64 or more),
+ * under streams_lock:
+ *   seen     every stream already classified;
+ *   app      the non-blocking ones: a commit orders spillway's stream
+ *            after each, and each after the commit's copies;
+ *   retired  an event recorded on each destroyed stream just before
+ *            cuStreamDestroy, which returns while its work is still
+ *            queued: the next commit waits for that work too, then drops
+ *            the event.
+ * Should a list fail to grow, `unordered` is set for good and commits fall
+ * back to synchronizing the context and their own copies.
+ * The launch path looks a stream up in a per-thread cache of recent
+ * streams first; forgetting a stream bumps `gen`, which empties every
+ * cache. */
+
+static bool list_add(list_t *l, void *v)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        void **nv = realloc(l->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return false;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = v;
+    return true;
+}
+
+/* Removes v if listed; whether it was. */
+static bool list_drop(list_t *l, const void *v)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == v) {
+            l->v[i] = l->v[--l->n];
+            return true;
+        }
+    return false;
+}
+
+static bool list_has(const list_t *l, const void *v)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == v)
+            return true;
+    return false;
+}
 
 /* A capturing stream may not wait for an event recorded outside its
  * capture; one that cannot say is taken to be capturing. */
@@ -161,33 +225,61 @@ static bool capturing(CUstream s)
            st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+#define RECENT 8
+static __thread struct {
+    uint64_t gen;
+    CUstream s[RECENT];
+    int next;
+} recent;
+
+/* Classifies s; false if it could not be (its flags unreadable). Lock
+ * held. */
+static bool classify(CUstream s)
+{
+    unsigned flags = 0;
+    if (list_has(&pf.seen, s))
+        return true;
+    if (SW_REAL(cuStreamGetFlags)(s, &flags) != CUDA_SUCCESS)
+        return false;
+    /* Blocking streams are covered through the legacy stream. A
+     * non-blocking one seen for the first time may have been made after
+     * the latest commit ordered the streams it knew: it waits for that
+     * commit's copies here, or it could read a slot before its bytes
+     * arrive. A commit records batch_ev before it takes this lock to order
+     * its streams, so one of the two covers s. */
+    if (flags & CU_STREAM_NON_BLOCKING) {
+        if (!list_add(&pf.app, s) && !__atomic_load_n(&pf.unordered, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&pf.unordered, true, __ATOMIC_RELEASE);
+            sw_warn("cannot record stream %p: each commit point now synchronizes the device",
+                    (void *)s);
+        }
+        if (pf.batch_recorded && !capturing(s))
+            SW_REAL(cuStreamWaitEvent)(s, pf.batch_ev, 0);
+    }
+    if (!list_add(&pf.seen, s))
+        return false; /* classified again next time: harmless */
+    return true;
+}
+
 void sw_prefetch_note_stream(CUstream s)
 {
     if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
         return;
-    for (int i = 0; i < __atomic_load_n(&pf.nseen, __ATOMIC_ACQUIRE); i++)
-        if (pf.seen[i] == s)
-            return;
+    uint64_t gen = __atomic_load_n(&pf.gen, __ATOMIC_ACQUIRE);
+    if (recent.gen == gen) {
+        for (int i = 0; i < RECENT; i++)
+            if (recent.s[i] == s)
+                return;
+    } else {
+        memset(&recent, 0, sizeof recent);
+        recent.gen = gen;
+    }
     pthread_mutex_lock(&pf.streams_lock);
-    bool known = false;
-    for (int i = 0; i < pf.nseen; i++)
-        known |= pf.seen[i] == s;
-    unsigned flags = 0;
-    if (!known && pf.nseen < MAX_APP_STREAMS &&
-        SW_REAL(cuStreamGetFlags)(s, &flags) == CUDA_SUCCESS) {
-        /* Blocking streams are covered through the legacy stream. A
-         * non-blocking one seen for the first time may have been made
-         * after the latest commit ordered the streams it knew: it waits
-         * for that commit's copies here, or it could read a slot before
-         * its bytes arrive. A commit records batch_ev before it takes
-         * this lock to order its streams, so one of the two covers s. */
-        if ((flags & CU_STREAM_NON_BLOCKING) && pf.napp < MAX_APP_STREAMS) {
-            pf.app[pf.napp++] = s;
-            if (pf.batch_recorded && !capturing(s))
-                SW_REAL(cuStreamWaitEvent)(s, pf.batch_ev, 0);
-        }
-        pf.seen[pf.nseen] = s;
-        __atomic_store_n(&pf.nseen, pf.nseen + 1, __ATOMIC_RELEASE);
+    bool known = classify(s);
+    /* Cached only if no stream was forgotten meanwhile. */
+    if (known && __atomic_load_n(&pf.gen, __ATOMIC_ACQUIRE) == gen) {
+        recent.s[recent.next] = s;
+        recent.next = (recent.next + 1) % RECENT;
     }
     pthread_mutex_unlock(&pf.streams_lock);
 }
@@ -199,36 +291,86 @@ CUresult sw_note_stream(CUresult r, CUstream *s)
     return r;
 }
 
-/* Drops s from both lists before the driver may reuse its handle. */
-CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream))
+/* Drops retired events whose work is done. Lock held. */
+static void prune_retired(void)
 {
-    pthread_mutex_lock(&pf.streams_lock);
-    for (int i = 0; i < pf.napp; i++)
-        if (pf.app[i] == s)
-            pf.app[i--] = pf.app[--pf.napp];
-    for (int i = 0; i < pf.nseen; i++)
-        if (pf.seen[i] == s) {
-            pf.seen[i] = pf.seen[pf.nseen - 1];
-            __atomic_store_n(&pf.nseen, pf.nseen - 1, __ATOMIC_RELEASE);
-            break;
+    for (int i = 0; i < pf.retired.n; i++)
+        if (SW_REAL(cuEventQuery)((CUevent)pf.retired.v[i]) == CUDA_SUCCESS) {
+            SW_REAL(cuEventDestroy_v2)((CUevent)pf.retired.v[i]);
+            pf.retired.v[i--] = pf.retired.v[--pf.retired.n];
         }
-    pthread_mutex_unlock(&pf.streams_lock);
-    return destroy ? destroy(s) : CUDA_ERROR_NOT_FOUND;
 }
 
-/* Step 1: everything the application issued so far has finished. */
-static CUresult app_sync(void)
+/* Retires s: its queued work is marked by an event the next commit waits
+ * for, then s leaves the lists before the driver may reuse its handle.
+ * Without an event, the host waits for s here instead. */
+CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream))
+{
+    if (!destroy)
+        return CUDA_ERROR_NOT_FOUND;
+    if (sw_opts()->disable || s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return destroy(s);
+    const sw_real_t *r = sw_real();
+    pthread_mutex_lock(&pf.streams_lock);
+    prune_retired();
+    CUevent ev = NULL;
+    if (r->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        ev = NULL;
+    else if (r->cuEventRecord(ev, s) != CUDA_SUCCESS || !list_add(&pf.retired, ev)) {
+        r->cuEventDestroy_v2(ev);
+        ev = NULL;
+    }
+    /* An invalid or capturing s fails here as it will in destroy(). */
+    if (!ev)
+        r->cuStreamSynchronize(s);
+    list_drop(&pf.app, s);
+    list_drop(&pf.seen, s);
+    __atomic_add_fetch(&pf.gen, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&pf.streams_lock);
+    return destroy(s);
+}
+
+/* Step 1, first half: spillway's stream st waits for everything the
+ * application issued so far: an event on the legacy stream (which waits
+ * for every blocking stream, the per-thread ones included), every
+ * non-blocking stream it launched on, and the last work of every stream
+ * destroyed since. The retired events move to *waited, for the caller to
+ * destroy once st has been waited for. No host wait; false if st could
+ * not be ordered so. */
+static bool order_after_app(CUstream st, list_t *waited)
 {
     const sw_real_t *r = sw_real();
-    sw_stat_add(SW_STAT_safety_syncs, 1);
-    CUresult e = r->cuEventRecord(pf.sync_ev, CU_STREAM_LEGACY);
-    if (e == CUDA_SUCCESS)
-        e = r->cuEventSynchronize(pf.sync_ev);
+    bool ok = !__atomic_load_n(&pf.unordered, __ATOMIC_ACQUIRE) &&
+              r->cuEventRecord(pf.sync_ev, CU_STREAM_LEGACY) == CUDA_SUCCESS &&
+              r->cuStreamWaitEvent(st, pf.sync_ev, 0) == CUDA_SUCCESS;
     pthread_mutex_lock(&pf.streams_lock);
-    for (int i = 0; i < pf.napp && e == CUDA_SUCCESS; i++)
-        e = r->cuStreamSynchronize(pf.app[i]);
+    /* One event serves every stream: a wait takes the record before it. */
+    for (int i = 0; i < pf.app.n && ok; i++)
+        ok = r->cuEventRecord(pf.sync_ev, (CUstream)pf.app.v[i]) == CUDA_SUCCESS &&
+             r->cuStreamWaitEvent(st, pf.sync_ev, 0) == CUDA_SUCCESS;
+    for (int i = 0; i < pf.retired.n && ok; i++)
+        ok = r->cuStreamWaitEvent(st, (CUevent)pf.retired.v[i], 0) == CUDA_SUCCESS;
+    *waited = pf.retired;
+    pf.retired = (list_t){0};
     pthread_mutex_unlock(&pf.streams_lock);
-    return e;
+    return ok;
+}
+
+/* Destroys the retired events once their work is known done; else puts
+ * them back for the next commit. */
+static void drop_waited(list_t *waited, bool done)
+{
+    pthread_mutex_lock(&pf.streams_lock);
+    for (int i = 0; i < waited->n; i++) {
+        CUevent ev = waited->v[i];
+        if (done || !list_add(&pf.retired, ev)) {
+            if (!done) /* no room to keep it: wait for it here */
+                SW_REAL(cuEventSynchronize)(ev);
+            SW_REAL(cuEventDestroy_v2)(ev);
+        }
+    }
+    pthread_mutex_unlock(&pf.streams_lock);
+    free(waited->v);
 }
 
 /* Step 4: everything the application issues from now on waits for ev. */
@@ -237,8 +379,8 @@ static void app_wait(CUevent ev)
     const sw_real_t *r = sw_real();
     r->cuStreamWaitEvent(CU_STREAM_LEGACY, ev, 0);
     pthread_mutex_lock(&pf.streams_lock);
-    for (int i = 0; i < pf.napp; i++)
-        r->cuStreamWaitEvent(pf.app[i], ev, 0);
+    for (int i = 0; i < pf.app.n; i++)
+        r->cuStreamWaitEvent((CUstream)pf.app.v[i], ev, 0);
     pthread_mutex_unlock(&pf.streams_lock);
 }
 
@@ -510,13 +652,49 @@ static void plan(plan_t *p, const uint64_t *need, int n)
     }
 }
 
+/* Step 1, with the victims' fingerprints. spillway's stream waits for the
+ * application's work (order_after_app), takes the fingerprints of the
+ * slots about to be emptied and reads them back; then the host waits once,
+ * for all of it. A slot counts as unchanged only if both its fingerprints
+ * were taken and read back and they agree (*read_back, emptied_fp[slot]);
+ * anything less copies it home. Where st cannot be ordered so, the host
+ * synchronizes the context first. Fails, and nothing may move, only if no
+ * wait succeeded. */
+static CUresult sync_and_read_back(const plan_t *p, CUstream st, bool *emptied_fp, bool *read_back)
+{
+    const sw_real_t *r = sw_real();
+    list_t waited;
+    sw_stat_add(SW_STAT_safety_syncs, 1);
+    bool ordered = order_after_app(st, &waited);
+    CUresult e = ordered ? CUDA_SUCCESS : r->cuCtxSynchronize();
+    *read_back = false;
+    for (int i = 0; i < p->nfill && pf.fp_on && e == CUDA_SUCCESS; i++) {
+        slot_t *s = &pf.slots[p->slot[i]];
+        if (s->c && s->fp_filled &&
+            sw_fp_queue(s->stage, s->c->size, fp_slot(p->slot[i], 1), st) == CUDA_SUCCESS)
+            *read_back = emptied_fp[p->slot[i]] = true;
+    }
+    if (*read_back &&
+        r->cuMemcpyDtoHAsync_v2(pf.fp_host, pf.fp_dev, 2 * SW_FP_BYTES * (size_t)pf.nslots,
+                                st) != CUDA_SUCCESS)
+        *read_back = false;
+    if (e == CUDA_SUCCESS && (ordered || *read_back) &&
+        (e = r->cuStreamSynchronize(st)) != CUDA_SUCCESS) {
+        *read_back = false;
+        e = r->cuCtxSynchronize();
+    }
+    drop_waited(&waited, e == CUDA_SUCCESS);
+    return e;
+}
+
 void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
 {
     plan_t p = {.now = now, .period = sw_period(now)};
     plan(&p, need, n);
     CUstream st;
+    bool emptied_fp[MAX_SLOTS] = {0}, read_back;
     if ((p.nfill == 0 && p.nswap == 0) || sw_vmm_stream(&st) != CUDA_SUCCESS ||
-        app_sync() != CUDA_SUCCESS)
+        sync_and_read_back(&p, st, emptied_fp, &read_back) != CUDA_SUCCESS)
         return;
     for (int i = 0; i < p.nswap; i++) {
         if (sw_move(p.cold[i], SW_ON_HOST) != CUDA_SUCCESS ||
@@ -528,27 +706,13 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
                  sw_learn_heat(p.cold[i], now));
     }
     const sw_real_t *r = sw_real();
-    /* A slot counts as unchanged only if both its fingerprints were taken
-     * and read back and they agree; anything less copies it home. */
-    bool emptied_fp[MAX_SLOTS] = {0}, read_back = false;
-    for (int i = 0; i < p.nfill && pf.fp_on; i++) {
-        slot_t *s = &pf.slots[p.slot[i]];
-        if (s->c && s->fp_filled &&
-            sw_fp_queue(s->stage, s->c->size, fp_slot(p.slot[i], 1), st) == CUDA_SUCCESS)
-            read_back = emptied_fp[p.slot[i]] = true;
-    }
-    if (read_back &&
-        (r->cuMemcpyDtoHAsync_v2(pf.fp_host, pf.fp_dev, 2 * sizeof(uint64_t) * (size_t)pf.nslots,
-                                 st) != CUDA_SUCCESS ||
-         r->cuStreamSynchronize(st) != CUDA_SUCCESS))
-        read_back = false;
     /* Every copy is queued before any remap, so the link is busy while
      * the host remaps. */
     bool fp[MAX_BATCH];
     int nq = 0;
     for (; nq < p.nfill; nq++) {
         int si = p.slot[nq];
-        bool unchanged = read_back && emptied_fp[si] && pf.fp_host[2 * si] == pf.fp_host[2 * si + 1];
+        bool unchanged = read_back && emptied_fp[si] && fp_same(si);
         if (queue_fill(si, p.fill[nq], !unchanged, st, &fp[nq]) != CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_failed_moves, 1);
             break;
@@ -566,6 +730,10 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     }
     if (nq == 0)
         return; /* nothing the application must wait for */
+    /* A stream in no list cannot be made to wait: the copies finish here. */
+    if (__atomic_load_n(&pf.unordered, __ATOMIC_ACQUIRE) &&
+        r->cuStreamSynchronize(st) != CUDA_SUCCESS)
+        sw_error("cannot order the application after spillway's copies");
     if (r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS) {
         pf.batch_recorded = true;
         app_wait(pf.batch_ev);

@@ -93,7 +93,7 @@ typedef struct sw_chunk {
     int slot;                   /* window slot holding it, -1 none */
     uint64_t home;              /* host handle kept while on the device: while a slot
                                  * holds it, or as an exact copy (home_fp); 0 none */
-    uint64_t home_fp;           /* fingerprint of the bytes home holds (not in a slot) */
+    uint64_t home_fp[2];        /* fingerprint of the bytes home holds (not in a slot) */
     bool mirrored;              /* its host handle is mapped in alloc->mirror too */
     uint64_t displace_next;     /* launch before which launch.c does not ask
                                  * sw_policy_displace for it again */

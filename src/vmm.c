@@ -272,13 +272,13 @@ static void replace_staging(void)
  * may still be reading c, so nothing may be unmapped. */
 static CUresult home_unchanged(sw_chunk_t *c, bool *went)
 {
-    uint64_t now;
+    uint64_t now[2];
     bool pending;
     *went = false;
-    CUresult e = sw_fp_take(c->va, c->size, &now, &pending);
+    CUresult e = sw_fp_take(c->va, c->size, now, &pending);
     if (pending)
         return e;
-    if (e != CUDA_SUCCESS || now != c->home_fp ||
+    if (e != CUDA_SUCCESS || memcmp(now, c->home_fp, SW_FP_BYTES) != 0 ||
         sw_vmm_remap(c->va, c->size, c->handle, c->home) != CUDA_SUCCESS)
         return CUDA_SUCCESS;
     SW_REAL(cuMemRelease)(c->handle);
@@ -303,7 +303,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         c->home = 0;
     }
     CUmemGenericAllocationHandle h;
-    uint64_t fp = 0;
+    uint64_t fp[2] = {0, 0};
     if (c->size > staging_size)
         return CUDA_ERROR_INVALID_VALUE;
     keep_copy = keep_copy && to == SW_ON_DEVICE;
@@ -316,14 +316,22 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         bool pending;
         r = copy(staging, c->va, c->size, &pending);
         /* The old handle stays as the copy only if its bytes are known. */
-        if (r == CUDA_SUCCESS && keep_copy && sw_fp_take(staging, c->size, &fp, &pending) != CUDA_SUCCESS)
-            keep_copy = false;
+        if (r == CUDA_SUCCESS && keep_copy) {
+            CUresult f = sw_fp_take(staging, c->size, fp, &pending);
+            if (pending)
+                r = f; /* the move is off, as for a copy never waited for */
+            else if (f != CUDA_SUCCESS)
+                keep_copy = false;
+        }
         if (pending) {
-            /* The copy (or the fingerprint) may still use the staging
-             * range: leave it and h as they are (leaked) rather than unmap
-             * under it. */
-            sw_error("a copy could not be waited for: leaving its %llu bytes mapped",
+            /* The copy (or the fingerprint) may still read the staging
+             * range: it stays mapped, abandoned, rather than be unmapped
+             * under that work. h is released: its memory lives on only
+             * through that mapping. c still maps its old handle, with every
+             * byte, and the move fails. */
+            sw_error("a copy could not be waited for: abandoning %llu bytes of staging",
                      (unsigned long long)c->size);
+            SW_REAL(cuMemRelease)(h);
             replace_staging();
             return r;
         }
@@ -344,7 +352,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
     }
     if (keep_copy) {
         c->home = c->handle;
-        c->home_fp = fp;
+        memcpy(c->home_fp, fp, SW_FP_BYTES);
     } else {
         SW_REAL(cuMemRelease)(c->handle);
     }

@@ -174,40 +174,54 @@ static void checksum_run(const void *a, void *const *h)
 }
 
 /* ---- spillway_fingerprint: spillway's own kernel, the host version ----
- * out = sum over 8-byte words i (the tail zero-padded) of mix(w_i, i),
- * mod 2^64, where mix(., i) is a bijection: a changed word always changes
- * its term, so a single changed byte always changes the sum. The sum is
- * order-free, so the GPU version adds the terms in parallel. */
+ * out[k] = sum over 8-byte words i (the tail zero-padded) of mix_k(w_i, i),
+ * mod 2^64, k = 0, 1: two keyed full-avalanche finalizers (fmix64,
+ * SplitMix64), each a bijection of w. src/fingerprint.cu says what it
+ * promises; this must match it bit for bit. */
 typedef struct { const void *src; uint64_t bytes; uint64_t *out; } fp_args_t;
 static int fp_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 {
     const fp_args_t *p = a;
     r[0] = R(p->src, p->bytes, false);
-    r[1] = R(p->out, 8, true);
+    r[1] = R(p->out, 16, true);
     return 2;
 }
 static double fp_flops(const void *a) { return (double)((const fp_args_t *)a)->bytes / 2; }
-static uint64_t fp_mix(uint64_t w, uint64_t i)
+static uint64_t fp_mix0(uint64_t w, uint64_t i)
 {
-    w ^= i * 0x9E3779B97F4A7C15ull;
+    w += (i + 1) * 0x9E3779B97F4A7C15ull;
+    w ^= w >> 33;
+    w *= 0xFF51AFD7ED558CCDull;
+    w ^= w >> 33;
+    w *= 0xC4CEB9FE1A85EC53ull;
+    return w ^ (w >> 33);
+}
+static uint64_t fp_mix1(uint64_t w, uint64_t i)
+{
+    w ^= (i + 1) * 0xD6E8FEB86659FD93ull;
+    w ^= w >> 30;
     w *= 0xBF58476D1CE4E5B9ull;
+    w ^= w >> 27;
+    w *= 0x94D049BB133111EBull;
     return w ^ (w >> 31);
 }
 static void fp_run(const void *a, void *const *h)
 {
     const fp_args_t *p = a;
     const unsigned char *s = h[0];
-    uint64_t sum = 0, n = p->bytes / 8, w;
+    uint64_t sum[2] = {0, 0}, n = p->bytes / 8, w;
     for (uint64_t i = 0; i < n; i++) {
         memcpy(&w, s + 8 * i, 8);
-        sum += fp_mix(w, i);
+        sum[0] += fp_mix0(w, i);
+        sum[1] += fp_mix1(w, i);
     }
     if (p->bytes % 8) {
         w = 0;
         memcpy(&w, s + 8 * n, p->bytes % 8);
-        sum += fp_mix(w, n);
+        sum[0] += fp_mix0(w, n);
+        sum[1] += fp_mix1(w, n);
     }
-    memcpy(h[1], &sum, 8);
+    memcpy(h[1], sum, 16);
 }
 
 /* ---- gemm: the compute-bound case ----

@@ -3,16 +3,19 @@
 # right, no hazard (races included) or fault in simgpu's report, the window
 # really used (a run that never commits would prove nothing), and, in copy
 # mode, changed chunks written back home.
-# Usage: appstreams.sh PROGRAM LIBSPILLWAY SIMGPU_DIR copy|late|coop
+# Each commit point waits on the host once (item 12 of issue 18: it waited
+# again for the fingerprints' read-back), counted with simgpu's calls.
+# Usage: appstreams.sh PROGRAM LIBSPILLWAY SIMGPU_DIR copy|late|coop|idle|destroy|flip
 set -u
 prog=$1 lib=$2 simgpu=$3 mode=$4
 # Late mode needs a window of three slots: then some commits happen at A's
 # launches, with the chunk for the new stream copied in ahead.
 window=32MiB
-[ "$mode" = late ] && window=48MiB
+case $mode in late | idle | destroy) window=48MiB ;; esac
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
+calls() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | tail -n 1; }
 LD_PRELOAD=$lib LD_LIBRARY_PATH=$simgpu SIMGPU_JITTER=300 SIMGPU_MEM=512MiB \
 SIMGPU_REPORT=$tmp/sg.json SPILLWAY_REPORT=$tmp/sw.json SPILLWAY_STATS_DIR=$tmp \
 SPILLWAY_GPU_BUDGET=96MiB SPILLWAY_CHUNK=16MiB SPILLWAY_PREFETCH_BYTES=$window \
@@ -24,9 +27,23 @@ cat "$tmp/out"
 [ "$(num faults "$tmp/sg.json")" = 0 ] || { echo "FAIL: faults"; exit 1; }
 commits=$(( $(num prefetch_late "$tmp/sw.json") + $(num prefetches "$tmp/sw.json") ))
 [ "$commits" -gt 0 ] || { echo "FAIL: the window was never used"; exit 1; }
-# In copy mode stream B changes buffers while they are in the window: those
-# must have been copied home (and the checksums above prove the copies
+# In copy mode stream B, in flip mode two sign bits, change buffers while
+# they are in the window: those must have been copied home (and the checksums above prove the copies
 # right).
-[ "$mode" != copy ] || [ "$(num bytes_written_back "$tmp/sw.json")" -gt 0 ] ||
+[ "$mode" != copy ] && [ "$mode" != flip ] || [ "$(num bytes_written_back "$tmp/sw.json")" -gt 0 ] ||
     { echo "FAIL: changed chunks were never written back"; exit 1; }
-echo "ok: $commits chunks through the window, no hazard"
+# The host waits spillway made: all the waits simgpu saw, less the
+# program's own. Each commit point and each demotion round waits once
+# (safety_syncs), each move at most twice (its copy, its fingerprint).
+waits=0
+for f in cuStreamSynchronize cuCtxSynchronize cuEventSynchronize; do
+    n=$(calls "$f" "$tmp/sg.json")
+    waits=$((waits + ${n:-0}))
+done
+own=$(sed -n 's/^syncs \([0-9]*\)$/\1/p' "$tmp/out")
+mine=$((waits - own))
+moves=$(( $(num demotions "$tmp/sw.json") + $(num promotions "$tmp/sw.json") ))
+allowed=$(( $(num safety_syncs "$tmp/sw.json") + 2 * moves ))
+[ "$mine" -le "$allowed" ] ||
+    { echo "FAIL: spillway waited $mine times, more than once per commit (at most $allowed)"; exit 1; }
+echo "ok: $commits chunks through the window, no hazard, $mine waits of spillway's (at most $allowed)"

@@ -231,6 +231,33 @@ START_TEST(threads_survive_a_failed_move)
 }
 END_TEST
 
+/* A promotion that keeps the host copy fingerprints the bytes it copied.
+ * When the wait for that fingerprint fails and so does the device wait
+ * after it, the kernel may still read the staging range: the move must
+ * fail (it returned success without moving, so the chunk was counted on
+ * the device and its byte counts went wrong). In the experts model the
+ * first such wait is the 15th stream wait, and the device wait after it
+ * the 12th; the run must say it abandoned the staging range, or the call
+ * numbers no longer point at that wait and need to be found again (a
+ * driver-call trace of a clean run shows them). */
+START_TEST(pending_fingerprint_wait_fails_the_move)
+{
+    const char *fail = "SIMGPU_FAIL=cuStreamSynchronize:15,cuCtxSynchronize:12";
+    swt_run_t r;
+    run_model(&r, EXPERTS, "SIMGPU_JITTER=0", fail);
+    assert_safe_outcome(&r, fail);
+    ck_assert_msg(swt_file_has(r.err, "could not be waited for"),
+                  "%s did not hit the fingerprint's wait: %s", fail, swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "failed_moves") >= 1, "the move was not counted as failed: %s",
+                  swt_describe(&r));
+    /* Everything was freed: the counts are back to zero. */
+    ck_assert_msg(swt_sw(&r, "device_bytes") == 0 && swt_sw(&r, "host_bytes") == 0,
+                  "byte counts at exit: device %llu, host %llu: %s",
+                  (unsigned long long)swt_sw(&r, "device_bytes"),
+                  (unsigned long long)swt_sw(&r, "host_bytes"), swt_describe(&r));
+}
+END_TEST
+
 /* Four cases, which meson runs side by side (CK_RUN_CASE): the sweeps
  * take minutes together. */
 static TCase *inject_case(const char *name)
@@ -267,6 +294,7 @@ Suite *inject_suite(void)
     tcase_add_test(copies, failed_wait_with_host_copies_loses_no_data);
     tcase_add_test(copies, failed_remap_home_loses_no_data);
     tcase_add_test(copies, failed_unmap_with_host_copies_loses_no_data);
+    tcase_add_test(copies, pending_fingerprint_wait_fails_the_move);
     suite_add_tcase(s, copies);
 
     TCase *window = inject_case("window");

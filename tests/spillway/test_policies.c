@@ -103,6 +103,25 @@ START_TEST(learned_demotes_unchanged_chunks_by_a_remap)
 }
 END_TEST
 
+/* The process's very first fingerprint counts too: the kernel was loaded
+ * only after its output buffer had been read, so the first promotion's
+ * fingerprint failed and its host copy was dropped. Three steps of a
+ * small experts model make exactly one promotion. */
+START_TEST(learned_keeps_the_first_promotions_host_copy)
+{
+    const char *argv[] = {swt_path("SWT_MOE"), "--experts", "16", "--width", "512", "--steps",
+                          "3", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=12MiB",
+                         "SPILLWAY_MIN_ALLOC=1MiB", "SPILLWAY_PREFETCH_BYTES=0", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(swt_sw(&r, "promotions") == 1, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "host_copy_bytes_peak") > 0, "the host copy was dropped: %s",
+                  swt_describe(&r));
+}
+END_TEST
+
 START_TEST(lru_copies_every_demotion)
 {
     swt_run_t r;
@@ -156,6 +175,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, learned_without_prefetch_keeps_experts_within_budget);
     tcase_add_test(tc, lru_promotes_experts_back_under_a_budget);
     tcase_add_test(tc, learned_demotes_unchanged_chunks_by_a_remap);
+    tcase_add_test(tc, learned_keeps_the_first_promotions_host_copy);
     tcase_add_test(tc, lru_copies_every_demotion);
     tcase_add_test(tc, learned_keeps_layers_behind_device_pointers_resident);
     suite_add_tcase(s, tc);

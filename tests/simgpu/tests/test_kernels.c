@@ -223,6 +223,138 @@ START_TEST(kernel_checksum_u64)
 }
 END_TEST
 
+/* spillway_fingerprint, as the README specifies it. */
+static uint64_t ref_fp_mix0(uint64_t w, uint64_t i)
+{
+    w += (i + 1) * 0x9E3779B97F4A7C15ull;
+    w ^= w >> 33;
+    w *= 0xFF51AFD7ED558CCDull;
+    w ^= w >> 33;
+    w *= 0xC4CEB9FE1A85EC53ull;
+    return w ^ (w >> 33);
+}
+
+static uint64_t ref_fp_mix1(uint64_t w, uint64_t i)
+{
+    w ^= (i + 1) * 0xD6E8FEB86659FD93ull;
+    w ^= w >> 30;
+    w *= 0xBF58476D1CE4E5B9ull;
+    w ^= w >> 27;
+    w *= 0x94D049BB133111EBull;
+    return w ^ (w >> 31);
+}
+
+static void ref_fp(const unsigned char *h, uint64_t bytes, uint64_t out[2])
+{
+    uint64_t n = bytes / 8, w;
+    out[0] = out[1] = 0;
+    for (uint64_t i = 0; i <= n; i++) {
+        if (i == n && bytes % 8 == 0)
+            break;
+        w = 0;
+        memcpy(&w, h + 8 * i, i < n ? 8 : bytes % 8);
+        out[0] += ref_fp_mix0(w, i);
+        out[1] += ref_fp_mix1(w, i);
+    }
+}
+
+/* The built-in's two words for [src, +bytes), into out (16 bytes). */
+static void fingerprint(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, uint64_t got[2])
+{
+    void *params[] = {&src, &bytes, &out};
+    SGT_OK(cuMemsetD8(out, 0, 16));
+    launch("spillway_fingerprint", params);
+    SGT_OK(cuCtxSynchronize());
+    SGT_OK(cuMemcpyDtoH(got, out, 16));
+}
+
+START_TEST(kernel_fingerprint_reference)
+{
+    sgt_init();
+    const uint64_t n = 100003; /* the tail is zero-padded */
+    unsigned char *h = malloc(n);
+    sgt_pattern(h, n, 21);
+    CUdeviceptr src = upload(h, n), out = output(4);
+    uint64_t got[2], want[2];
+    for (uint64_t bytes = n - 8; bytes <= n; bytes++) {
+        fingerprint(src, bytes, out, got);
+        ref_fp(h, bytes, want);
+        ck_assert_msg(got[0] == want[0] && got[1] == want[1],
+                      "%llu bytes: got %016llx%016llx, want %016llx%016llx",
+                      (unsigned long long)bytes, (unsigned long long)got[1],
+                      (unsigned long long)got[0], (unsigned long long)want[1],
+                      (unsigned long long)want[0]);
+    }
+    /* The guard words after the two words are untouched. */
+    uint32_t all[4 + GUARD];
+    SGT_OK(cuMemcpyDtoH(all, out, sizeof all));
+    for (int i = 4; i < 4 + GUARD; i++)
+        ck_assert_uint_eq(all[i], GUARD_WORD);
+    free(h);
+}
+END_TEST
+
+/* The changes a sum of weak terms let cancel, at many pairs of indices of
+ * an fp64 buffer: both sign bits flipped (two values negated), bits 61 and
+ * 62 flipped in both words or one in each, one word's sign with the
+ * other's bit 62, and the two words swapped. Each must change the
+ * fingerprint. The sum of mix(w, i) = (w ^ i*K) * C ^ >> 31 it replaces
+ * missed about half of the sign-bit pairs. */
+START_TEST(kernel_fingerprint_targeted)
+{
+    sgt_init();
+    enum { N = 4096, NIDX = 40 };
+    double *v = malloc(N * sizeof *v);
+    for (int i = 0; i < N; i++)
+        v[i] = (i % 7 - 3) * 0.375 + i * 1e-3; /* mixed signs and exponents */
+    CUdeviceptr src = upload(v, N * sizeof *v), out = output(4);
+    uint64_t base[2], got[2];
+    fingerprint(src, N * sizeof *v, out, base);
+    static const uint64_t pats[][2] = {
+        {1ull << 63, 1ull << 63},
+        {3ull << 61, 3ull << 61},
+        {1ull << 61, 1ull << 62},
+        {1ull << 62, 1ull << 61},
+        {1ull << 63, 1ull << 62},
+        {0, 0}, /* swap */
+    };
+    int idx[NIDX];
+    for (int k = 0; k < NIDX; k++)
+        idx[k] = (k * 104729) % N; /* spread over the buffer */
+    int checked = 0;
+    for (size_t p = 0; p < sizeof pats / sizeof pats[0]; p++)
+        for (int x = 0; x < NIDX; x++)
+            for (int y = x + 1; y < NIDX; y++) {
+                int a = idx[x], b = idx[y];
+                uint64_t wa, wb, na, nb;
+                memcpy(&wa, &v[a], 8);
+                memcpy(&wb, &v[b], 8);
+                if (pats[p][0] | pats[p][1]) {
+                    na = wa ^ pats[p][0];
+                    nb = wb ^ pats[p][1];
+                } else {
+                    if (wa == wb)
+                        continue; /* nothing changes */
+                    na = wb;
+                    nb = wa;
+                }
+                SGT_OK(cuMemcpyHtoD(src + 8 * (uint64_t)a, &na, 8));
+                SGT_OK(cuMemcpyHtoD(src + 8 * (uint64_t)b, &nb, 8));
+                fingerprint(src, N * sizeof *v, out, got);
+                ck_assert_msg(got[0] != base[0] || got[1] != base[1],
+                              "pattern %zu at words %d and %d: fingerprint unchanged", p, a, b);
+                SGT_OK(cuMemcpyHtoD(src + 8 * (uint64_t)a, &wa, 8));
+                SGT_OK(cuMemcpyHtoD(src + 8 * (uint64_t)b, &wb, 8));
+                checked++;
+            }
+    ck_assert_int_gt(checked, 4000);
+    /* Restored, the buffer has its first fingerprint again. */
+    fingerprint(src, N * sizeof *v, out, got);
+    ck_assert(got[0] == base[0] && got[1] == base[1]);
+    free(v);
+}
+END_TEST
+
 START_TEST(kernel_gemm_f32)
 {
     sgt_init();
@@ -252,6 +384,8 @@ Suite *kernels_suite(void)
     sgt_case(s, kernel_gemv_struct_f32);
     sgt_case(s, kernel_gemv_table_f32);
     sgt_case(s, kernel_checksum_u64);
+    sgt_case(s, kernel_fingerprint_reference);
+    sgt_case(s, kernel_fingerprint_targeted);
     sgt_case(s, kernel_gemm_f32);
     return s;
 }
