@@ -3,7 +3,7 @@
  * override. Each wrapper is one line that hands its arguments to the layer
  * below; there is no logic here.
  *
- * Three routes lead here (cuda-facts.md §1):
+ * Three routes lead here (docs/cuda-facts.md §1):
  *   - programs linked with -lcuda bind to these exported names;
  *   - the runtime, cuBLAS and Triton dlopen libcuda and dlsym
  *     cuGetProcAddress_v2 from its handle: the dlsym override swaps the

@@ -182,7 +182,7 @@ void sw_prefetch_unmirror(sw_chunk_t *c);
  * (after the free's synchronization). */
 void sw_prefetch_forget(sw_chunk_t *c);
 
-/* The link the cost-model verdicts assume (cuda-facts.md §4: H2D DMA and
+/* The link the cost-model verdicts assume (docs/cuda-facts.md §4: H2D DMA and
  * zero-copy on PCIe Gen5; §3: unmap + map + set access, twice, on an
  * A100), until tests/gpu measures this machine's. */
 #define SW_LINK_DEFAULT {.h2d_gbps = 50, .zerocopy_gbps = 35, .move_ns = 127000}
@@ -215,6 +215,8 @@ void sw_note_pointers(const void *src, size_t n);
 uint64_t sw_launch_now(void);
 CUresult sw_capture_begin(CUresult r);
 CUresult sw_capture_end(CUresult r);
+/* Some stream of the process is capturing (a count of captures begun and
+ * not ended); prefetch.c's stream_capturing asks about one stream. */
 bool sw_capturing(void);
 
 /* ---- runtime.c: the shared CUDA runtime ----

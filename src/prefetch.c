@@ -154,7 +154,7 @@ uint64_t sw_prefetch_setup(uint64_t budget)
 
 /* A capturing stream may not wait for an event recorded outside its
  * capture; one that cannot say is taken to be capturing. */
-static bool capturing(CUstream s)
+static bool stream_capturing(CUstream s)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     return !SW_REAL(cuStreamIsCapturing) || SW_REAL(cuStreamIsCapturing)(s, &st) != CUDA_SUCCESS ||
@@ -183,7 +183,7 @@ void sw_prefetch_note_stream(CUstream s)
          * this lock to order its streams, so one of the two covers s. */
         if ((flags & CU_STREAM_NON_BLOCKING) && pf.napp < MAX_APP_STREAMS) {
             pf.app[pf.napp++] = s;
-            if (pf.batch_recorded && !capturing(s))
+            if (pf.batch_recorded && !stream_capturing(s))
                 SW_REAL(cuStreamWaitEvent)(s, pf.batch_ev, 0);
         }
         pf.seen[pf.nseen] = s;

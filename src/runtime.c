@@ -5,7 +5,7 @@
  * reaches these and is seen at the driver level instead.
  *
  * Whether the runtime calls the public driver entry points or private ones
- * is not known (cuda-facts.md §1, open), so each wrapper does its work
+ * is not known (docs/cuda-facts.md §1, open), so each wrapper does its work
  * itself and marks the thread (sw_rt_state) while it calls the real
  * runtime; a wrapped driver function reached from inside then skips the
  * work already done. Nothing is counted twice either way.

@@ -1,15 +1,21 @@
 /*
  * spillway internal header. One header; prototypes grouped under the file
- * that defines them.
+ * that defines them. (mech.h adds the mechanism's, which need cuda.h.)
  *
- * Three layers:
- *   hooks.c            thin exported entry points, generated from hooks.def
- *   core/              pure C: options parsing, the allocation table, the
- *                      residency policy, argument scanning. Never calls CUDA;
- *                      unit-tested with check (tests/unit).
- *   driver.c, vmm.c,   the mechanism: calls the real driver through one table
- *   alloc.c, launch.c  (sw_real), acts on the policy's verdicts.
- * Plus options.c/log.c/stats.c (process plumbing) and tools/spillway-stat.
+ * The layers, each calling only the ones below it:
+ *   api        hooks.c (generated from hooks.def), runtime.c (the shared
+ *              runtime's entry points), init.c (start-up)
+ *   residency  alloc.c (allocations, budgets, moves), launch.c (the launch
+ *              sequence, argument scanning, promotion), prefetch.c (the
+ *              streaming window)
+ *   device     vmm.c (VMM primitives, spillway's stream), fingerprint.c
+ *   driver     driver.c: the one table of real entry points (sw_real) and
+ *              the gate, the reader-writer lock every mapping change holds
+ *   core/      pure C beside them: options parsing, the allocation table,
+ *              the residency policy, learning, argument scanning. Never
+ *              calls CUDA; unit-tested with check (tests/unit).
+ * Plus the plumbing: log.c, stats.c and stats_file.c (the live stats file),
+ * and tools/spillway-stat.
  */
 #ifndef SW_H
 #define SW_H
@@ -68,8 +74,9 @@ bool sw_parse_bool(const char *s, bool *out);       /* 1/0 on/off yes/no true/fa
 
 /* ---- core/table.c: allocations, chunks, and address lookup ------------- */
 
-/* Where a chunk's bytes are. Transitional states are held only under the
- * residency lock while the mechanism moves the chunk. */
+/* Where a chunk's bytes are. It changes only while the mechanism holds
+ * the gate (driver.c) exclusively, so a reader holding it shared sees a
+ * settled state. */
 typedef enum {
     SW_ON_DEVICE,   /* mapped to a device handle */
     SW_ON_HOST,     /* mapped to a pinned host handle (zero-copy for kernels) */
