@@ -22,14 +22,14 @@
  *
  * Paths come from the environment meson gives the test (see meson.build):
  * SWT_LIBSPILLWAY, SWT_SIMGPU_DIR, SWT_MLP, SWT_MOE, SWT_MT, SWT_LOADER,
- * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_ROUTES, SWT_NM. A test that runs outside meson
+ * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_PROC, SWT_ROUTES, SWT_NM. A test that runs outside meson
  * fails with a message naming the missing variable.
  *
  * The programs of this directory: errs.c (misuses and their codes),
  * ptrs.c (pointer queries on moved memory), probe.c (meminfo and the
  * stats file from inside), routes.c (where cuGetProcAddress's copy,
  * memset and launch pointers lead), nocuda.c (a process that never uses
- * CUDA).
+ * CUDA), proc.c (fork, and scribbling on the stats file).
  *
  * Failures: the helpers that return a value abort the current test (check's
  * ck_abort_msg) when they cannot do their job, with a message that says

@@ -7,6 +7,7 @@
  *     in the user's default directory, and removed at exit.
  *   - libspillway exports only what it interposes: dlsym and cu* names
  *     (spillway.map), checked with nm -D.
+ *   - The stats file is a mirror: scribbling on it changes no budget.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +151,29 @@ START_TEST(work_entry_points_route_to_spillway)
 }
 END_TEST
 
+/* Any process of the user can write the stats file; budgets are decided
+ * from process memory. 8 MiB, then zeros over every counter, then 16 MiB
+ * more, under a 16 MiB budget: the device (simgpu) never holds more than
+ * the budget plus spillway's own small buffers. */
+START_TEST(scribbling_on_the_stats_file_changes_no_budget)
+{
+    const char *env[] = {"SIMGPU_MEM=64MiB", "SPILLWAY_GPU_BUDGET=16MiB", "SPILLWAY_CHUNK=2MiB",
+                         "SPILLWAY_PREFETCH_BYTES=0", NULL};
+    const char *argv[] = {swt_path("SWT_PROC"), "scribble", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_status(&r, 0);
+    swt_assert_clean(&r);
+    ck_assert_msg(swt_file_has(r.out, "scribbled=1"), "%s", swt_describe(&r));
+    ck_assert_msg(swt_sg(&r, "device_bytes_peak") <= 17 * SWT_MIB,
+                  "device peak %llu bytes under a 16 MiB budget: %s",
+                  (unsigned long long)swt_sg(&r, "device_bytes_peak"), swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "device_bytes_peak") <= 16 * SWT_MIB, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "demotions") > 0 || swt_sw(&r, "host_bytes_peak") >= 8 * SWT_MIB,
+                  "nothing went to the host: %s", swt_describe(&r));
+}
+END_TEST
+
 Suite *process_suite(void)
 {
     Suite *s = suite_create("process");
@@ -163,6 +187,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, stats_file_is_removed_at_exit);
     tcase_add_test(tc, only_dlsym_and_cu_names_are_exported);
     tcase_add_test(tc, work_entry_points_route_to_spillway);
+    tcase_add_test(tc, scribbling_on_the_stats_file_changes_no_budget);
     suite_add_tcase(s, tc);
     return s;
 }
