@@ -24,6 +24,7 @@ static sw_table_t *table;             /* gate held to use */
 static int tracking;                  /* allocations in the table (atomic) */
 static uint64_t gpu_budget, host_budget; /* resolved at first use */
 static bool budget_set;
+static bool fork_child;                /* see sw_alloc_fork_child */
 
 sw_table_t *sw_tracked(void) { return table; }
 bool sw_tracking_any(void) { return __atomic_load_n(&tracking, __ATOMIC_ACQUIRE) > 0; }
@@ -301,7 +302,7 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 {
     const sw_options_t *o = sw_opts();
     const sw_vmm_info_t *vi;
-    if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing())
+    if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing() || fork_child)
         return passthrough(dptr, bytesize);
     sw_gate_wr();
     CUresult r = ready(&vi) ? track(dptr, bytesize, vi) : CUDA_ERROR_NOT_SUPPORTED;
@@ -313,6 +314,16 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
     if (r != CUDA_SUCCESS)
         sw_info("allocation of %zu bytes failed: %s", bytesize, sw_cu_name(r));
     return r;
+}
+
+/* The table stays (its handles are the parent's; releasing them would
+ * only fail): with tracking at 0 no hook looks at it again. */
+void sw_alloc_fork_child(void)
+{
+    if (!table)
+        return;
+    fork_child = true;
+    __atomic_store_n(&tracking, 0, __ATOMIC_RELEASE);
 }
 
 CUresult sw_mem_free(CUdeviceptr dptr)

@@ -91,6 +91,10 @@ sw_table_t *sw_tracked(void);
 bool sw_tracking_any(void);
 uint64_t sw_device_room(void);   /* budget left for device chunks; UINT64_MAX: none set */
 bool sw_budget_set(void);
+/* fork.c's child handler: a child of a process that tracked memory forgets
+ * it and passes every allocation through (the parent's CUDA state is not
+ * the child's). One thread runs then; can't fail. */
+void sw_alloc_fork_child(void);
 /* Moves chunk c to `to`, after the device was synchronized under the
  * exclusive gate (sw_safe_sync). Keeps the byte counts. Failure leaves c
  * exactly as it was. */

@@ -54,6 +54,9 @@ static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static char stats_dir[1024];          /* sw_stats_init's; "" = the default rule */
 static sw_statsfile_t *published;     /* the mapping, NULL when not published */
 static char published_path[4096];
+/* The process that ran sw_stats_init: the only one that writes the report
+ * (a fork child inherits the exit handler, not the report). */
+static pid_t owner;
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -147,6 +150,7 @@ void sw_stats_init(const sw_options_t *o)
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&state_lock);
     snprintf(stats_dir, sizeof stats_dir, "%s", o->stats_dir);
+    owner = getpid();
     pthread_mutex_unlock(&state_lock);
 }
 
@@ -202,10 +206,12 @@ void sw_stats_unpublish(void)
 
 /* Writes path.tmp.<pid> then renames it over path, so a reader of path
  * sees the previous report or this one, never a partial file. On failure
- * logs a warning and leaves path as it was. */
+ * logs a warning and leaves path as it was. In a fork child (not the
+ * process that ran sw_stats_init) does nothing: the report is the
+ * parent's. */
 void sw_stats_report(const char *path)
 {
-    if (!path || !path[0])
+    if (!path || !path[0] || getpid() != owner)
         return;
     sw_stats_snapshot_t s;
     sw_statsfile_snapshot(&truth, &s);

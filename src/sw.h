@@ -4,7 +4,7 @@
  *
  * The layers, each calling only the ones below it:
  *   api        hooks.c (generated from hooks.def), runtime.c (the shared
- *              runtime's entry points), init.c (start-up)
+ *              runtime's entry points), init.c (start-up), fork.c
  *   residency  alloc.c (allocations, budgets, moves), launch.c (the launch
  *              sequence, argument scanning, promotion), prefetch.c (the
  *              streaming window)
