@@ -43,7 +43,7 @@ enum { SW_MEMINFO_PHYSICAL, SW_MEMINFO_VIRTUAL };
 
 typedef struct {
     sw_amount_t gpu_budget;  /* unset: no budget, demote only on OOM */
-    sw_amount_t host_budget; /* default: 50% of RAM */
+    sw_amount_t host_budget; /* default: 6.25% of RAM, per process */
     uint64_t min_alloc;      /* default 2MiB */
     uint64_t chunk;          /* default 32MiB; rounded to granularity later */
     bool disable;
