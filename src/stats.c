@@ -149,7 +149,11 @@ void sw_stats_init(const sw_options_t *o)
 {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&state_lock);
-    snprintf(stats_dir, sizeof stats_dir, "%s", o->stats_dir);
+    /* Setuid: the user's directory is not the program's; the default rule
+     * (secure_getenv, the euid's own directory) is used instead. */
+    if (o->stats_dir[0] && sw_secure())
+        sw_warn("SPILLWAY_STATS_DIR ignored in a setuid or setgid program");
+    snprintf(stats_dir, sizeof stats_dir, "%s", sw_secure() ? "" : o->stats_dir);
     owner = getpid();
     pthread_mutex_unlock(&state_lock);
 }
@@ -204,15 +208,21 @@ void sw_stats_unpublish(void)
     pthread_mutex_unlock(&state_lock);
 }
 
-/* Writes path.tmp.<pid> then renames it over path, so a reader of path
- * sees the previous report or this one, never a partial file. On failure
- * logs a warning and leaves path as it was. In a fork child (not the
- * process that ran sw_stats_init) does nothing: the report is the
- * parent's. */
+/* Writes a new file in path's directory, then renames it over path, so a
+ * reader of path sees the previous report or this one, never a partial
+ * file. The new file is made by mkstemp (O_EXCL, a name no one can guess
+ * and plant a link at, mode 0600): the report is the user's alone. On
+ * failure logs a warning and leaves path as it was. In a fork child (not
+ * the process that ran sw_stats_init) does nothing: the report is the
+ * parent's. In a setuid or setgid program does nothing either. */
 void sw_stats_report(const char *path)
 {
     if (!path || !path[0] || getpid() != owner)
         return;
+    if (sw_secure()) {
+        sw_warn("SPILLWAY_REPORT ignored in a setuid or setgid program");
+        return;
+    }
     sw_stats_snapshot_t s;
     sw_statsfile_snapshot(&truth, &s);
     /* The truth has no header: take ours. */
@@ -225,11 +235,11 @@ void sw_stats_report(const char *path)
     memcpy(s.comm, self.h.comm, sizeof self.h.comm);
 
     char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
+    if (snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp) {
         sw_warn("SPILLWAY_REPORT %s: path too long", path);
         return;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = mkostemp(tmp, O_CLOEXEC);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         sw_warn("cannot write report %s: %s", tmp, strerror(errno));

@@ -296,6 +296,10 @@ bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len);
 
 /* ---- log.c ---- */
 void sw_log_init(const sw_options_t *o);
+/* The process runs setuid or setgid (AT_SECURE): options that name files
+ * (SPILLWAY_LOG_FILE, SPILLWAY_REPORT, SPILLWAY_STATS_DIR) are ignored, so
+ * the user cannot make it write where only its owner may. */
+bool sw_secure(void);
 void sw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define sw_error(...) sw_log(SW_LOG_ERROR, __VA_ARGS__)
 #define sw_warn(...) sw_log(SW_LOG_WARN, __VA_ARGS__)
