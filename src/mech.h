@@ -13,6 +13,20 @@
 
 #define SW_EXPORT __attribute__((visibility("default")))
 
+/* One spin-wait step: tells the core a thread is spinning (x86 pause;
+ * isb on aarch64, which stalls for about as long, where yield is a no-op
+ * on most cores). */
+static inline void sw_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("isb" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 /* Driver functions spillway calls on its own behalf but does not wrap. */
 #define SW_USES(X)                                                          \
     X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
