@@ -8,18 +8,21 @@
  *
  *   prepare  takes the gate exclusively (driver.c): no other thread is then
  *            half-way through a move or a change of the table, and none
- *            holds the writer mutex, so the child inherits neither.
- *   parent   releases it.
- *   child    releases it (the forking thread owns it in the child too),
- *            then, if the parent had tracked memory, forgets it
+ *            holds the writer mutex, so the child inherits neither. Then
+ *            stats.c's locks, in that order: a writer holding the gate may
+ *            be waiting for stats.c's batch lock, never the other way.
+ *   parent   releases them, in the reverse order.
+ *   child    releases them (the forking thread owns them in the child
+ *            too); stats.c stops mirroring into the parent's stats file;
+ *            then, if the parent had tracked memory, the child forgets it
  *            (sw_alloc_fork_child): nothing counts as tracked and every
  *            allocation passes through, so each call reaches the driver and
  *            the child gets the driver's own answer, promptly.
  *
  * The other locks need no handler: launch.c's and prefetch.c's are taken
  * only after the driver answered a call with success, which a child whose
- * parent used CUDA never gets, and stats.c handles its own (and the stats
- * file, and the report: only the process that started spillway writes it).
+ * parent used CUDA never gets. The exit report is the parent's: only the
+ * process that started spillway writes it (stats.c).
  * A child of a parent that never initialized CUDA is an ordinary CUDA
  * process, and spillway works in it as in any.
  *
@@ -31,15 +34,18 @@
 static void prepare(void)
 {
     sw_gate_wr();
+    sw_stats_fork_prepare();
 }
 
 static void parent(void)
 {
+    sw_stats_fork_parent();
     sw_gate_unwr();
 }
 
 static void child(void)
 {
+    sw_stats_fork_child();
     sw_gate_unwr();
     sw_alloc_fork_child();
 }

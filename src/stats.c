@@ -58,7 +58,6 @@ static char published_path[4096];
  * (a fork child inherits the exit handler, not the report). */
 static pid_t owner;
 
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 void sw_stat_add(sw_stat_id_t id, int64_t delta)
 {
@@ -110,24 +109,26 @@ static void set_mirror(sw_statsfile_t *m)
     pthread_mutex_unlock(&batch_lock);
 }
 
-/* fork: the prepare handler takes both locks so that the child starts with
- * no group half-written and no publish in progress. The child must stop
- * writing into its parent's file (it would count the child's work as the
- * parent's) and must never remove it: it keeps its copy of the truth,
- * unpublished. It may publish a file of its own later. */
-static void atfork_prepare(void)
+/* fork (called by fork.c's handlers, after the gate is taken: a thread
+ * holding the gate may be waiting for batch_lock): prepare takes both
+ * locks so that the child starts with no group half-written and no publish
+ * in progress. The child must stop writing into its parent's file (it
+ * would count the child's work as the parent's) and must never remove it:
+ * it keeps its copy of the truth, unpublished. It may publish a file of
+ * its own later. */
+void sw_stats_fork_prepare(void)
 {
     pthread_mutex_lock(&state_lock);
     pthread_mutex_lock(&batch_lock);
 }
 
-static void atfork_parent(void)
+void sw_stats_fork_parent(void)
 {
     pthread_mutex_unlock(&batch_lock);
     pthread_mutex_unlock(&state_lock);
 }
 
-static void atfork_child(void)
+void sw_stats_fork_child(void)
 {
     pthread_mutex_unlock(&batch_lock);
     pthread_mutex_unlock(&state_lock);
@@ -140,14 +141,8 @@ static void atfork_child(void)
     published_path[0] = '\0';
 }
 
-static void register_atfork(void)
-{
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-}
-
 void sw_stats_init(const sw_options_t *o)
 {
-    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&state_lock);
     /* Setuid: the user's directory is not the program's; the default rule
      * (secure_getenv, the euid's own directory) is used instead. */
@@ -162,7 +157,6 @@ void sw_stats_init(const sw_options_t *o)
  * application runs on, only spillway-stat cannot see it. Idempotent. */
 void sw_stats_publish(void)
 {
-    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&state_lock);
     if (published)
         goto out;

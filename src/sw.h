@@ -340,5 +340,12 @@ void sw_stats_init(const sw_options_t *o);
  * outside a group stay lock-free. Can't fail. */
 void sw_stats_batch_begin(void);
 void sw_stats_batch_end(void);
+/* stats.c: its part of fork (fork.c's handlers call them, inside the gate;
+ * a stand-in without the gate registers them with pthread_atfork). The
+ * child stops mirroring into the parent's file and never removes it.
+ * Can't fail. */
+void sw_stats_fork_prepare(void);
+void sw_stats_fork_parent(void);
+void sw_stats_fork_child(void);
 
 #endif

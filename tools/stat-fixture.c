@@ -22,6 +22,7 @@
 #include "stats_file.h"
 #include "sw.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,8 @@ int main(int argc, char **argv)
         return 2;
     }
     sw_log_init(&o);
+    /* As libspillway's fork.c does (it has the gate to take first). */
+    pthread_atfork(sw_stats_fork_prepare, sw_stats_fork_parent, sw_stats_fork_child);
     sw_stats_init(&o);
 
     /* Block the signals before announcing readiness, so none is lost

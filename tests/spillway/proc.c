@@ -18,8 +18,8 @@
  *              $SPILLWAY_REPORT exists: only the parent's exit may write
  *              it), and uses and frees its buffers.
  *   forkrace   the same child, forked 20 times while a second thread
- *              allocates, writes and frees tracked memory in a loop, so
- *              that fork often finds spillway's locks held.
+ *              allocates two 4 MiB buffers, writes and frees them in a
+ *              loop, so that fork often finds spillway's locks held.
  * Exits 0, 1 when a child did not exit 0 (it says how), 2 on a CUDA error
  * in the parent.
  */
@@ -130,11 +130,19 @@ static void *churn(void *ctx)
 {
     if (cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
         return NULL;
+    /* Two at a time: under a budget of less than 8 MiB the second one
+     * demotes, each time round. */
     while (!atomic_load(&stop)) {
-        CUdeviceptr p;
+        CUdeviceptr p, q;
         if (cuMemAlloc(&p, 4 * MIB) != CUDA_SUCCESS)
             break;
+        if (cuMemAlloc(&q, 4 * MIB) != CUDA_SUCCESS) {
+            cuMemFree(p);
+            break;
+        }
         cuMemsetD8(p, 7, 4 * MIB);
+        cuMemsetD8(q, 8, 4 * MIB);
+        cuMemFree(q);
         cuMemFree(p);
     }
     return NULL;

@@ -213,13 +213,20 @@ START_TEST(fork_child_leaves_the_parents_report_and_stats_file)
 }
 END_TEST
 
+/* Under a budget each of the other thread's allocations demotes, holding
+ * the gate and then the stats lock: fork must take them in that order too,
+ * or parent and child both hang. */
 START_TEST(fork_while_another_thread_allocates_never_hangs_the_child)
 {
+    const char *env[] = {"SPILLWAY_GPU_BUDGET=6MiB", "SPILLWAY_CHUNK=2MiB",
+                         "SPILLWAY_PREFETCH_BYTES=0", NULL};
     const char *argv[] = {swt_path("SWT_PROC"), "forkrace", NULL};
     swt_run_t r;
-    swt_run(&r, true, NULL, argv);
+    swt_run(&r, true, env, argv);
     swt_assert_status(&r, 0);
     swt_assert_clean(&r);
+    ck_assert_msg(swt_sw(&r, "demotions") > 0, "no demotion raced with fork: %s",
+                  swt_describe(&r));
 }
 END_TEST
 
