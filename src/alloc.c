@@ -25,6 +25,7 @@ static sw_table_t *table;             /* gate held to use */
 static int tracking;                  /* allocations in the table (atomic) */
 static uint64_t gpu_budget, host_budget; /* resolved at first use */
 static bool budget_set;
+static bool fork_child;                /* see sw_alloc_fork_child */
 
 sw_table_t *sw_tracked(void) { return table; }
 bool sw_tracking_any(void) { return __atomic_load_n(&tracking, __ATOMIC_ACQUIRE) > 0; }
@@ -334,7 +335,7 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 {
     const sw_options_t *o = sw_opts();
     const sw_vmm_info_t *vi;
-    if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing())
+    if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing() || fork_child)
         return passthrough(dptr, bytesize);
     sw_gate_wr();
     CUresult r = ready(&vi) && on_tracked_device(vi) ? track(dptr, bytesize, vi)
@@ -363,6 +364,16 @@ static free_kind_t free_kind(CUdeviceptr dptr)
                                                       : FREE_UNTRACKED;
     sw_gate_unrd();
     return k;
+}
+
+/* The table stays (its handles are the parent's; releasing them would
+ * only fail): with tracking at 0 no hook looks at it again. */
+void sw_alloc_fork_child(void)
+{
+    if (!table)
+        return;
+    fork_child = true;
+    __atomic_store_n(&tracking, 0, __ATOMIC_RELEASE);
 }
 
 CUresult sw_mem_free(CUdeviceptr dptr)

@@ -32,11 +32,23 @@ static size_t nroutes;
 #include "hooks.def"
 #undef SW_HOOK
 
+/* Before glibc 2.34 dlsym lived in libdl under the architecture's base
+ * symbol version. */
+#if defined(__x86_64__)
+#define GLIBC_BASE "GLIBC_2.2.5"
+#elif defined(__aarch64__)
+#define GLIBC_BASE "GLIBC_2.17"
+#elif defined(__i386__)
+#define GLIBC_BASE "GLIBC_2.0"
+#else
+#error "add this architecture's base glibc symbol version (the version of dlsym before 2.34)"
+#endif
+
 static void find_dlsym(void)
 {
     real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
     if (!real_dlsym)
-        real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", GLIBC_BASE);
 }
 
 dlsym_fn sw_real_dlsym(void)

@@ -3,7 +3,7 @@
  * override. Each wrapper is one line that hands its arguments to the layer
  * below; there is no logic here.
  *
- * Three routes lead here (cuda-facts.md §1):
+ * Three routes lead here (docs/cuda-facts.md §1):
  *   - programs linked with -lcuda bind to these exported names;
  *   - the runtime, cuBLAS and Triton dlopen libcuda and dlsym
  *     cuGetProcAddress_v2 from its handle: the dlsym override swaps the
@@ -53,12 +53,30 @@ static void *driver_dlsym(void *handle, const char *name)
  * calls dlsym, found from the return address, so those lookups must reach
  * the real dlsym by a tail call with the caller's return address in place.
  * They need no routing: RTLD_DEFAULT finds spillway's exports first.
+ *
+ * The tail call is forced where the compiler can: clang (and GCC 15) take
+ * musttail on the return, and fail to compile rather than emit a call;
+ * older GCC has no musttail, and gets sibling-call optimization turned on
+ * for this function whatever the build's -O.
  */
-SW_EXPORT __attribute__((optimize("O2", "optimize-sibling-calls"))) void *
-dlsym(void *restrict handle, const char *restrict name)
+#if defined(__has_attribute)
+#if __has_attribute(musttail)
+#define SW_MUSTTAIL __attribute__((musttail))
+#endif
+#endif
+#ifndef SW_MUSTTAIL
+#define SW_MUSTTAIL
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define SW_SIBCALLS __attribute__((optimize("O2", "optimize-sibling-calls")))
+#else
+#define SW_SIBCALLS
+#endif
+
+SW_EXPORT SW_SIBCALLS void *dlsym(void *restrict handle, const char *restrict name)
 {
     if (handle != RTLD_DEFAULT && handle != RTLD_NEXT && name[0] == 'c' &&
         name[1] == 'u' && strncmp(name, "cuda", 4) != 0)
         return driver_dlsym(handle, name);
-    return sw_real_dlsym()(handle, name);
+    SW_MUSTTAIL return sw_real_dlsym()(handle, name);
 }

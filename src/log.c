@@ -9,6 +9,12 @@
  * sw_log can be called before sw_log_init; it then writes warnings and
  * errors to stderr. It never changes errno, because the application may be
  * about to read the errno of the call spillway wrapped.
+ *
+ * The log file is opened with O_NOFOLLOW: a symbolic link planted at its
+ * name (in a shared directory, say) is refused, not followed to a file
+ * the link's owner chose. In a setuid or setgid program (AT_SECURE) the
+ * option is ignored altogether: its user must not make it append to files
+ * only its owner may write.
  */
 #include "sw.h"
 
@@ -17,6 +23,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 /* Longer lines are cut and end in "..." */
@@ -89,6 +96,11 @@ static void say_stderr(int level, const char *fmt, ...)
     va_end(ap);
 }
 
+bool sw_secure(void)
+{
+    return getauxval(AT_SECURE) != 0;
+}
+
 /* On a log file that cannot be opened, warns on stderr and keeps logging
  * there: losing the messages is better than refusing to run. */
 void sw_log_init(const sw_options_t *o)
@@ -96,12 +108,18 @@ void sw_log_init(const sw_options_t *o)
     int saved = errno;
     atomic_store(&log_level, o->log_level);
     if (o->log_file[0] && !atomic_exchange(&log_file_tried, true)) {
-        int fd = open(o->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+        int fd = -1;
+        if (sw_secure())
+            say_stderr(SW_LOG_WARN, "SPILLWAY_LOG_FILE ignored in a setuid or setgid program; "
+                       "logging to stderr");
+        else if ((fd = open(o->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY |
+                                             O_NOFOLLOW, 0644)) < 0)
+            say_stderr(SW_LOG_WARN, "cannot open SPILLWAY_LOG_FILE \"%s\": %s; logging to stderr",
+                       o->log_file,
+                       errno == ELOOP ? "it is a symbolic link; refusing to follow it"
+                                      : strerror(errno));
         if (fd >= 0)
             atomic_store(&log_fd, fd);
-        else
-            say_stderr(SW_LOG_WARN, "cannot open SPILLWAY_LOG_FILE \"%s\": %s; logging to stderr",
-                       o->log_file, strerror(errno));
     }
     errno = saved;
 }

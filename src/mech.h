@@ -87,6 +87,10 @@ sw_table_t *sw_tracked(void);
 bool sw_tracking_any(void);
 uint64_t sw_device_room(void);   /* budget left for device chunks; UINT64_MAX: none set */
 bool sw_budget_set(void);
+/* fork.c's child handler: a child of a process that tracked memory forgets
+ * it and passes every allocation through (the parent's CUDA state is not
+ * the child's). One thread runs then; can't fail. */
+void sw_alloc_fork_child(void);
 /* Moves chunk c to `to`, after the device was synchronized under the
  * exclusive gate (sw_safe_sync). Keeps the byte counts. Failure leaves c
  * exactly as it was. */
@@ -181,7 +185,7 @@ void sw_prefetch_unmirror(sw_chunk_t *c);
  * (after the free's synchronization). */
 void sw_prefetch_forget(sw_chunk_t *c);
 
-/* The link the cost-model verdicts assume (cuda-facts.md §4: H2D DMA and
+/* The link the cost-model verdicts assume (docs/cuda-facts.md §4: H2D DMA and
  * zero-copy on PCIe Gen5; §3: unmap + map + set access, twice, on an
  * A100), until tests/gpu measures this machine's. */
 #define SW_LINK_DEFAULT {.h2d_gbps = 50, .zerocopy_gbps = 35, .move_ns = 127000}
@@ -234,6 +238,8 @@ void sw_capture_begun(CUresult r);
  * capturing afterwards, whatever the result. */
 CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgraph *g,
                         bool per_thread);
+/* Some stream of the process is capturing (a count of captures begun and
+ * not ended); prefetch.c's stream_capturing asks about one stream. */
 bool sw_capturing(void);
 
 /* ---- runtime.c: the shared CUDA runtime ----

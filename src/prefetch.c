@@ -218,7 +218,7 @@ static bool list_has(const list_t *l, const void *v)
 
 /* A capturing stream may not wait for an event recorded outside its
  * capture; one that cannot say is taken to be capturing. */
-static bool capturing(CUstream s)
+static bool stream_capturing(CUstream s)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     return !SW_REAL(cuStreamIsCapturing) || SW_REAL(cuStreamIsCapturing)(s, &st) != CUDA_SUCCESS ||
@@ -253,7 +253,7 @@ static bool classify(CUstream s)
             sw_warn("cannot record stream %p: each commit point now synchronizes the device",
                     (void *)s);
         }
-        if (pf.batch_recorded && !capturing(s))
+        if (pf.batch_recorded && !stream_capturing(s))
             SW_REAL(cuStreamWaitEvent)(s, pf.batch_ev, 0);
     }
     if (!list_add(&pf.seen, s))

@@ -27,7 +27,7 @@
     X(COUNTER, failed_moves, "count", "demotions or promotions abandoned (chunk left as it was)") \
     X(COUNTER, prefetches, "count", "chunks copied to the GPU ahead of use") \
     X(COUNTER, prefetch_hits, "count", "launches that found a chunk they use already prefetched") \
-    X(COUNTER, prefetch_late, "count", "launches that waited for a chunk that was not ready in time") \
+    X(COUNTER, prefetch_late, "count", "chunks brought in only when a launch needed them (not predicted in time)") \
     X(COUNTER, bytes_written_back, "bytes", "bytes copied from the GPU to host memory: changed since promotion, or never copied") \
     X(COUNTER, bytes_zero_copy_estimated, "bytes", "bytes kernels read from host memory in place (estimated from arguments)") \
     X(GAUGE, learned_period, "launches", "the learned period of the launch loop, in launches")

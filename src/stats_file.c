@@ -507,6 +507,22 @@ void sw_statsfile_json(FILE *f, const sw_stats_snapshot_t *s, int indent)
     fprintf(f, "\n%*s}", indent, "");
 }
 
+/* comm for a terminal: any process can name itself anything, escape
+ * sequences included, so every byte outside printable ASCII, and the
+ * backslash, is written as \xNN. "?" when empty. */
+static const char *printable_comm(const char *comm, char *out, size_t len)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)comm; *p && n + 5 <= len; p++) {
+        if (*p < 0x20 || *p >= 0x7f || *p == '\\')
+            n += (size_t)snprintf(out + n, len - n, "\\x%02x", *p);
+        else
+            out[n++] = (char)*p;
+    }
+    out[n] = '\0';
+    return n ? out : "?";
+}
+
 static void format_value(const sw_stat_field_t *fl, uint64_t v, char *buf, size_t len)
 {
     if (strcmp(fl->unit, "bytes") == 0)
@@ -517,7 +533,8 @@ static void format_value(const sw_stat_field_t *fl, uint64_t v, char *buf, size_
 
 void sw_statsfile_table(FILE *f, const sw_stats_snapshot_t *s)
 {
-    fprintf(f, "pid %d (%s)\n", s->pid, s->comm[0] ? s->comm : "?");
+    char comm[SW_STATS_COMM_LEN * 4 + 1];
+    fprintf(f, "pid %d (%s)\n", s->pid, printable_comm(s->comm, comm, sizeof comm));
     fprintf(f, "%-24s %12s %12s  %s\n", "FIELD", "VALUE", "PEAK", "DESCRIPTION");
     for (int i = 0; i < SW_STAT_COUNT; i++) {
         const sw_stat_field_t *fl = &sw_stat_fields[i];
@@ -537,10 +554,11 @@ void sw_statsfile_list_header(FILE *f)
 
 void sw_statsfile_list_row(FILE *f, const sw_stats_snapshot_t *s)
 {
-    char t[32], d[32], h[32];
+    char t[32], d[32], h[32], comm[SW_STATS_COMM_LEN * 4 + 1];
     sw_format_bytes(s->value[SW_STAT_tracked_bytes], t, sizeof t);
     sw_format_bytes(s->value[SW_STAT_device_bytes], d, sizeof d);
     sw_format_bytes(s->value[SW_STAT_host_bytes], h, sizeof h);
-    fprintf(f, "%8d  %-16s %12s %12s %12s %10" PRIu64 "\n", s->pid, s->comm[0] ? s->comm : "?",
+    fprintf(f, "%8d  %-16s %12s %12s %12s %10" PRIu64 "\n", s->pid,
+            printable_comm(s->comm, comm, sizeof comm),
             t, d, h, s->value[SW_STAT_demotions]);
 }

@@ -1,15 +1,21 @@
 /*
  * spillway internal header. One header; prototypes grouped under the file
- * that defines them.
+ * that defines them. (mech.h adds the mechanism's, which need cuda.h.)
  *
- * Three layers:
- *   hooks.c            thin exported entry points, generated from hooks.def
- *   core/              pure C: options parsing, the allocation table, the
- *                      residency policy, argument scanning. Never calls CUDA;
- *                      unit-tested with check (tests/unit).
- *   driver.c, vmm.c,   the mechanism: calls the real driver through one table
- *   alloc.c, launch.c  (sw_real), acts on the policy's verdicts.
- * Plus options.c/log.c/stats.c (process plumbing) and tools/spillway-stat.
+ * The layers, each calling only the ones below it:
+ *   api        hooks.c (generated from hooks.def), runtime.c (the shared
+ *              runtime's entry points), init.c (start-up), fork.c
+ *   residency  alloc.c (allocations, budgets, moves), launch.c (the launch
+ *              sequence, argument scanning, promotion), prefetch.c (the
+ *              streaming window)
+ *   device     vmm.c (VMM primitives, spillway's stream), fingerprint.c
+ *   driver     driver.c: the one table of real entry points (sw_real) and
+ *              the gate, the reader-writer lock every mapping change holds
+ *   core/      pure C beside them: options parsing, the allocation table,
+ *              the residency policy, learning, argument scanning. Never
+ *              calls CUDA; unit-tested with check (tests/unit).
+ * Plus the plumbing: log.c, stats.c and stats_file.c (the live stats file),
+ * and tools/spillway-stat.
  */
 #ifndef SW_H
 #define SW_H
@@ -18,6 +24,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* One spin-wait step: tells the core a thread is spinning (x86 pause;
+ * isb on aarch64, which stalls for about as long, where yield is a no-op
+ * on most cores). */
+static inline void sw_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("isb" ::: "memory");
+#else
+    __asm__ __volatile__("" ::: "memory");
+#endif
+}
 
 /* ======================= core (pure, no CUDA) ========================== */
 
@@ -37,7 +57,7 @@ enum { SW_MEMINFO_PHYSICAL, SW_MEMINFO_VIRTUAL };
 
 typedef struct {
     sw_amount_t gpu_budget;  /* unset: no budget, demote only on OOM */
-    sw_amount_t host_budget; /* default: 50% of RAM */
+    sw_amount_t host_budget; /* default: 6.25% of RAM, per process */
     uint64_t min_alloc;      /* default 2MiB */
     uint64_t chunk;          /* default 32MiB; rounded to granularity later */
     bool disable;
@@ -68,8 +88,9 @@ bool sw_parse_bool(const char *s, bool *out);       /* 1/0 on/off yes/no true/fa
 
 /* ---- core/table.c: allocations, chunks, and address lookup ------------- */
 
-/* Where a chunk's bytes are. Transitional states are held only under the
- * residency lock while the mechanism moves the chunk. */
+/* Where a chunk's bytes are. It changes only while the mechanism holds
+ * the gate (driver.c) exclusively, so a reader holding it shared sees a
+ * settled state. */
 typedef enum {
     SW_ON_DEVICE,   /* mapped to a device handle */
     SW_ON_HOST,     /* mapped to a pinned host handle (zero-copy for kernels) */
@@ -308,6 +329,10 @@ bool sw_gate_held_wr(void);
 
 /* ---- log.c ---- */
 void sw_log_init(const sw_options_t *o);
+/* The process runs setuid or setgid (AT_SECURE): options that name files
+ * (SPILLWAY_LOG_FILE, SPILLWAY_REPORT, SPILLWAY_STATS_DIR) are ignored, so
+ * the user cannot make it write where only its owner may. */
+bool sw_secure(void);
 void sw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define sw_error(...) sw_log(SW_LOG_ERROR, __VA_ARGS__)
 #define sw_warn(...) sw_log(SW_LOG_WARN, __VA_ARGS__)
@@ -348,5 +373,12 @@ void sw_stats_init(const sw_options_t *o);
  * outside a group stay lock-free. Can't fail. */
 void sw_stats_batch_begin(void);
 void sw_stats_batch_end(void);
+/* stats.c: its part of fork (fork.c's handlers call them, inside the gate;
+ * a stand-in without the gate registers them with pthread_atfork). The
+ * child stops mirroring into the parent's file and never removes it.
+ * Can't fail. */
+void sw_stats_fork_prepare(void);
+void sw_stats_fork_parent(void);
+void sw_stats_fork_child(void);
 
 #endif

@@ -55,7 +55,7 @@ static uint64_t gran_of(const CUmemAllocationProp *p)
 
 /* Tries a host location by creating (and releasing) one small handle:
  * attributes may be missing on older drivers, and HOST_NUMA creation has
- * crashed or failed on some (cuda-facts.md §3). */
+ * crashed or failed on some (docs/cuda-facts.md §3). */
 static bool host_location_works(CUmemLocationType type)
 {
     host_prop = (CUmemAllocationProp){.type = CU_MEM_ALLOCATION_TYPE_PINNED};

@@ -12,12 +12,21 @@
  * Exit status: 0 done, 1 the directory could not be read, 2 bad input (a
  * bad option or PID, no stats for the PID, a file that fails validation).
  * Only reads: the one thing it changes is the removal of stale files.
+ *
+ * A file is mapped while it is read. If its owner (or any process of the
+ * user) truncates it meanwhile, reading the mapping raises SIGBUS; the
+ * read is then abandoned (siglongjmp out of the snapshot, which holds no
+ * lock and allocates nothing) and the file reported as truncated, instead
+ * of the command dying. Command names are shown with non-printable bytes
+ * escaped (stats_file.c), so a process cannot send escapes to the terminal.
  */
 #include "stats_file.h"
 #include "sw.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +183,42 @@ typedef struct {
     int shown;
 } list_t;
 
+/* ---- reading a mapping that may shrink ---- */
+
+static sigjmp_buf bus_jump;
+static volatile sig_atomic_t bus_armed;
+
+static void on_bus(int sig)
+{
+    if (bus_armed)
+        siglongjmp(bus_jump, 1);
+    /* A SIGBUS anywhere else is a real fault: die of it. */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+typedef enum { READ_OK, READ_TORN, READ_TRUNCATED } read_t;
+
+/* sw_statsfile_snapshot, surviving the file's truncation under it. */
+static read_t snapshot(const sw_statsfile_t *m, sw_stats_snapshot_t *s)
+{
+    static bool installed;
+    if (!installed) {
+        struct sigaction sa = {.sa_handler = on_bus};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, NULL);
+        installed = true;
+    }
+    if (sigsetjmp(bus_jump, 1)) {
+        bus_armed = 0;
+        return READ_TRUNCATED;
+    }
+    bus_armed = 1;
+    bool ok = sw_statsfile_snapshot(m, s);
+    bus_armed = 0;
+    return ok ? READ_OK : READ_TORN;
+}
+
 static int list_one(int pid, const char *path, void *arg)
 {
     list_t *l = arg;
@@ -192,10 +237,15 @@ static int list_one(int pid, const char *path, void *arg)
         return 0;
     }
     sw_stats_snapshot_t s;
-    if (!sw_statsfile_snapshot(m, &s))
+    read_t rd = snapshot(m, &s);
+    sw_statsfile_close(m);
+    if (rd == READ_TRUNCATED) {
+        fprintf(stderr, "spillway-stat: skipping %s: truncated while being read\n", path);
+        return 0;
+    }
+    if (rd == READ_TORN)
         fprintf(stderr, "spillway-stat: pid %d is stopped mid-update; figures may not add up\n",
                 pid);
-    sw_statsfile_close(m);
     if (l->a->json) {
         fputs(l->shown ? ",\n  " : "[\n  ", stdout);
         sw_statsfile_json(stdout, &s, 2);
@@ -254,10 +304,13 @@ static int show_pid(const args_t *a, bool shown_before)
     if (!m)
         bad("%s", err);
     sw_stats_snapshot_t s;
-    if (!sw_statsfile_snapshot(m, &s))
+    read_t rd = snapshot(m, &s);
+    sw_statsfile_close(m);
+    if (rd == READ_TRUNCATED)
+        bad("%s: truncated while being read", path);
+    if (rd == READ_TORN)
         fprintf(stderr, "spillway-stat: pid %d is stopped mid-update; figures may not add up\n",
                 a->pid);
-    sw_statsfile_close(m);
     if (sw_statsfile_pid_gone(a->pid, s.start_time))
         fprintf(stderr, "spillway-stat: process %d is gone; these are its last figures\n", a->pid);
     if (a->json) {

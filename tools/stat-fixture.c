@@ -12,7 +12,8 @@
  *
  * It also checks that a fork child keeps its counts apart from the
  * parent's file (fork_keeps_apart).
- * Then it prints "ready" and waits for SIGTERM or SIGINT, on which it
+ * Then it prints "secure=0|1" (AT_SECURE: run setuid or setgid) and
+ * "ready", and waits for SIGTERM or SIGINT, on which it
  * writes SPILLWAY_REPORT (if set), unpublishes and exits 0.
  *   --leave   exit at once without unpublishing: leaves a stale file.
  * Exit status 2 on a bad option or SPILLWAY_ value, 1 when nothing was
@@ -21,6 +22,7 @@
 #include "stats_file.h"
 #include "sw.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,9 @@ static void on_signal(int sig)
 static bool fork_keeps_apart(const sw_options_t *o)
 {
     char dir[1024], path[1200];
-    sw_statsfile_dir(o->stats_dir, secure_getenv("XDG_RUNTIME_DIR"), dir, sizeof dir);
+    /* setuid: the library ignores SPILLWAY_STATS_DIR (stats.c) */
+    sw_statsfile_dir(sw_secure() ? "" : o->stats_dir, secure_getenv("XDG_RUNTIME_DIR"), dir,
+                     sizeof dir);
     snprintf(path, sizeof path, "%s/%d.stats", dir, (int)getpid());
     fflush(NULL);
     pid_t child = fork();
@@ -86,6 +90,8 @@ int main(int argc, char **argv)
         return 2;
     }
     sw_log_init(&o);
+    /* As libspillway's fork.c does (it has the gate to take first). */
+    pthread_atfork(sw_stats_fork_prepare, sw_stats_fork_parent, sw_stats_fork_child);
     sw_stats_init(&o);
 
     /* Block the signals before announcing readiness, so none is lost
@@ -130,7 +136,7 @@ int main(int argc, char **argv)
 
     if (leave)
         return 0; /* no unpublish: the file stays behind, stale */
-    printf("ready\n");
+    printf("secure=%d\nready\n", (int)sw_secure());
     fflush(stdout);
     while (!stop)
         sigsuspend(&old);

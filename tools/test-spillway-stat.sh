@@ -334,6 +334,72 @@ bad-dir)
     expect_rc 0
     expect_out "no processes under spillway ($tmp/none does not exist)"
     ;;
+log-symlink)
+    # SPILLWAY_LOG_FILE is opened with O_NOFOLLOW: a planted link is refused
+    : >"$tmp/victim"
+    ln -s "$tmp/victim" "$tmp/log"
+    start_fixture SPILLWAY_LOG=info SPILLWAY_LOG_FILE="$tmp/log"
+    [ ! -s "$tmp/victim" ] || fail "the log followed a symbolic link: $(cat "$tmp/victim")"
+    grep -qF "cannot open SPILLWAY_LOG_FILE \"$tmp/log\": it is a symbolic link; refusing to follow it; logging to stderr" \
+        "$tmp/fixture.err" || fail "no warning: $(cat "$tmp/fixture.err")"
+    ;;
+report-private)
+    # the report's temporary file has a name no one can plant a link at
+    # beforehand, and the report is the user's alone (0600)
+    : >"$tmp/victim"
+    start_fixture SPILLWAY_REPORT="$tmp/report.json"
+    ln -s "$tmp/victim" "$tmp/report.json.tmp.$fpid"
+    stop_fixture
+    [ ! -s "$tmp/victim" ] || fail "the report was written through a planted link"
+    grep -qF '"demotions": 7,' "$tmp/report.json" || fail "no report: $(cat "$tmp/fixture.err")"
+    [ "$(stat -c %a "$tmp/report.json")" = 600 ] ||
+        fail "report mode $(stat -c %a "$tmp/report.json"), expected 600"
+    [ "$(ls "$tmp" | grep -c '^report\.json\.')" = 1 ] || fail "temporary files left: $(ls "$tmp")"
+    ;;
+comm-escape)
+    # a process named with a terminal escape: shown escaped, never raw
+    name=$(printf 'ev\033]0;x\007il')
+    ln -s "$(realpath "$fixture")" "$tmp/$name"
+    fixture="$tmp/$name"
+    start_fixture
+    run --dir "$dir"
+    expect_rc 0
+    expect_out_re "^ +$fpid +ev\\\\x1b]0;x\\\\x07il "
+    run --dir "$dir" "$fpid"
+    expect_rc 0
+    expect_out "pid $fpid (ev\\x1b]0;x\\x07il)"
+    if grep -q "$(printf '\033')" "$tmp/out"; then fail "an escape reached the output"; fi
+    ;;
+truncated)
+    # truncated while spillway-stat reads it (the file claims a group in
+    # progress, so the reader keeps it mapped for about 100 ms): an error,
+    # not SIGBUS
+    f=$(spoilt_file)
+    poke "$f" 64 1 # seq odd
+    (sleep 0.03 && : >"$f") &
+    run --dir "$tmp/bad" 424242
+    wait
+    [ "$rc" -lt 128 ] || fail "killed by signal $((rc - 128))"
+    expect_rc 2
+    expect_err_line "spillway-stat: $f: truncated while being read"
+    ;;
+setuid)
+    # setgid (AT_SECURE): SPILLWAY_LOG_FILE, SPILLWAY_REPORT and
+    # SPILLWAY_STATS_DIR are ignored, and said so
+    [ "$(id -u)" = 0 ] || exit 77 # only root can give the program another group
+    cp "$fixture" "$tmp/fx" && chgrp 65534 "$tmp/fx" && chmod 2755 "$tmp/fx" || exit 77
+    fixture="$tmp/fx"
+    start_fixture SPILLWAY_LOG_FILE="$tmp/log" SPILLWAY_REPORT="$tmp/report.json"
+    grep -q '^secure=1$' "$tmp/fixture.out" || exit 77 # a nosuid mount
+    [ ! -e "$dir/$fpid.stats" ] || fail "SPILLWAY_STATS_DIR was used"
+    stop_fixture
+    [ ! -e "$tmp/log" ] || fail "SPILLWAY_LOG_FILE was used"
+    [ ! -e "$tmp/report.json" ] || fail "SPILLWAY_REPORT was written"
+    for v in SPILLWAY_LOG_FILE SPILLWAY_STATS_DIR SPILLWAY_REPORT; do
+        grep -qF "warning: $v ignored in a setuid or setgid program" "$tmp/fixture.err" ||
+            fail "no warning about $v: $(cat "$tmp/fixture.err")"
+    done
+    ;;
 *)
     fail "unknown case"
     ;;

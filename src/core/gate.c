@@ -44,15 +44,6 @@ static int sleepers; /* readers asleep on `writer` */
 static __thread int held_rd, held_wr, set_aside;
 static __thread int held_writers; /* sw_gate_lock_writers holds, nested */
 
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
-
 static void futex_wait(int *word, int val)
 {
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
@@ -69,7 +60,7 @@ static void wait_for_writer(void)
     for (int spins = 0; spins < 64; spins++) {
         if (!__atomic_load_n(&writer, __ATOMIC_SEQ_CST))
             return;
-        cpu_relax();
+        sw_cpu_relax();
     }
     __atomic_add_fetch(&sleepers, 1, __ATOMIC_SEQ_CST);
     while (__atomic_load_n(&writer, __ATOMIC_SEQ_CST))
@@ -126,7 +117,7 @@ void sw_gate_wr(void)
     int spins = 0, n;
     while ((n = __atomic_load_n(&readers, __ATOMIC_SEQ_CST)) != 0) {
         if (spins++ < 64)
-            cpu_relax();
+            sw_cpu_relax();
         else
             futex_wait(&readers, n); /* returns at once if readers changed */
     }

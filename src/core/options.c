@@ -69,8 +69,10 @@ static const char *const policies[] = {"lru", "learned", NULL};
 static const opt_t opts[] = {
     O("GPU_BUDGET", "", K_AMOUNT, gpu_budget,
       "device memory tracked allocations may use; unset: demote only on out-of-memory"),
-    O("HOST_BUDGET", "50%", K_AMOUNT, host_budget,
-      "pinned host memory demoted chunks may use (a percentage is of RAM)"),
+    /* Per process, and nothing coordinates processes: eight of them, one
+     * per GPU, must not pin more than half of RAM together by default. */
+    O("HOST_BUDGET", "6.25%", K_AMOUNT, host_budget,
+      "pinned host memory demoted chunks may use, per process (a percentage is of RAM)"),
     O("MIN_ALLOC", "2MiB", K_SIZE, min_alloc,
       "smaller allocations pass to the driver untracked"),
     O("CHUNK", "32MiB", K_SIZE_NZ, chunk,

@@ -213,7 +213,13 @@ static void find_real_dlsym(void)
   /* dlsym itself is overridden, so the real one is found by version. */
   real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
   if (!real_dlsym)
-    real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym",
+#if defined(__aarch64__)
+                                  "GLIBC_2.17" /* aarch64's base version (GH200) */
+#else
+                                  "GLIBC_2.2.5"
+#endif
+    );
   if (!real_dlsym) {
     fprintf(stderr, "trace_preload: cannot find the real dlsym\n");
     abort();

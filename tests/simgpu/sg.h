@@ -319,6 +319,15 @@ CUresult sg_enter(sg_fn_t fn, sg_cost_t cost);
     } while (0)
 void sg_lock(void);
 void sg_unlock(void);
+/* fork, as the real driver answers it: a child of a process that
+ * initialized the driver cannot use it (its stream threads and its
+ * device stay in the parent), and every call it makes, cuInit included,
+ * returns CUDA_ERROR_NOT_INITIALIZED at once, without taking the lock,
+ * which a thread that did not survive fork may hold (cuGetErrorName,
+ * cuGetErrorString and cuGetProcAddress, which need no device, work). sg_fork_model
+ * registers the atfork handler (once, when cuInit succeeds). */
+void sg_fork_model(void);
+bool sg_forked(void);
 void sg_hazard(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sg_fault(const char *what);
 

@@ -58,6 +58,9 @@ CUresult sg_need_ctx(void)
 
 static void at_exit(void)
 {
+    /* A fork child has no device: the report is the parent's to write. */
+    if (sg_forked())
+        return;
     sg_lock();
     if (SG->sticky == CUDA_SUCCESS)
         sg_ctx_sync();
@@ -68,8 +71,10 @@ static void at_exit(void)
 static void init(void)
 {
     init_result = sg_mem_init();
-    if (init_result == CUDA_SUCCESS)
+    if (init_result == CUDA_SUCCESS) {
         atexit(at_exit);
+        sg_fork_model();
+    }
 }
 
 SG_EXPORT CUresult cuInit(unsigned int flags)

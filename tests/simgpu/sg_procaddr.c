@@ -1,6 +1,6 @@
 /*
  * cuGetProcAddress: how the CUDA runtime, cuBLAS and Triton reach every
- * entry point after one dlsym (cuda-facts.md §1).
+ * entry point after one dlsym (docs/cuda-facts.md §1).
  *
  * The table lists each exported function under the base name it is asked
  * for, with the first driver API version it belongs to and whether it is

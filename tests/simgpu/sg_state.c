@@ -14,6 +14,7 @@ static sg_state_t state = {
     .done_cv = PTHREAD_COND_INITIALIZER,
 };
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static volatile bool forked; /* set in a fork child, read without the lock */
 
 static const sg_cost_t fn_cost[] = {
 #define SG_FN_COST(name, err, cost) SG_COST_##cost,
@@ -63,9 +64,26 @@ static uint64_t cost_ns(sg_cost_t c)
     return 0;
 }
 
+static void fork_child(void)
+{
+    forked = true;
+}
+
+void sg_fork_model(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}
+
+bool sg_forked(void)
+{
+    return forked;
+}
+
 CUresult sg_enter(sg_fn_t fn, sg_cost_t cost)
 {
     (void)cost; /* the table is authoritative; the argument documents the call site */
+    if (forked) /* error names and entry points need no device */
+        return fn_cost[fn] == SG_COST_FREE ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
     pthread_once(&config_once, load_config);
     sg_lock();
     uint64_t n = ++state.st.calls[fn];

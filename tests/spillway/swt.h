@@ -22,16 +22,17 @@
  *
  * Paths come from the environment meson gives the test (see meson.build):
  * SWT_LIBSPILLWAY, SWT_SIMGPU_DIR, SWT_MLP, SWT_MOE, SWT_MT, SWT_LOADER,
- * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_ROUTES, SWT_NM, SWT_EARLY,
- * SWT_EARLY_CTOR, SWT_JIT, SWT_CAPTURE, SWT_MEMOPS. A test that runs outside meson
- * fails with a message naming the missing variable.
+ * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_PROC, SWT_ROUTES, SWT_NM,
+ * SWT_EARLY, SWT_EARLY_CTOR, SWT_JIT, SWT_CAPTURE, SWT_MEMOPS. A test that
+ * runs outside meson fails with a message naming the missing variable.
  *
  * The programs of this directory: errs.c (misuses and their codes),
  * ptrs.c (pointer queries on moved memory), probe.c (meminfo and the
  * stats file from inside), routes.c (where cuGetProcAddress's copy,
  * memset and launch pointers lead), nocuda.c (a process that never uses
- * CUDA), early.c and ctorlib.c (start-up oddities), jit.c, capture.c and
- * memops.c (test_hooks.c).
+ * CUDA), proc.c (fork, and scribbling on the stats file), early.c and
+ * ctorlib.c (start-up oddities), jit.c, capture.c and memops.c
+ * (test_hooks.c).
  *
  * Failures: the helpers that return a value abort the current test (check's
  * ck_abort_msg) when they cannot do their job, with a message that says

@@ -7,6 +7,10 @@
  *     in the user's default directory, and removed at exit.
  *   - libspillway exports only what it interposes: dlsym and cu* names
  *     (spillway.map), checked with nm -D.
+ *   - The stats file is a mirror: scribbling on it changes no budget.
+ *   - fork (fork.c, stats.c): a child that calls CUDA gets the driver's
+ *     own answers, promptly, even when fork found spillway's locks held;
+ *     its exit leaves the parent's report and stats file alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +154,82 @@ START_TEST(work_entry_points_route_to_spillway)
 }
 END_TEST
 
+/* Any process of the user can write the stats file; budgets are decided
+ * from process memory. 8 MiB, then zeros over every counter, then 16 MiB
+ * more, under a 16 MiB budget: the device (simgpu) never holds more than
+ * the budget plus spillway's own small buffers. */
+START_TEST(scribbling_on_the_stats_file_changes_no_budget)
+{
+    const char *env[] = {"SIMGPU_MEM=64MiB", "SPILLWAY_GPU_BUDGET=16MiB", "SPILLWAY_CHUNK=2MiB",
+                         "SPILLWAY_PREFETCH_BYTES=0", NULL};
+    const char *argv[] = {swt_path("SWT_PROC"), "scribble", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_status(&r, 0);
+    swt_assert_clean(&r);
+    ck_assert_msg(swt_file_has(r.out, "scribbled=1"), "%s", swt_describe(&r));
+    ck_assert_msg(swt_sg(&r, "device_bytes_peak") <= 17 * SWT_MIB,
+                  "device peak %llu bytes under a 16 MiB budget: %s",
+                  (unsigned long long)swt_sg(&r, "device_bytes_peak"), swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "device_bytes_peak") <= 16 * SWT_MIB, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "demotions") > 0 || swt_sw(&r, "host_bytes_peak") >= 8 * SWT_MIB,
+                  "nothing went to the host: %s", swt_describe(&r));
+}
+END_TEST
+
+/* What the driver answers a fork child that uses CUDA after its parent
+ * did, with spillway and without. */
+static const char child_line[] = "child: alloc=3 range=3 sync=3 free=3";
+
+START_TEST(fork_child_gets_the_drivers_answers)
+{
+    const char *argv[] = {swt_path("SWT_PROC"), "fork", NULL};
+    swt_run_t r;
+    swt_run(&r, false, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_msg(swt_file_has(r.out, child_line), "without spillway: %s", swt_describe(&r));
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_msg(swt_file_has(r.out, child_line), "%s", swt_describe(&r));
+    swt_assert_clean(&r);
+}
+END_TEST
+
+START_TEST(fork_child_leaves_the_parents_report_and_stats_file)
+{
+    const char *argv[] = {swt_path("SWT_PROC"), "fork", NULL};
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    swt_assert_status(&r, 0);
+    ck_assert_msg(probe_flag(&r, "parent_stats") == 1,
+                  "the child's exit removed the parent's stats file: %s", swt_describe(&r));
+    ck_assert_msg(probe_flag(&r, "report_before_exit") == 0,
+                  "the child's exit wrote SPILLWAY_REPORT: %s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "pid") == probe_flag(&r, "parent_pid"),
+                  "SPILLWAY_REPORT is the child's: %s", swt_describe(&r));
+    /* The parent's figures: its two buffers, and every one freed. */
+    ck_assert_uint_eq(swt_sw(&r, "tracked_allocs_peak"), 2);
+    ck_assert_uint_eq(swt_sw(&r, "tracked_allocs"), 0);
+}
+END_TEST
+
+/* Under a budget each of the other thread's allocations demotes, holding
+ * the gate and then the stats lock: fork must take them in that order too,
+ * or parent and child both hang. */
+START_TEST(fork_while_another_thread_allocates_never_hangs_the_child)
+{
+    const char *env[] = {"SPILLWAY_GPU_BUDGET=6MiB", "SPILLWAY_CHUNK=2MiB",
+                         "SPILLWAY_PREFETCH_BYTES=0", NULL};
+    const char *argv[] = {swt_path("SWT_PROC"), "forkrace", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_status(&r, 0);
+    swt_assert_clean(&r);
+    ck_assert_msg(swt_sw(&r, "demotions") > 0, "no demotion raced with fork: %s",
+                  swt_describe(&r));
+}
+END_TEST
+
 Suite *process_suite(void)
 {
     Suite *s = suite_create("process");
@@ -163,6 +243,10 @@ Suite *process_suite(void)
     tcase_add_test(tc, stats_file_is_removed_at_exit);
     tcase_add_test(tc, only_dlsym_and_cu_names_are_exported);
     tcase_add_test(tc, work_entry_points_route_to_spillway);
+    tcase_add_test(tc, scribbling_on_the_stats_file_changes_no_budget);
+    tcase_add_test(tc, fork_child_gets_the_drivers_answers);
+    tcase_add_test(tc, fork_child_leaves_the_parents_report_and_stats_file);
+    tcase_add_test(tc, fork_while_another_thread_allocates_never_hangs_the_child);
     suite_add_tcase(s, tc);
     return s;
 }

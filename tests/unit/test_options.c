@@ -58,14 +58,18 @@ START_TEST(test_default_gpu_budget_is_unset)
 }
 END_TEST
 
-START_TEST(test_default_host_budget_is_half_of_ram_as_a_percentage)
+/* The host budget is per process and processes do not coordinate: eight
+ * of them (one per GPU of an 8-GPU machine) with the default budget pin at
+ * most half of RAM together. */
+START_TEST(test_default_host_budget_lets_eight_processes_pin_half_of_ram)
 {
     sw_options_t o;
     defaults(&o);
     ck_assert(!o.host_budget.set);
     ck_assert(o.host_budget.is_percent);
-    ck_assert_double_eq(o.host_budget.percent, 50.0);
-    ck_assert_uint_eq(sw_amount_resolve(&o.host_budget, 64 * GiB), 32 * GiB);
+    ck_assert_double_eq(o.host_budget.percent, 6.25);
+    ck_assert_uint_eq(sw_amount_resolve(&o.host_budget, 64 * GiB), 4 * GiB);
+    ck_assert_uint_le(8 * sw_amount_resolve(&o.host_budget, 64 * GiB), 32 * GiB);
 }
 END_TEST
 
@@ -627,7 +631,7 @@ START_TEST(test_print_shows_every_default)
     defaults(&o);
     char *s = print_to_string(&o);
     ck_assert_str_eq(s, "SPILLWAY_GPU_BUDGET=\n"
-                        "SPILLWAY_HOST_BUDGET=50%\n"
+                        "SPILLWAY_HOST_BUDGET=6.25%\n"
                         "SPILLWAY_MIN_ALLOC=2MiB\n"
                         "SPILLWAY_CHUNK=32MiB\n"
                         "SPILLWAY_DISABLE=0\n"
@@ -684,7 +688,7 @@ START_TEST(test_help_describes_every_option)
         snprintf(want, sizeof want, "SPILLWAY_%s", names[i]);
         ck_assert_msg(strstr(buf, want), "%s missing from help", want);
     }
-    ck_assert(strstr(buf, "(default: 50%)"));
+    ck_assert(strstr(buf, "(default: 6.25%)"));
     ck_assert(strstr(buf, "(default: none)"));
     free(buf);
 }
@@ -695,7 +699,7 @@ Suite *options_suite(void)
     Suite *s = suite_create("options");
     TCase *tc = tcase_create("defaults");
     tcase_add_test(tc, test_default_gpu_budget_is_unset);
-    tcase_add_test(tc, test_default_host_budget_is_half_of_ram_as_a_percentage);
+    tcase_add_test(tc, test_default_host_budget_lets_eight_processes_pin_half_of_ram);
     tcase_add_test(tc, test_default_min_alloc_is_2mib);
     tcase_add_test(tc, test_default_chunk_is_32mib);
     tcase_add_test(tc, test_default_disable_is_off);
