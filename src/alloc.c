@@ -161,6 +161,10 @@ static uint64_t demote(uint64_t need, bool *synced)
                    : sw_policy_victims(table, need, in_window, NULL, victims, MAX_VICTIMS, &would);
     if (n == 0)
         return 0;
+    /* Pooled device handles are memory the room is wanted for: they go
+     * first (pool.c). The victims' handles are pooled again, for the
+     * caller to take or drain. */
+    sw_pool_drain(SW_ON_DEVICE);
     if (!*synced) {
         CUresult r = sw_safe_sync();
         if (r != CUDA_SUCCESS) {
@@ -323,8 +327,12 @@ static CUresult passthrough(CUdeviceptr *dptr, size_t bytesize)
     uint64_t need = ready(&vi) && on_tracked_device(vi)
                         ? sw_round_up(bytesize ? bytesize : 1, vi->granularity)
                         : 0;
-    while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(need, &synced) > 0)
+    /* The driver needs the memory the victims leave: their handles, which
+     * the moves pooled, are released before each retry. */
+    while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(need, &synced) > 0) {
+        sw_pool_drain(SW_ON_DEVICE);
         r = SW_REAL(cuMemAlloc_v2)(dptr, bytesize);
+    }
     sw_gate_unwr();
     if (r == CUDA_SUCCESS)
         sw_stat_add(SW_STAT_oom_recoveries, 1);
@@ -340,6 +348,9 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
     sw_gate_wr();
     CUresult r = ready(&vi) && on_tracked_device(vi) ? track(dptr, bytesize, vi)
                                                      : CUDA_ERROR_NOT_SUPPORTED;
+    /* Device handles that demotions pooled and the new chunks did not
+     * take are device memory no count shows: none outlives the hold. */
+    sw_pool_drain(SW_ON_DEVICE);
     sw_gate_unwr();
     /* Anything but out-of-memory (an impossible size, say) is for the
      * driver to answer, in its own words. */
@@ -404,7 +415,12 @@ CUresult sw_mem_free(CUdeviceptr dptr)
         sw_table_remove(table, a);
         release_chunks(a, a->nchunks);
         sw_vmm_unreserve(a->va, a->reserved);
-        __atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE);
+        /* With nothing tracked, nothing will move: the pools go too, so a
+         * program that freed everything holds nothing through spillway. */
+        if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
+            sw_pool_drain(SW_ON_DEVICE);
+            sw_pool_drain(SW_ON_HOST);
+        }
         sw_stat_add(SW_STAT_tracked_bytes, -(int64_t)a->reserved);
         sw_stat_add(SW_STAT_tracked_allocs, -1);
         free(a->chunks);

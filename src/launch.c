@@ -395,6 +395,10 @@ static void bring_in(marks_t *m)
                 m->host_bytes -= c->size;
         }
     }
+    /* A device handle a demotion pooled serves a promotion of this same
+     * hold; one left over is memory no count shows, so none outlives the
+     * hold (pool.c). Host handles stay for the next demotion. */
+    sw_pool_drain(SW_ON_DEVICE);
     sw_gate_unwr();
     sw_gate_rd_always();
 }

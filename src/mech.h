@@ -150,6 +150,16 @@ CUresult sw_vmm_wait(CUstream st, bool *pending);
  *              old copy released. */
 CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied);
 
+/* ---- pool.c: handles moves released, kept for the next move ----
+ * Gate held exclusively for all three; see pool.c for the accounting.
+ * sw_pool_take: a pooled handle of exactly `size` at `where` (*h), or
+ * false. sw_pool_give: h, mapped nowhere and no chunk's, is kept, or
+ * released when the pool is full; can't fail. sw_pool_drain: releases
+ * every handle pooled at `where`. */
+bool sw_pool_take(sw_where_t where, uint64_t size, uint64_t *h);
+void sw_pool_give(sw_where_t where, uint64_t size, uint64_t h);
+void sw_pool_drain(sw_where_t where);
+
 /* ---- fingerprint.c: knowing a chunk unchanged, exactly ----
  * Gate held exclusively for all three. sw_fp_ready loads the kernel on
  * first use; false when it cannot (then nothing is known unchanged). */

@@ -7,7 +7,7 @@
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
 
-#define SW_STATS_VERSION 3
+#define SW_STATS_VERSION 4
 
 #define SW_STATS_FIELDS(X)                                                              \
     X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
@@ -30,7 +30,10 @@
     X(COUNTER, prefetch_late, "count", "chunks brought in only when a launch needed them (not predicted in time)") \
     X(COUNTER, bytes_written_back, "bytes", "bytes copied from the GPU to host memory: changed since promotion, or never copied") \
     X(COUNTER, bytes_zero_copy_estimated, "bytes", "bytes kernels read from host memory in place (estimated from arguments)") \
-    X(GAUGE, learned_period, "launches", "the learned period of the launch loop, in launches")
+    X(GAUGE, learned_period, "launches", "the learned period of the launch loop, in launches") \
+    X(GAUGE, pool_device_bytes, "bytes", "device handles moves released, kept for the next move (within the GPU budget)") \
+    X(GAUGE, pool_host_bytes, "bytes", "host handles moves released, kept for the next move (within the host budget)") \
+    X(COUNTER, handles_reused, "count", "moves and allocations given a pooled handle instead of a new one")
 
 typedef enum {
 #define SW_STAT_ENUM(kind, name, unit, help) SW_STAT_##name,

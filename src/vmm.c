@@ -24,7 +24,10 @@
  * Moving a chunk copies its bytes under the same hold, so no kernel writes
  * them during the copy. The old handle is released only after the new
  * mapping has access; any failure before that remaps the old handle, so no
- * byte is lost and the application sees the driver's own error.
+ * byte is lost and the application sees the driver's own error. A
+ * released handle may be kept in the pool (pool.c) for the next move:
+ * only a handle released here on success, which no mapping uses, and a
+ * pooled handle is never mapped until a move or allocation takes it.
  * Under stream capture a synchronization is forbidden, so nothing moves.
  */
 #include "mech.h"
@@ -160,8 +163,18 @@ static CUresult map_at(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHand
     return r;
 }
 
+/* Every handle spillway makes comes from here: one a move released, if
+ * the pool holds one of this size at `where`, else a new one, made only
+ * after the pool at `where` gave its handles back (pool.c: why the
+ * budgets still bound what is held). */
 static CUresult create(sw_where_t where, uint64_t size, CUmemGenericAllocationHandle *h)
 {
+    uint64_t p;
+    if (sw_pool_take(where, size, &p)) {
+        *h = p;
+        return CUDA_SUCCESS;
+    }
+    sw_pool_drain(where);
     return SW_REAL(cuMemCreate)(h, size, where == SW_ON_DEVICE ? &dev_prop : &host_prop, 0);
 }
 
@@ -281,7 +294,7 @@ static CUresult home_unchanged(sw_chunk_t *c, bool *went)
     if (e != CUDA_SUCCESS || memcmp(now, c->home_fp, SW_FP_BYTES) != 0 ||
         sw_vmm_remap(c->va, c->size, c->handle, c->home) != CUDA_SUCCESS)
         return CUDA_SUCCESS;
-    SW_REAL(cuMemRelease)(c->handle);
+    sw_pool_give(SW_ON_DEVICE, c->size, c->handle); /* unmapped by the remap */
     c->handle = c->home;
     c->home = 0;
     c->where = SW_ON_HOST;
@@ -298,8 +311,10 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         CUresult e = home_unchanged(c, &went);
         if (e != CUDA_SUCCESS || went)
             return e;
-        /* Changed (or unknowable): the copy below replaces it. */
-        SW_REAL(cuMemRelease)(c->home);
+        /* Changed (or unknowable): the copy below replaces it, likely in
+         * this very handle, taken back from the pool (no mapping uses a
+         * home of a chunk on the device: sw_move unmirrored c). */
+        sw_pool_give(SW_ON_HOST, c->size, c->home);
         c->home = 0;
     }
     CUmemGenericAllocationHandle h;
@@ -354,7 +369,8 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         c->home = c->handle;
         memcpy(c->home_fp, fp, SW_FP_BYTES);
     } else {
-        SW_REAL(cuMemRelease)(c->handle);
+        /* The old handle, unmapped by the remap, serves the next move. */
+        sw_pool_give(c->where, c->size, c->handle);
     }
     c->handle = h;
     c->where = to;
