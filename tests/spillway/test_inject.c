@@ -31,13 +31,19 @@
  *            window's slots before it remaps any address, so a failed
  *            remap of the slot's previous chunk must put that chunk's
  *            bytes back (prefetch.c, restore).
+ *   lru      5 layers of 4 MiB under an 8 MiB budget, LRU, 2 steps: each
+ *            launch demotes a victim and promotes its layer, and after
+ *            the first moves both take handles earlier moves released
+ *            (pool.c), so every step fails with a pooled handle in hand.
+ *            A run that ends well has released every handle it made:
+ *            none is left in the pool, none leaked by a failed move.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "swt.h"
 
-typedef enum { LAYERS, EXPERTS, WINDOW } model_t;
+typedef enum { LAYERS, EXPERTS, WINDOW, LRU } model_t;
 
 /* Runs a model with one SIMGPU_FAIL entry (or none). */
 static void run_model(swt_run_t *r, model_t m, const char *jitter, const char *fail)
@@ -56,9 +62,14 @@ static void run_model(swt_run_t *r, model_t m, const char *jitter, const char *f
     const char *window_env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=48MiB",
                                 "SPILLWAY_CHUNK=16MiB", "SPILLWAY_PREFETCH_BYTES=32MiB",
                                 jitter, fail_entry, NULL};
-    const char **const argv[] = {[LAYERS] = layers, [EXPERTS] = experts, [WINDOW] = window};
+    const char *lru[] = {swt_path("SWT_MLP"), "--layers", "5", "--width", "1024", "--steps",
+                         "2", NULL};
+    const char *lru_env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=8MiB",
+                             "SPILLWAY_POLICY=lru", jitter, fail_entry, NULL};
+    const char **const argv[] = {[LAYERS] = layers, [EXPERTS] = experts, [WINDOW] = window,
+                                 [LRU] = lru};
     const char **const env[] = {[LAYERS] = layers_env, [EXPERTS] = experts_env,
-                                [WINDOW] = window_env};
+                                [WINDOW] = window_env, [LRU] = lru_env};
     swt_run(r, true, env[m], argv[m]);
 }
 
@@ -105,6 +116,13 @@ static int sweep(model_t m, const char *fn, const char *jitter)
         swt_run_t r;
         run_model(&r, m, jitter, fail);
         assert_safe_outcome(&r, fail);
+        /* The failed creation, if that is the one, made no handle. */
+        uint64_t made = swt_calls(&r, "cuMemCreate") - (strcmp(fn, "cuMemCreate") == 0);
+        if (m == LRU && r.status == 0)
+            ck_assert_msg(swt_calls(&r, "cuMemRelease") == made,
+                          "%s: %llu handles made, %llu released: %s", fail,
+                          (unsigned long long)made,
+                          (unsigned long long)swt_calls(&r, "cuMemRelease"), swt_describe(&r));
         uint64_t fm = 0;
         if (swt_json_u64(r.sw_report, "failed_moves", &fm) && fm > 0)
             with_failed_moves++;
@@ -151,6 +169,21 @@ SWEEP_TEST(failed_safety_sync_loses_no_data_under_jitter, "cuCtxSynchronize",
         ck_assert_msg(model != WINDOW || fm > 0, "no failed %s ever counted", fn); \
     }                                                                         \
     END_TEST
+
+/* The lru model: each step of a move that took a pooled handle. */
+#define POOLED_SWEEP_TEST(name, fn)                                           \
+    START_TEST(name)                                                          \
+    {                                                                         \
+        int fm = sweep(LRU, fn, "SIMGPU_JITTER=0");                           \
+        ck_assert_msg(fm > 0, "no failed %s ever counted", fn);               \
+    }                                                                         \
+    END_TEST
+
+POOLED_SWEEP_TEST(failed_creation_beside_pooled_handles_loses_no_data, "cuMemCreate")
+POOLED_SWEEP_TEST(failed_map_of_a_pooled_handle_loses_no_data, "cuMemMap")
+POOLED_SWEEP_TEST(failed_access_grant_to_a_pooled_handle_loses_no_data, "cuMemSetAccess")
+POOLED_SWEEP_TEST(failed_unmap_with_pooled_handles_loses_no_data, "cuMemUnmap")
+POOLED_SWEEP_TEST(failed_copy_into_a_pooled_handle_loses_no_data, "cuMemcpyDtoDAsync")
 
 MODEL_SWEEP_TEST(failed_wait_with_host_copies_loses_no_data, EXPERTS, "cuStreamSynchronize")
 MODEL_SWEEP_TEST(failed_remap_home_loses_no_data, EXPERTS, "cuMemMap")
@@ -278,6 +311,11 @@ Suite *inject_suite(void)
     tcase_add_test(steps, failed_copy_loses_no_data);
     tcase_add_test(steps, failed_copy_wait_loses_no_data);
     tcase_add_test(steps, failed_safety_sync_loses_no_data);
+    tcase_add_test(steps, failed_creation_beside_pooled_handles_loses_no_data);
+    tcase_add_test(steps, failed_map_of_a_pooled_handle_loses_no_data);
+    tcase_add_test(steps, failed_access_grant_to_a_pooled_handle_loses_no_data);
+    tcase_add_test(steps, failed_unmap_with_pooled_handles_loses_no_data);
+    tcase_add_test(steps, failed_copy_into_a_pooled_handle_loses_no_data);
     suite_add_tcase(s, steps);
 
     TCase *jitter = inject_case("jitter");
