@@ -177,6 +177,7 @@ CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where)
         return r;
     }
     c->handle = h;
+    c->alloc->moved++;
     c->where = where;
     return CUDA_SUCCESS;
 }
@@ -284,6 +285,7 @@ static CUresult home_unchanged(sw_chunk_t *c, bool *went)
     SW_REAL(cuMemRelease)(c->handle);
     c->handle = c->home;
     c->home = 0;
+    c->alloc->moved++;
     c->where = SW_ON_HOST;
     *went = true;
     return CUDA_SUCCESS;
@@ -357,6 +359,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         SW_REAL(cuMemRelease)(c->handle);
     }
     c->handle = h;
+    c->alloc->moved++;
     c->where = to;
     *copied = true;
     return CUDA_SUCCESS;
