@@ -4,8 +4,9 @@
  *
  *   nothing tracked ──► call the driver (no lock, no scan)
  *   otherwise       ──► gate shared, layout (cached per function), scan
- *                       every 8-byte word, stamp each chunk hit with the
- *                       launch sequence number, launch, release the gate.
+ *                       every 8-byte word, stamp the chunks hit (a
+ *                       pointer's whole segment at once) with the launch
+ *                       sequence number, launch, release the gate.
  *
  * A launch that touches a host chunk runs correctly as it is (zero-copy);
  * when a GPU budget is set and has room, the chunk is promoted first.
@@ -308,10 +309,15 @@ static void hit(uint64_t word, void *arg)
             if (sw_learn_state(ci).last_use != m->seq)
                 note(m, ci);
         }
+        /* Ranges found clean since the last move join into one, when they
+         * touch, so that pointers to neighbouring segments do not evict
+         * each other's record. */
         if (all_device) {
+            bool join = a->clean_moved == a->moved && first <= a->clean_end &&
+                        a->clean_first <= end;
+            a->clean_first = join && a->clean_first < first ? a->clean_first : first;
+            a->clean_end = join && a->clean_end > end ? a->clean_end : end;
             a->clean_moved = a->moved;
-            a->clean_first = first;
-            a->clean_end = end;
         }
     }
     sw_learn_touch_range(a, first, end, m->seq);
