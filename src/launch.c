@@ -306,7 +306,7 @@ static void hit(uint64_t word, void *arg)
         for (uint32_t i = first; i < end; i++) {
             const sw_chunk_t *ci = &a->chunks[i];
             all_device &= ci->slot < 0 && ci->where == SW_ON_DEVICE;
-            if (sw_learn_state(ci).last_use != m->seq)
+            if (sw_learn_state(ci)->last_use != m->seq)
                 note(m, ci);
         }
         /* Ranges found clean since the last move join into one, when they
@@ -346,7 +346,7 @@ void sw_note_pointers(const void *src, size_t n)
 
 static bool touched_now(const sw_chunk_t *c, void *arg)
 {
-    return sw_learn_state(c).last_use == *(const uint64_t *)arg || c->slot >= 0;
+    return sw_learn_state(c)->last_use == *(const uint64_t *)arg || c->slot >= 0;
 }
 
 static const sw_link_t link = SW_LINK_DEFAULT;

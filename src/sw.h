@@ -119,10 +119,15 @@ typedef struct sw_chunk {
     uint64_t handle;            /* the CUmemGenericAllocationHandle mapped at va */
     /* The schedule: read through sw_learn_state (a run of the allocation
      * may hold the true values; these are then stale). */
-    uint64_t last_use;          /* launch sequence number of the last launch seen touching it; 0 never */
-    uint64_t uses;              /* launches seen touching it */
-    uint64_t gap;               /* learned launches between uses (core/learn.c); 0 unknown */
-    uint32_t heat;              /* recent uses, decaying (sw_learn_heat), as of last_use */
+    union {
+        sw_sched_t sched;
+        struct {
+            uint64_t last_use;  /* launch sequence number of the last launch seen touching it; 0 never */
+            uint64_t uses;      /* launches seen touching it */
+            uint64_t gap;       /* learned launches between uses (core/learn.c); 0 unknown */
+            uint32_t heat;      /* recent uses, decaying (sw_learn_heat), as of last_use */
+        };
+    };
     bool pointed;               /* a copy to the device carried a pointer into it:
                                  * kernels may read it where no argument shows */
     struct sw_alloc *alloc;
@@ -205,8 +210,14 @@ void sw_learn_touch(sw_chunk_t *c, uint64_t seq);
  * at once by two threads (callers hold a lock). */
 void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t seq);
 /* c's schedule: its own fields, or those of the run that holds it. Every
- * reader of last_use, uses, gap and heat goes through this. */
-sw_sched_t sw_learn_state(const sw_chunk_t *c);
+ * reader of last_use, uses, gap and heat goes through this; the pointer
+ * is good until the next stamp of c's allocation. */
+const sw_sched_t *sw_learn_run_state(const sw_chunk_t *c);
+static inline const sw_sched_t *sw_learn_state(const sw_chunk_t *c)
+{
+    /* Most allocations hold no run: no call. */
+    return c->alloc && c->alloc->nruns ? sw_learn_run_state(c) : &c->sched;
+}
 /* The predicted sequence number of c's next use, as seen at launch now:
  * last_use + k*gap for the smallest k >= 1 that lands after now. Unknown
  * (UINT64_MAX) when gap is 0 (fewer than two uses). */

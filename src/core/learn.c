@@ -126,10 +126,10 @@ static void dissolve(sw_alloc_t *a, uint32_t k)
     a->runs[k] = a->runs[--a->nruns];
 }
 
-sw_sched_t sw_learn_state(const sw_chunk_t *c)
+const sw_sched_t *sw_learn_run_state(const sw_chunk_t *c)
 {
     const sw_run_t *r = run_of(c);
-    return r ? r->s : own(c);
+    return r ? &r->s : &c->sched;
 }
 
 void sw_learn_touch(sw_chunk_t *c, uint64_t seq)
@@ -173,16 +173,16 @@ void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t 
 
 uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now)
 {
-    sw_sched_t s = sw_learn_state(c);
-    if (s.gap == 0)
+    const sw_sched_t *s = sw_learn_state(c);
+    if (s->gap == 0)
         return UINT64_MAX;
     uint64_t k = 1;
-    if (now >= s.last_use)
-        k = (now - s.last_use) / s.gap + 1; /* smallest k with last + k*gap > now */
+    if (now >= s->last_use)
+        k = (now - s->last_use) / s->gap + 1; /* smallest k with last + k*gap > now */
     /* Past the end of the sequence space: as good as never. */
-    if (k > (UINT64_MAX - s.last_use) / s.gap)
+    if (k > (UINT64_MAX - s->last_use) / s->gap)
         return UINT64_MAX;
-    return s.last_use + k * s.gap;
+    return s->last_use + k * s->gap;
 }
 
 /* ---- popularity -------------------------------------------------------
@@ -214,8 +214,7 @@ static uint32_t heat_at(const sw_sched_t *s, uint64_t now)
 
 uint32_t sw_learn_heat(const sw_chunk_t *c, uint64_t now)
 {
-    sw_sched_t s = sw_learn_state(c);
-    return heat_at(&s, now);
+    return heat_at(sw_learn_state(c), now);
 }
 
 /* ---- the loop's period ------------------------------------------------- */
@@ -235,7 +234,7 @@ static void collect_gaps(sw_alloc_t *a, void *arg)
     gaps_t *gs = arg;
     for (uint32_t i = 0; i < a->nchunks && !gs->oom; i++) {
         const sw_chunk_t *c = &a->chunks[i];
-        uint64_t gap = sw_learn_state(c).gap;
+        uint64_t gap = sw_learn_state(c)->gap;
         if (gap == 0)
             continue;
         if (gs->n == gs->cap) {
