@@ -4,8 +4,9 @@
  *
  *   nothing tracked ──► call the driver (no lock, no scan)
  *   otherwise       ──► gate shared, layout (cached per function), scan
- *                       every 8-byte word, stamp each chunk hit with the
- *                       launch sequence number, launch, release the gate.
+ *                       every 8-byte word, stamp the chunks hit (a
+ *                       pointer's whole segment at once) with the launch
+ *                       sequence number, launch, release the gate.
  *
  * A launch that touches a host chunk runs correctly as it is (zero-copy);
  * when a GPU budget is set and has room, the chunk is promoted first.
@@ -235,15 +236,10 @@ typedef struct {
 
 static pthread_mutex_t segment_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Stamps c for this launch. Launches on other threads may stamp the same
- * chunk at once (the gate is only shared): a lost or reordered update
- * skews a prediction (sw_learn_touch ignores a seq older than the last),
- * never a result, since correctness does not depend on the schedule. */
-static void touch(marks_t *m, sw_chunk_t *c)
+/* Notes c for this launch's promotion and statistics, once per launch
+ * (a chunk stamped by this launch already was noted then). */
+static void note(marks_t *m, const sw_chunk_t *c)
 {
-    if (c->last_use == m->seq)
-        return;
-    sw_learn_touch(c, m->seq);
     if (c->slot >= 0) {
         m->window = true;
     } else if (c->where == SW_ON_HOST) {
@@ -254,9 +250,39 @@ static void touch(marks_t *m, sw_chunk_t *c)
     }
 }
 
+/* Stamps c, the one chunk of its allocation, for this launch. Launches on
+ * other threads may stamp the same chunk at once (the gate is only
+ * shared): a lost or reordered update skews a prediction (sw_learn_touch
+ * ignores a seq older than the last), never a result, since correctness
+ * does not depend on the schedule. */
+static void touch(marks_t *m, sw_chunk_t *c)
+{
+    if (c->last_use == m->seq)
+        return;
+    sw_learn_touch(c, m->seq);
+    note(m, c);
+}
+
+/* Whether chunks [first, end) of a are all on the device and in no slot,
+ * as a walk found them at the last move: then a launch has nothing to
+ * note in them, and need not look at each. segment_lock held. */
+static bool clean(const sw_alloc_t *a, uint32_t first, uint32_t end)
+{
+    return a->clean_moved == a->moved && first >= a->clean_first && end <= a->clean_end;
+}
+
 /* A word inside a tracked allocation: the kernel is predicted to read from
  * there to the next learned segment start (a weight among many in one
- * buffer), so every chunk of that range is touched. */
+ * buffer), so every chunk of that range is touched.
+ *
+ * The cost is not that range's length: the stamps go to the learner as
+ * one range (sw_learn_touch_range, O(1) when it is the range stamped last
+ * time), and the chunks are looked at one by one for host and window
+ * chunks only when some chunk of the allocation moved since a walk found
+ * the range clean. Moves happen under the gate held exclusively and this
+ * runs under it shared, so no chunk changes place between the check and
+ * the launch. Stamps and notes are exactly what a chunk-by-chunk walk
+ * gives: a chunk the launch stamped already is not noted again. */
 static void hit(uint64_t word, void *arg)
 {
     marks_t *m = arg;
@@ -264,16 +290,38 @@ static void hit(uint64_t word, void *arg)
     if (!c)
         return;
     sw_alloc_t *a = c->alloc;
-    if (a->nchunks == 1 || word >= a->va + a->size) {
+    if (a->nchunks == 1) {
         touch(m, c);
         return;
     }
     pthread_mutex_lock(&segment_lock);
-    sw_segment_note(a, word);
-    uint64_t end = sw_segment_end(a, word);
+    uint32_t first = c->index, end = first + 1;
+    if (word < a->va + a->size) {
+        sw_segment_note(a, word);
+        /* The chunk holding the last byte before the segment's end. */
+        end = sw_table_lookup(sw_tracked(), sw_segment_end(a, word) - 1)->index + 1;
+    }
+    if (!clean(a, first, end)) {
+        bool all_device = true;
+        for (uint32_t i = first; i < end; i++) {
+            const sw_chunk_t *ci = &a->chunks[i];
+            all_device &= ci->slot < 0 && ci->where == SW_ON_DEVICE;
+            if (sw_learn_state(ci)->last_use != m->seq)
+                note(m, ci);
+        }
+        /* Ranges found clean since the last move join into one, when they
+         * touch, so that pointers to neighbouring segments do not evict
+         * each other's record. */
+        if (all_device) {
+            bool join = a->clean_moved == a->moved && first <= a->clean_end &&
+                        a->clean_first <= end;
+            a->clean_first = join && a->clean_first < first ? a->clean_first : first;
+            a->clean_end = join && a->clean_end > end ? a->clean_end : end;
+            a->clean_moved = a->moved;
+        }
+    }
+    sw_learn_touch_range(a, first, end, m->seq);
     pthread_mutex_unlock(&segment_lock);
-    for (uint32_t i = c->index; i < a->nchunks && a->chunks[i].va < end; i++)
-        touch(m, &a->chunks[i]);
 }
 
 /* Pointer tables (grouped GEMM, batched cuBLAS) are small; weights and
@@ -298,7 +346,7 @@ void sw_note_pointers(const void *src, size_t n)
 
 static bool touched_now(const sw_chunk_t *c, void *arg)
 {
-    return c->last_use == *(const uint64_t *)arg || c->slot >= 0;
+    return sw_learn_state(c)->last_use == *(const uint64_t *)arg || c->slot >= 0;
 }
 
 static const sw_link_t link = SW_LINK_DEFAULT;

@@ -458,6 +458,7 @@ static CUresult settle_fill(int si, sw_chunk_t *c, bool fp, CUstream st)
         }
         v->handle = v->home;
         v->home = 0;
+        v->alloc->moved++;
         v->slot = -1;
         v->where = SW_ON_HOST;
         s->c = NULL;
@@ -466,6 +467,7 @@ static CUresult settle_fill(int si, sw_chunk_t *c, bool fp, CUstream st)
         return e;
     c->home = c->handle;
     c->handle = s->handle;
+    c->alloc->moved++;
     c->slot = si;
     c->where = SW_ON_DEVICE;
     s->c = c;
@@ -520,7 +522,7 @@ static int plan_slot(const plan_t *p, uint64_t next)
             continue;
         if (!c)
             return i;
-        if (c->last_use == p->now)
+        if (sw_learn_state(c)->last_use == p->now)
             continue;
         uint64_t n = sw_learn_next_use(c, p->now);
         if (best < 0 || n > far) {
@@ -537,9 +539,10 @@ static int plan_slot(const plan_t *p, uint64_t next)
  * read in place until they prove popular (displace()). */
 static bool periodic(const sw_chunk_t *c, uint64_t period)
 {
-    if (!period || !c->gap)
+    uint64_t gap = sw_learn_state(c)->gap;
+    if (!period || !gap)
         return false;
-    uint64_t d = c->gap > period ? c->gap - period : period - c->gap;
+    uint64_t d = gap > period ? gap - period : period - gap;
     return d * 8 <= period;
 }
 
@@ -556,7 +559,7 @@ static bool not_for_window(const sw_chunk_t *c, void *arg)
 static bool spare(const sw_chunk_t *c, void *arg)
 {
     const plan_t *p = arg;
-    return c->last_use == p->now || (c->slot >= 0 && p->planned[c->slot]) || in_plan(p, c);
+    return sw_learn_state(c)->last_use == p->now || (c->slot >= 0 && p->planned[c->slot]) || in_plan(p, c);
 }
 
 /* Displacement: a needed chunk off the loop comes to the device only once
@@ -568,7 +571,7 @@ static bool spare(const sw_chunk_t *c, void *arg)
  * anyway. */
 static void displace(plan_t *p, sw_chunk_t *c)
 {
-    if (c->uses < SW_HOT_USES)
+    if (sw_learn_state(c)->uses < SW_HOT_USES)
         return;
     for (int i = 0; i < pf.nslots; i++)
         if (!pf.slots[i].c && !p->planned[i]) {
@@ -758,6 +761,7 @@ void sw_prefetch_forget(sw_chunk_t *c)
         sw_vmm_unmap(c->va, c->size);
         c->handle = c->home; /* the caller releases the host handle */
         c->home = 0;
+        c->alloc->moved++;
         c->slot = -1;
         c->where = SW_ON_HOST;
     } else {

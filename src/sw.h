@@ -98,14 +98,36 @@ typedef enum {
 
 struct sw_alloc;
 
+/* A chunk's learned schedule (core/learn.c), as sw_learn_state gives it. */
+typedef struct {
+    uint64_t last_use, uses, gap;
+    uint32_t heat;
+} sw_sched_t;
+
+/* Chunks [first, end) of one allocation whose schedules are equal and
+ * held once, in s (core/learn.c, sw_learn_touch_range). */
+typedef struct {
+    uint32_t first, end;
+    sw_sched_t s;
+} sw_run_t;
+
+#define SW_RUNS 4
+
 typedef struct sw_chunk {
     uint64_t va, size;          /* size: a multiple of the granularity */
     sw_where_t where;
     uint64_t handle;            /* the CUmemGenericAllocationHandle mapped at va */
-    uint64_t last_use;          /* launch sequence number of the last launch seen touching it; 0 never */
-    uint64_t uses;              /* launches seen touching it */
-    uint64_t gap;               /* learned launches between uses (core/learn.c); 0 unknown */
-    uint32_t heat;              /* recent uses, decaying (sw_learn_heat), as of last_use */
+    /* The schedule: read through sw_learn_state (a run of the allocation
+     * may hold the true values; these are then stale). */
+    union {
+        sw_sched_t sched;
+        struct {
+            uint64_t last_use;  /* launch sequence number of the last launch seen touching it; 0 never */
+            uint64_t uses;      /* launches seen touching it */
+            uint64_t gap;       /* learned launches between uses (core/learn.c); 0 unknown */
+            uint32_t heat;      /* recent uses, decaying (sw_learn_heat), as of last_use */
+        };
+    };
     bool pointed;               /* a copy to the device carried a pointer into it:
                                  * kernels may read it where no argument shows */
     struct sw_alloc *alloc;
@@ -131,9 +153,18 @@ typedef struct sw_alloc {
      * distinct, inside [va, va + size). */
     uint64_t *bounds;
     uint32_t nbounds, capbounds;
+    /* Runs of chunks stamped together (core/learn.c): disjoint, each at
+     * least two chunks long. */
+    sw_run_t runs[SW_RUNS];
+    uint32_t nruns;
     /* Mechanism state: a second reservation where host copies are also
      * mapped, so they can be read while the chunk's own address moves. */
     uint64_t mirror;
+    /* Bumped whenever one of its chunks changes place (where, slot); with
+     * it launch.c remembers a range it found wholly on the device and in
+     * no slot, [clean_first, clean_end) as of moved == clean_moved. */
+    uint64_t moved, clean_moved;
+    uint32_t clean_first, clean_end;
 } sw_alloc_t;
 
 typedef struct sw_table sw_table_t;
@@ -172,6 +203,21 @@ size_t sw_table_count(const sw_table_t *t);
  * that a gap less than half or more than twice the estimate replaces it
  * outright, so a changed pattern is followed within one iteration. */
 void sw_learn_touch(sw_chunk_t *c, uint64_t seq);
+/* Records that launch seq touched chunks [first, end) of a (end clamped
+ * to a->nchunks): the same as sw_learn_touch on each, read back through
+ * sw_learn_state, but O(1) when the same range was stamped last time
+ * (see "runs" in learn.c). Ranges of one allocation must not be stamped
+ * at once by two threads (callers hold a lock). */
+void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t seq);
+/* c's schedule: its own fields, or those of the run that holds it. Every
+ * reader of last_use, uses, gap and heat goes through this; the pointer
+ * is good until the next stamp of c's allocation. */
+const sw_sched_t *sw_learn_run_state(const sw_chunk_t *c);
+static inline const sw_sched_t *sw_learn_state(const sw_chunk_t *c)
+{
+    /* Most allocations hold no run: no call. */
+    return c->alloc && c->alloc->nruns ? sw_learn_run_state(c) : &c->sched;
+}
 /* The predicted sequence number of c's next use, as seen at launch now:
  * last_use + k*gap for the smallest k >= 1 that lands after now. Unknown
  * (UINT64_MAX) when gap is 0 (fewer than two uses). */

@@ -190,6 +190,7 @@ CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where)
         return r;
     }
     c->handle = h;
+    c->alloc->moved++;
     c->where = where;
     return CUDA_SUCCESS;
 }
@@ -297,6 +298,7 @@ static CUresult home_unchanged(sw_chunk_t *c, bool *went)
     sw_pool_give(SW_ON_DEVICE, c->size, c->handle); /* unmapped by the remap */
     c->handle = c->home;
     c->home = 0;
+    c->alloc->moved++;
     c->where = SW_ON_HOST;
     *went = true;
     return CUDA_SUCCESS;
@@ -373,6 +375,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         sw_pool_give(c->where, c->size, c->handle);
     }
     c->handle = h;
+    c->alloc->moved++;
     c->where = to;
     *copied = true;
     return CUDA_SUCCESS;

@@ -52,31 +52,137 @@ static uint64_t next_gap(uint64_t est, uint64_t g)
     return g > est ? est + step : est - step;
 }
 
-void sw_learn_touch(sw_chunk_t *c, uint64_t seq)
+static uint32_t heat_at(const sw_sched_t *s, uint64_t now);
+
+static sw_sched_t own(const sw_chunk_t *c)
+{
+    return (sw_sched_t){c->last_use, c->uses, c->gap, c->heat};
+}
+
+static void set_own(sw_chunk_t *c, const sw_sched_t *s)
+{
+    c->last_use = s->last_use;
+    c->uses = s->uses;
+    c->gap = s->gap;
+    c->heat = s->heat;
+}
+
+static bool same(const sw_sched_t *a, const sw_sched_t *b)
+{
+    return a->last_use == b->last_use && a->uses == b->uses && a->gap == b->gap &&
+           a->heat == b->heat;
+}
+
+static void step(sw_sched_t *s, uint64_t seq)
 {
     /* seq 0 is not a launch (they count from 1, and last_use 0 means
      * "never"); seq <= last_use is the same launch touching c again. */
-    if (seq == 0 || (c->last_use != 0 && seq <= c->last_use))
+    if (seq == 0 || (s->last_use != 0 && seq <= s->last_use))
         return;
-    if (c->last_use != 0)
-        c->gap = next_gap(c->gap, seq - c->last_use);
-    uint32_t heat = sw_learn_heat(c, seq);
-    c->heat = heat > UINT32_MAX - SW_HEAT_ONE ? UINT32_MAX : heat + SW_HEAT_ONE;
-    c->last_use = seq;
-    c->uses++;
+    if (s->last_use != 0)
+        s->gap = next_gap(s->gap, seq - s->last_use);
+    uint32_t heat = heat_at(s, seq);
+    s->heat = heat > UINT32_MAX - SW_HEAT_ONE ? UINT32_MAX : heat + SW_HEAT_ONE;
+    s->last_use = seq;
+    s->uses++;
+}
+
+/* ---- runs ----------------------------------------------------------------
+ * A pointer at the start of a big arena (a KV cache: 8 GiB of 2 MiB
+ * chunks) stamps every chunk up to the next segment start, thousands of
+ * them, on every launch, and they all learn the same schedule. A run
+ * holds that schedule once:
+ *
+ *     chunks   0    1    2    3  ...  4095
+ *              [========= run 0 =========)   s = {last_use, uses, gap, heat}
+ *
+ * Invariant: a run's chunks had equal schedules when it was formed, and
+ * since then every stamp on any of them was a stamp of exactly the run's
+ * range, applied once to s; so s is what each of them would hold had
+ * each been stamped alone, and their own fields are stale. Any other
+ * stamp on one of them (one chunk, or a range that only overlaps) first
+ * writes s back into every chunk of the run and drops it (dissolve). So
+ * stamping the same range launch after launch costs O(1), a new range
+ * costs what it used to, and sw_learn_state reads exactly what stamping
+ * chunk by chunk would have left. */
+
+static const sw_run_t *run_of(const sw_chunk_t *c)
+{
+    const sw_alloc_t *a = c->alloc;
+    if (!a)
+        return NULL;
+    for (uint32_t k = 0; k < a->nruns; k++)
+        if (c->index >= a->runs[k].first && c->index < a->runs[k].end)
+            return &a->runs[k];
+    return NULL;
+}
+
+/* Writes run k's schedule back into its chunks and drops it. */
+static void dissolve(sw_alloc_t *a, uint32_t k)
+{
+    sw_run_t r = a->runs[k];
+    for (uint32_t i = r.first; i < r.end; i++)
+        set_own(&a->chunks[i], &r.s);
+    a->runs[k] = a->runs[--a->nruns];
+}
+
+const sw_sched_t *sw_learn_run_state(const sw_chunk_t *c)
+{
+    const sw_run_t *r = run_of(c);
+    return r ? &r->s : &c->sched;
+}
+
+void sw_learn_touch(sw_chunk_t *c, uint64_t seq)
+{
+    const sw_run_t *r = run_of(c);
+    if (r)
+        dissolve(c->alloc, (uint32_t)(r - c->alloc->runs));
+    sw_sched_t s = own(c);
+    step(&s, seq);
+    set_own(c, &s);
+}
+
+void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t seq)
+{
+    if (end > a->nchunks)
+        end = a->nchunks;
+    if (first >= end)
+        return;
+    for (uint32_t k = 0; k < a->nruns; k++)
+        if (a->runs[k].first == first && a->runs[k].end == end) {
+            step(&a->runs[k].s, seq);
+            return;
+        }
+    for (uint32_t k = a->nruns; k-- > 0;)
+        if (a->runs[k].first < end && first < a->runs[k].end)
+            dissolve(a, k);
+    /* No run holds any of them now: stamp each, and see whether they
+     * agree afterwards (they do when they were always stamped together). */
+    bool equal = true;
+    for (uint32_t i = first; i < end; i++) {
+        sw_learn_touch(&a->chunks[i], seq);
+        if (equal && i > first) {
+            sw_sched_t x = own(&a->chunks[i]), y = own(&a->chunks[first]);
+            equal = same(&x, &y);
+        }
+    }
+    /* When every run is taken, the range stays stamped chunk by chunk. */
+    if (equal && end - first > 1 && a->nruns < SW_RUNS)
+        a->runs[a->nruns++] = (sw_run_t){first, end, own(&a->chunks[first])};
 }
 
 uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now)
 {
-    if (c->gap == 0)
+    const sw_sched_t *s = sw_learn_state(c);
+    if (s->gap == 0)
         return UINT64_MAX;
     uint64_t k = 1;
-    if (now >= c->last_use)
-        k = (now - c->last_use) / c->gap + 1; /* smallest k with last + k*gap > now */
+    if (now >= s->last_use)
+        k = (now - s->last_use) / s->gap + 1; /* smallest k with last + k*gap > now */
     /* Past the end of the sequence space: as good as never. */
-    if (k > (UINT64_MAX - c->last_use) / c->gap)
+    if (k > (UINT64_MAX - s->last_use) / s->gap)
         return UINT64_MAX;
-    return c->last_use + k * c->gap;
+    return s->last_use + k * s->gap;
 }
 
 /* ---- popularity -------------------------------------------------------
@@ -101,9 +207,14 @@ static uint32_t cooled(uint32_t heat, uint64_t dt)
     return (uint32_t)(h - h * (A * r * H - B * r * r) / (1024 * H * H));
 }
 
+static uint32_t heat_at(const sw_sched_t *s, uint64_t now)
+{
+    return now <= s->last_use ? s->heat : cooled(s->heat, now - s->last_use);
+}
+
 uint32_t sw_learn_heat(const sw_chunk_t *c, uint64_t now)
 {
-    return now <= c->last_use ? c->heat : cooled(c->heat, now - c->last_use);
+    return heat_at(sw_learn_state(c), now);
 }
 
 /* ---- the loop's period ------------------------------------------------- */
@@ -123,7 +234,8 @@ static void collect_gaps(sw_alloc_t *a, void *arg)
     gaps_t *gs = arg;
     for (uint32_t i = 0; i < a->nchunks && !gs->oom; i++) {
         const sw_chunk_t *c = &a->chunks[i];
-        if (c->gap == 0)
+        uint64_t gap = sw_learn_state(c)->gap;
+        if (gap == 0)
             continue;
         if (gs->n == gs->cap) {
             size_t cap = gs->cap ? gs->cap * 2 : 256;
@@ -135,7 +247,7 @@ static void collect_gaps(sw_alloc_t *a, void *arg)
             gs->v = v;
             gs->cap = cap;
         }
-        gs->v[gs->n++] = (gapw_t){c->gap, c->size};
+        gs->v[gs->n++] = (gapw_t){gap, c->size};
     }
 }
 

@@ -16,6 +16,10 @@
  * every chunk seen twice, shorter gaps for popular chunks, and no overflow
  * with sequence numbers up to 2^40.
  *
+ * Ranges (sw_learn_touch_range, read through sw_learn_state): exactly
+ * what stamping chunk by chunk gives, for any mix of ranges and single
+ * stamps; the same range stamped again is held once, not walked.
+ *
  * Segments: starts noted in any order are kept sorted and distinct, and a
  * pointer's segment ends at the next start above it or at the end of the
  * allocation.
@@ -943,6 +947,119 @@ START_TEST(learn_period_out_of_memory_does_not_crash)
 }
 END_TEST
 
+/* --- ranges ---------------------------------------------------------------- */
+
+static void expect_same_schedule(const sw_alloc_t *a, const sw_alloc_t *ref, uint64_t now)
+{
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        const sw_chunk_t *c = &a->chunks[i], *r = &ref->chunks[i];
+        const sw_sched_t *s = sw_learn_state(c);
+        ck_assert_msg(s->last_use == r->last_use && s->uses == r->uses && s->gap == r->gap &&
+                          s->heat == r->heat,
+                      "chunk %u at launch %llu: {%llu %llu %llu %u}, chunk by chunk {%llu %llu "
+                      "%llu %u}",
+                      i, (unsigned long long)now, (unsigned long long)s->last_use,
+                      (unsigned long long)s->uses, (unsigned long long)s->gap, s->heat,
+                      (unsigned long long)r->last_use, (unsigned long long)r->uses,
+                      (unsigned long long)r->gap, r->heat);
+        ck_assert_uint_eq(sw_learn_next_use(c, now), sw_learn_next_use(r, now));
+        ck_assert_uint_eq(sw_learn_heat(c, now + 100), sw_learn_heat(r, now + 100));
+    }
+}
+
+/* Ranges stamped over and over, several per launch, overlapping, more
+ * disjoint ones than runs can hold, with single-chunk stamps in between:
+ * every chunk's schedule, next use, heat and the period read exactly as
+ * stamping chunk by chunk leaves them. */
+START_TEST(learn_range_stamps_read_back_as_stamping_chunk_by_chunk)
+{
+    enum { N = 64 };
+    sw_alloc_t *a = mk_even(BASE, N, G), *ref = mk_even(BASE + 1024 * MIB, N, G);
+    sw_table_t *ta = table_of(a), *tr = table_of(ref);
+    static const uint32_t ranges[][2] = {
+        {0, 64}, {0, 32}, {32, 64}, {10, 20}, {20, 30}, {40, 44}, {50, 60}, {60, 64}, {5, 6},
+    };
+    const int nr = (int)(sizeof ranges / sizeof *ranges);
+    uint64_t x = 12345;
+    for (uint64_t seq = 1; seq <= 4000; seq++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t pick = (uint32_t)(x >> 33);
+        /* A phase of one steady range, then phases mixing several: runs
+         * form, are stamped in O(1), and are broken up. */
+        int k = seq < 1000 ? 0 : seq < 2000 ? (int)(pick % 3) : (int)(pick % nr);
+        int per_launch = seq < 3000 ? 1 : 1 + (int)(pick >> 8) % 3;
+        if (pick % 7 == 0 && seq % 5 != 0)
+            continue; /* a launch that does not touch this allocation */
+        for (int j = 0; j < per_launch; j++) {
+            int kk = (k + j * 4) % nr;
+            sw_learn_touch_range(a, ranges[kk][0], ranges[kk][1], seq);
+            for (uint32_t i = ranges[kk][0]; i < ranges[kk][1]; i++)
+                sw_learn_touch(&ref->chunks[i], seq);
+        }
+        if (pick % 11 == 0) {
+            uint32_t i = (pick >> 4) % N;
+            sw_learn_touch(&a->chunks[i], seq);
+            sw_learn_touch(&ref->chunks[i], seq);
+        }
+        expect_same_schedule(a, ref, seq);
+        if (seq % 97 == 0)
+            ck_assert_uint_eq(sw_learn_period(ta), sw_learn_period(tr));
+    }
+    sw_table_free(ta);
+    sw_table_free(tr);
+    unit_free_alloc(a);
+    unit_free_alloc(ref);
+}
+END_TEST
+
+/* The arena case: a pointer at the start of 4096 chunks, launch after
+ * launch. From the second stamp on, the chunks themselves are not
+ * written (the range is held once), yet each reads the new stamp. */
+START_TEST(learn_range_stamped_again_is_held_once)
+{
+    enum { N = 4096 };
+    static uint64_t sizes[N];
+    for (uint32_t i = 0; i < N; i++)
+        sizes[i] = G;
+    sw_alloc_t *a = unit_mk_alloc(BASE, sizes, N);
+    sw_learn_touch_range(a, 0, N, 1);
+    ck_assert_uint_eq(a->nruns, 1);
+    for (uint64_t seq = 2; seq <= 50; seq++)
+        sw_learn_touch_range(a, 0, N, seq);
+    for (uint32_t i = 0; i < N; i++) {
+        ck_assert_uint_eq(a->chunks[i].last_use, 1); /* not walked */
+        const sw_sched_t *s = sw_learn_state(&a->chunks[i]);
+        ck_assert_uint_eq(s->last_use, 50);
+        ck_assert_uint_eq(s->uses, 50);
+        ck_assert_uint_eq(s->gap, 1);
+    }
+    /* A stamp of one of them writes the run back into every chunk first. */
+    sw_learn_touch(&a->chunks[7], 60);
+    ck_assert_uint_eq(a->nruns, 0);
+    ck_assert_uint_eq(a->chunks[0].last_use, 50);
+    ck_assert_uint_eq(a->chunks[N - 1].uses, 50);
+    ck_assert_uint_eq(a->chunks[7].last_use, 60);
+    ck_assert_uint_eq(a->chunks[7].gap, 10); /* a gap above twice 1 replaces it */
+    unit_free_alloc(a);
+}
+END_TEST
+
+/* A range past the last chunk is clamped; an empty one changes nothing. */
+START_TEST(learn_range_is_clamped_to_the_allocation)
+{
+    sw_alloc_t *a = mk_even(BASE, 4, G);
+    sw_learn_touch_range(a, 2, 100, 3);
+    sw_learn_touch_range(a, 3, 3, 4);
+    sw_learn_touch_range(a, 9, 12, 5);
+    for (uint32_t i = 0; i < 4; i++) {
+        const sw_sched_t *s = sw_learn_state(&a->chunks[i]);
+        ck_assert_uint_eq(s->last_use, i < 2 ? 0 : 3);
+        ck_assert_uint_eq(s->uses, i < 2 ? 0 : 1);
+    }
+    unit_free_alloc(a);
+}
+END_TEST
+
 /* --- suite ---------------------------------------------------------------- */
 
 static void add_case(Suite *s, const TTest *t)
@@ -988,5 +1105,8 @@ Suite *learn_suite(void)
     add_case(s, segment_free_releases_the_starts_and_allows_new_ones);
     add_case(s, segment_note_out_of_memory_returns_minus_one_and_changes_nothing);
     add_case(s, learn_period_out_of_memory_does_not_crash);
+    add_case(s, learn_range_stamps_read_back_as_stamping_chunk_by_chunk);
+    add_case(s, learn_range_stamped_again_is_held_once);
+    add_case(s, learn_range_is_clamped_to_the_allocation);
     return s;
 }
