@@ -75,6 +75,8 @@ SG_PT_DECL(CUresult, cuLaunchCooperativeKernel_ptsz, (CUfunction f, unsigned int
 SG_PT_DECL(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))
 CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize);
 CUresult sg_need_ctx(void);
+/* The device a context belongs to; -1 for anything but a primary one. */
+int sg_ctx_device(CUcontext ctx);
 /* The ordinal of the device whose context is current; -1 if none. */
 int sg_current_device(void);
 /* dev names a simulated device. */

@@ -32,8 +32,7 @@ CUcontext sg_primary_ctx(CUdevice dev)
     return (CUcontext)&primary_ctx_objects[dev];
 }
 
-/* The device a context belongs to; -1 for anything but a primary one. */
-static int ctx_ordinal(CUcontext ctx)
+int sg_ctx_device(CUcontext ctx)
 {
     for (int d = 0; d < SG_MAX_DEVICES && sg_device_ok(d); d++)
         if (ctx == sg_primary_ctx(d))
@@ -43,7 +42,7 @@ static int ctx_ordinal(CUcontext ctx)
 
 int sg_current_device(void)
 {
-    return ctx_ordinal(current_ctx);
+    return sg_ctx_device(current_ctx);
 }
 
 CUcontext sg_current_ctx(void)
@@ -53,7 +52,7 @@ CUcontext sg_current_ctx(void)
 
 CUresult sg_need_ctx(void)
 {
-    return ctx_ordinal(current_ctx) >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    return sg_ctx_device(current_ctx) >= 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
 static void at_exit(void)
@@ -409,7 +408,7 @@ SG_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
 SG_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
 {
     SG_ENTER(cuCtxSetCurrent, API);
-    if (ctx && ctx_ordinal(ctx) < 0)
+    if (ctx && sg_ctx_device(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     current_ctx = ctx;
     return CUDA_SUCCESS;
@@ -428,7 +427,7 @@ SG_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 SG_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
     SG_ENTER(cuCtxPushCurrent, API);
-    if (ctx_ordinal(ctx) < 0)
+    if (sg_ctx_device(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     current_ctx = ctx;
     return CUDA_SUCCESS;
@@ -449,9 +448,9 @@ static CUresult ctx_device(CUdevice *device, CUcontext ctx)
 {
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ctx_ordinal(ctx) < 0)
+    if (sg_ctx_device(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    *device = ctx_ordinal(ctx);
+    *device = sg_ctx_device(ctx);
     return CUDA_SUCCESS;
 }
 
@@ -473,7 +472,7 @@ SG_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
     SG_ENTER(cuCtxGetApiVersion, API);
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    if (ctx_ordinal(ctx ? ctx : current_ctx) < 0)
+    if (sg_ctx_device(ctx ? ctx : current_ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     *version = 3020;
     return CUDA_SUCCESS;
@@ -481,7 +480,7 @@ SG_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 
 static CUresult ctx_sync(CUcontext ctx)
 {
-    if (ctx_ordinal(ctx) < 0)
+    if (sg_ctx_device(ctx) < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     sg_lock();
     CUresult r = sg_capture_guard(NULL);

@@ -117,10 +117,7 @@ static CUcontext cls_ctx(CUcontext ctx)
 {
     if (!ctx)
         ctx = sg_current_ctx();
-    for (CUdevice d = 0; ctx && sg_device_ok(d); d++)
-        if (ctx == sg_primary_ctx(d))
-            return ctx;
-    return NULL;
+    return sg_ctx_device(ctx) >= 0 ? ctx : NULL;
 }
 
 static cls_entry_t *cls_find(CUcontext ctx, void *key)
