@@ -7,7 +7,7 @@
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
 
-#define SW_STATS_VERSION 4
+#define SW_STATS_VERSION 5
 
 #define SW_STATS_FIELDS(X)                                                              \
     X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
@@ -33,7 +33,12 @@
     X(GAUGE, learned_period, "launches", "the learned period of the launch loop, in launches") \
     X(GAUGE, pool_device_bytes, "bytes", "device handles moves released, kept for the next move (within the GPU budget)") \
     X(GAUGE, pool_host_bytes, "bytes", "host handles moves released, kept for the next move (within the host budget)") \
-    X(COUNTER, handles_reused, "count", "moves and allocations given a pooled handle instead of a new one")
+    X(COUNTER, handles_reused, "count", "moves and allocations given a pooled handle instead of a new one") \
+    X(COUNTER, bytes_streamed, "bytes", "bytes copied into the streaming window for kernels whose arguments were rewritten") \
+    X(GAUGE, window_bytes, "bytes", "streaming window bytes holding a copy (filled or being filled)") \
+    X(COUNTER, rewritten_launches, "count", "launches whose arguments were rewritten to point at window copies") \
+    X(COUNTER, launches_waited, "count", "rewritten launches issued before their window copy had landed (the GPU waits, the host does not)") \
+    X(COUNTER, descriptors_recognised, "count", "TMA descriptors in launch arguments matched to a cuTensorMapEncode* call")
 
 typedef enum {
 #define SW_STAT_ENUM(kind, name, unit, help) SW_STAT_##name,

@@ -67,6 +67,7 @@ typedef struct {
     int meminfo;             /* default SW_MEMINFO_PHYSICAL */
     int policy;              /* SW_POLICY_*, default SW_POLICY_LEARNED */
     sw_amount_t prefetch_bytes; /* the window; a percentage is of the GPU budget; 0: no prefetch */
+    bool rewrite;            /* default on: stream by copies and rewritten arguments; off: remap slots */
     char stats_dir[1024];    /* "" (default): the per-user rule in stats_file.c */
 } sw_options_t;
 

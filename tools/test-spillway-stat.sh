@@ -291,7 +291,7 @@ bad-version)
     poke "$f" 8 143 # version 99 (little-endian u32 at offset 8)
     run --dir "$tmp/bad" 424242
     expect_rc 2
-    expect_err_line "spillway-stat: $f: stats format version 99, expected version 4 (spillway-stat and libspillway come from different builds)"
+    expect_err_line "spillway-stat: $f: stats format version 99, expected version 5 (spillway-stat and libspillway come from different builds)"
     ;;
 bad-size)
     f=$(spoilt_file)

@@ -91,6 +91,8 @@ static const opt_t opts[] = {
       "which chunks stay on the GPU: lru (the baseline) or learned (from the launch schedule)"),
     O("PREFETCH_BYTES", "25%", K_AMOUNT, prefetch_bytes,
       "the prefetch window (a percentage is of the GPU budget); 0 turns prefetch off"),
+    O("REWRITE", "1", K_BOOL, rewrite,
+      "stream by copying into the window and rewriting kernel arguments; 0: remap chunks into window slots"),
     O("STATS_DIR", "", K_PATH, stats_dir,
       "directory of live stats files; empty: $XDG_RUNTIME_DIR/spillway or /tmp/spillway-<uid>"),
 };
