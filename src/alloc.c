@@ -94,7 +94,9 @@ static bool ready(const sw_vmm_info_t **vi)
             return false;
         /* The prefetch window comes out of the GPU budget. */
         if (budget_set)
-            sw_stat_add(SW_STAT_device_bytes, (int64_t)sw_prefetch_setup(gpu_budget));
+            sw_stat_add(SW_STAT_device_bytes,
+                        (int64_t)(o->rewrite ? sw_window_setup(gpu_budget)
+                                             : sw_prefetch_setup(gpu_budget)));
         sw_info("budgets: gpu %s%llu bytes, host %llu bytes", budget_set ? "" : "(none) ",
                 (unsigned long long)gpu_budget, (unsigned long long)host_budget);
     }
@@ -116,6 +118,9 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
     /* A chunk with a copy needs no more host memory to go home. */
     if (down && !c->home && !host_room_for(c->size))
         return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Home changes place: a window copy of it goes home first, on
+     * spillway's stream, where the move's own copy follows it. */
+    sw_window_touch(c->va, c->size, CU_STREAM_LEGACY);
     /* The move releases c's current handle: its mirror must go first (it
      * is mapped again, from the new host handle, when next needed). */
     sw_prefetch_unmirror(c);
@@ -412,6 +417,7 @@ CUresult sw_mem_free(CUdeviceptr dptr)
      * is the safety rule's synchronization for the unmaps below. */
     CUresult r = sw_safe_sync();
     if (r == CUDA_SUCCESS) {
+        sw_window_forget(a->va, a->reserved);
         sw_table_remove(table, a);
         release_chunks(a, a->nchunks);
         sw_vmm_unreserve(a->va, a->reserved);

@@ -19,9 +19,17 @@
 static struct {
     bool tried;
     CUfunction fn;   /* spillway_fingerprint, or NULL */
+    CUfunction cic;  /* spillway_copy_if_changed, loaded with it */
     CUdeviceptr out; /* one fingerprint, for sw_fp_take */
     uint64_t *host;  /* its pinned copy */
 } fp;
+
+/* Grid for a kernel walking `bytes` with 256 threads a block, a word each. */
+static unsigned blocks_for(uint64_t bytes)
+{
+    uint64_t words = bytes / 8 + 1;
+    return (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
+}
 
 bool sw_fp_ready(void)
 {
@@ -32,6 +40,7 @@ bool sw_fp_ready(void)
     CUmodule mod;
     if (r->cuModuleLoadData(&mod, fingerprint_ptx) != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp.fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
+        r->cuModuleGetFunction(&fp.cic, mod, "spillway_copy_if_changed") != CUDA_SUCCESS ||
         r->cuMemAlloc_v2(&fp.out, SW_FP_BYTES) != CUDA_SUCCESS ||
         r->cuMemAllocHost_v2((void **)&fp.host, SW_FP_BYTES) != CUDA_SUCCESS) {
         sw_warn("cannot load the fingerprint kernel: every chunk leaving the GPU is copied home");
@@ -46,12 +55,21 @@ CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream 
     if (!sw_fp_ready())
         return CUDA_ERROR_NOT_FOUND;
     CUresult e = r->cuMemsetD8Async(out, 0, SW_FP_BYTES, st);
-    uint64_t words = bytes / 8 + 1;
-    unsigned blocks = (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
     void *args[] = {&src, &bytes, &out};
     if (e == CUDA_SUCCESS)
-        e = r->cuLaunchKernel(fp.fn, blocks, 1, 1, 256, 1, 1, 0, st, args, NULL);
+        e = r->cuLaunchKernel(fp.fn, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args, NULL);
     return e;
+}
+
+CUresult sw_fp_copy_if_changed(CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
+                               CUdeviceptr fp_home, CUdeviceptr fp_now, CUdeviceptr changed,
+                               CUstream st)
+{
+    if (!sw_fp_ready())
+        return CUDA_ERROR_NOT_FOUND;
+    void *args[] = {&src, &dst, &bytes, &fp_home, &fp_now, &changed};
+    return SW_REAL(cuLaunchKernel)(fp.cic, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
+                                   NULL);
 }
 
 CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending)

@@ -80,3 +80,29 @@ extern "C" __global__ void spillway_fingerprint(const void *src, u64 bytes, u64 
         atomicAdd(&out[1], s1);
     }
 }
+
+// The streaming window's write-back (window.c): copies a window copy home
+// only if the kernels that read it changed it, without the host looking.
+// fp_home is the fingerprint of the bytes home holds, fp_now that of the
+// window copy, both taken by spillway_fingerprint; every block decides
+// alone from the two, so none may change them here (spillway updates
+// fp_home with a copy after this kernel). *changed is set for the host to
+// read later: the range is then written back unconditionally from then on.
+extern "C" __global__ void spillway_copy_if_changed(const void *src, void *dst, u64 bytes,
+                                                    const u64 *fp_home, const u64 *fp_now,
+                                                    unsigned *changed)
+{
+    if (fp_home[0] == fp_now[0] && fp_home[1] == fp_now[1])
+        return;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        *changed = 1;
+    const u64 *s = (const u64 *)src;
+    u64 *d = (u64 *)dst;
+    u64 n = bytes / 8;
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        d[i] = s[i];
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        for (u64 k = 8 * n; k < bytes; k++)
+            ((unsigned char *)dst)[k] = ((const unsigned char *)src)[k];
+}

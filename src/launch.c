@@ -225,8 +225,16 @@ static const sw_layout_t *layout_of(CUfunction h)
 
 /* ---- marking ---- */
 
+/* A range a launch names that the window may serve: [word, +len). */
+typedef struct {
+    uint64_t word, len, copy;
+    bool served;                   /* sw_window_use said yes: word becomes copy */
+} stream_use_t;
+
 typedef struct {
     uint64_t seq;
+    int nuse;
+    stream_use_t use[SW_WINDOW_MAX_USES];
     bool host;                     /* touches a host chunk */
     bool window;                   /* touches a chunk the window brought in */
     int nhost;
@@ -271,6 +279,19 @@ static bool clean(const sw_alloc_t *a, uint32_t first, uint32_t end)
     return a->clean_moved == a->moved && first >= a->clean_first && end <= a->clean_end;
 }
 
+/* A launch names [word, stop), inside one allocation: a range the
+ * streaming window may serve, if it lies wholly on the host. The
+ * decision waits until the scan is over (serve), when every stamp is in. */
+static void consider(marks_t *m, uint64_t word, uint64_t stop)
+{
+    if (!sw_window_on() || m->nuse == SW_WINDOW_MAX_USES)
+        return;
+    for (int i = 0; i < m->nuse; i++)
+        if (m->use[i].word == word)
+            return;
+    m->use[m->nuse++] = (stream_use_t){.word = word, .len = stop - word};
+}
+
 /* A word inside a tracked allocation: the kernel is predicted to read from
  * there to the next learned segment start (a weight among many in one
  * buffer), so every chunk of that range is touched.
@@ -292,6 +313,8 @@ static void hit(uint64_t word, void *arg)
     sw_alloc_t *a = c->alloc;
     if (a->nchunks == 1) {
         touch(m, c);
+        if (word < a->va + a->size)
+            consider(m, word, a->va + a->size);
         return;
     }
     pthread_mutex_lock(&segment_lock);
@@ -321,7 +344,10 @@ static void hit(uint64_t word, void *arg)
         }
     }
     sw_learn_touch_range(a, first, end, m->seq);
+    uint64_t stop = word < a->va + a->size ? sw_segment_end(a, word) : 0;
     pthread_mutex_unlock(&segment_lock);
+    if (stop)
+        consider(m, word, stop);
 }
 
 /* Pointer tables (grouped GEMM, batched cuBLAS) are small; weights and
@@ -451,6 +477,50 @@ static void bring_in(marks_t *m)
     sw_gate_rd_always();
 }
 
+/* keep() for adoption: all but a resident chunk the window could stream
+ * instead: one that arguments name in the loop (a known gap) and that
+ * fits the window. */
+static bool not_streamable(const sw_chunk_t *c, void *arg)
+{
+    const uint64_t *now = arg;
+    const sw_sched_t *st = sw_learn_state(c);
+    return c->size > sw_window_size() || !st->gap || st->last_use == *now;
+}
+
+/* Adoption, with the streaming window: a host chunk only a pointer table
+ * in device memory reaches (sw_policy_unseen) is read in place, where the
+ * window cannot serve it; it takes the resident place of a chunk the
+ * window can stream, the one used furthest ahead. All trades at once,
+ * under one synchronization, at most every ADOPT_EVERY launches. Called with
+ * the gate shared; returns with it shared. */
+#define ADOPT_EVERY 64
+static void adopt(uint64_t now)
+{
+    static uint64_t next;
+    if (now < __atomic_load_n(&next, __ATOMIC_RELAXED) || !sw_policy_unseen(sw_tracked()))
+        return;
+    __atomic_store_n(&next, now + ADOPT_EVERY, __ATOMIC_RELAXED);
+    sw_gate_unrd();
+    sw_gate_wr();
+    bool synced = false;
+    sw_chunk_t *in, *out;
+    uint64_t freed;
+    while (!sw_capturing() && (in = sw_policy_unseen(sw_tracked())) &&
+           sw_policy_victims_learned(sw_tracked(), in->size, now, not_streamable, &now, &out, 1,
+                                     &freed) == 1 &&
+           freed >= in->size && (synced || sw_safe_sync() == CUDA_SUCCESS)) {
+        synced = true;
+        if (sw_move(out, SW_ON_HOST) != CUDA_SUCCESS || sw_move(in, SW_ON_DEVICE) != CUDA_SUCCESS)
+            break;
+        sw_debug("launch %llu: 0x%llx, reached through a pointer table, resident instead of "
+                 "0x%llx", (unsigned long long)now, (unsigned long long)in->va,
+                 (unsigned long long)out->va);
+    }
+    sw_pool_drain(SW_ON_DEVICE);
+    sw_gate_unwr();
+    sw_gate_rd_always();
+}
+
 uint64_t sw_period(uint64_t now)
 {
     /* sw_learn_period sorts every chunk's gap: not for every launch, but
@@ -465,15 +535,102 @@ uint64_t sw_period(uint64_t now)
     return cached;
 }
 
+/* Per-thread room for rewritten arguments: the launch's own are never
+ * changed. Allocated on first use, so threads that never stream pay
+ * nothing. */
+#define PARAM_BYTES 32768 /* the largest parameter buffer CUDA allows (32,764) */
+static __thread struct rewrite {
+    void *params[MAX_PARAMS];
+    unsigned char *store; /* PARAM_BYTES, 16-byte aligned */
+    void *extra[5];
+    size_t len;
+} *rw;
+
+static bool substitute(uint64_t word, uint64_t *to, void *arg)
+{
+    const marks_t *m = arg;
+    for (int i = 0; i < m->nuse; i++)
+        if (m->use[i].served && m->use[i].word == word) {
+            *to = m->use[i].copy;
+            return true;
+        }
+    return false;
+}
+
+/* Drops the host chunks of [lo, +len) from what the launch reads in place. */
+static void unnote(marks_t *m, uint64_t lo, uint64_t len)
+{
+    for (int i = 0; i < m->nhost; i++) {
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
+        if (c && c->va >= lo && c->va < lo + len) {
+            m->host_bytes -= c->size < m->host_bytes ? c->size : m->host_bytes;
+            m->host_va[i--] = m->host_va[--m->nhost];
+        }
+    }
+    m->host = m->nhost > 0;
+}
+
+/* The window's part of a launch on s: each named range wholly on the host
+ * is read from its window copy if the window can serve it (the launch's
+ * arguments are then rewritten into this thread's room, *params or *extra
+ * pointing there); any other is read in place, after any copy of it went
+ * home. */
+static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, CUstream s)
+{
+    int served = 0;
+    for (int i = 0; i < m->nuse; i++) {
+        stream_use_t *u = &m->use[i];
+        bool pointed;
+        if (!sw_capturing() && sw_window_streamable(u->word, u->len, &pointed) &&
+            sw_window_use(u->word, u->len, pointed, s, &u->copy)) {
+            u->served = true;
+            served++;
+            unnote(m, u->word, u->len);
+        } else {
+            sw_window_touch(u->word, u->len, s);
+        }
+    }
+    if (!served)
+        return;
+    if (!rw && (rw = calloc(1, sizeof *rw)) && !(rw->store = aligned_alloc(16, PARAM_BYTES))) {
+        free(rw);
+        rw = NULL;
+    }
+    size_t changed = 0;
+    const void *buf;
+    size_t len;
+    if (rw && *params) {
+        changed = sw_rewrite_params(l, *params, rw->params, rw->store, PARAM_BYTES, substitute, m);
+        if (changed)
+            *params = rw->params;
+    } else if (rw && *extra && sw_extra_buffer(*extra, &buf, &len) && len <= PARAM_BYTES) {
+        changed = sw_rewrite_buffer(l, buf, len, rw->store, substitute, m);
+        rw->len = len;
+        void *ex[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, rw->store, CU_LAUNCH_PARAM_BUFFER_SIZE,
+                       &rw->len, CU_LAUNCH_PARAM_END};
+        memcpy(rw->extra, ex, sizeof ex);
+        if (changed)
+            *extra = rw->extra;
+    }
+    /* Served but not rewritten (no room for the copy of the arguments): the
+     * kernel reads home, where the copy must go first. The window read is
+     * still recorded, harmlessly. */
+    if (!changed)
+        for (int i = 0; i < m->nuse; i++)
+            if (m->use[i].served)
+                sw_window_touch(m->use[i].word, m->use[i].len, s);
+}
+
 uint64_t sw_launch_now(void)
 {
     return __atomic_load_n(&launch_seq, __ATOMIC_RELAXED);
 }
 
-void sw_mark(CUfunction f, void **params, void **extra, CUstream s)
+void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
 {
     const sw_layout_t *l = layout_of(f);
     marks_t m = {.seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED)};
+    void **params = *pparams, **extra = *pextra;
     sw_stat_add(SW_STAT_launches, 1);
     if (!l)
         return;
@@ -484,6 +641,11 @@ void sw_mark(CUfunction f, void **params, void **extra, CUstream s)
         sw_scan_args(l, params, NULL, 0, hit, &m);
     else if (extra && sw_extra_buffer(extra, &buf, &len))
         sw_scan_args(l, NULL, buf, len, hit, &m);
+    if (m.nuse) {
+        serve(&m, l, pparams, pextra, s);
+        if (!sw_capturing())
+            adopt(m.seq);
+    }
     if (m.window && !m.host)
         sw_stat_add(SW_STAT_prefetch_hits, 1);
     if (!m.host)
@@ -507,7 +669,7 @@ static void count_unscanned(void)
 /* True when a runtime wrapper on this thread owns this launch: it holds
  * the gate and has scanned (or, when it could not name the function,
  * leaves the scan to this, its driver-level twin). */
-static bool from_runtime(CUfunction f, void **params, void **extra, CUstream s)
+static bool from_runtime(CUfunction f, void ***params, void ***extra, CUstream s)
 {
     sw_rt_state_t *rt = sw_rt_state();
     if (!rt->inside)
@@ -528,14 +690,18 @@ CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, un
 {
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
-    if (from_runtime(f, params, extra, s))
-        return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    if (from_runtime(f, &params, &extra, s)) {
+        CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+        sw_window_read(s);
+        return r;
+    }
     if (!sw_gate_rd()) {
         count_unscanned();
         return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
     }
-    sw_mark(f, params, extra, s);
+    sw_mark(f, &params, &extra, s);
     CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    sw_window_read(s);
     sw_gate_unrd();
     return r;
 }
@@ -569,14 +735,18 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
     CUstream st = config ? config->hStream : NULL;
-    if (from_runtime(f, params, extra, st))
-        return real(config, f, params, extra);
+    if (from_runtime(f, &params, &extra, st)) {
+        CUresult r = real(config, f, params, extra);
+        sw_window_read(st);
+        return r;
+    }
     if (!sw_gate_rd()) {
         count_unscanned();
         return real(config, f, params, extra);
     }
-    sw_mark(f, params, extra, st);
+    sw_mark(f, &params, &extra, st);
     CUresult r = real(config, f, params, extra);
+    sw_window_read(st);
     sw_gate_unrd();
     return r;
 }

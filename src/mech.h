@@ -57,6 +57,33 @@ const char *sw_cu_name(CUresult r);
  * sw_gate_rd returns false, taking nothing, while no allocation is tracked
  * (nothing can then be unmapped under the caller). */
 bool sw_gate_rd(void);
+/* The same for a copy or memset on stream st that reads [s, +sn) and
+ * writes [d, +dn) (0 lengths: none): window copies of those ranges go
+ * home first (window.c). SW_GATED_IO_ALL: ranges unknown, all go home. */
+#define SW_GATED_IO(sym, args, st, d, dn, s, sn)         \
+    ({                                                   \
+        bool gated_ = sw_gate_rd();                      \
+        if (gated_ && sw_window_busy()) {                \
+            sw_window_touch((d), (dn), (st));            \
+            sw_window_touch((s), (sn), (st));            \
+        }                                                \
+        CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args   \
+                                   : CUDA_ERROR_NOT_FOUND; \
+        if (gated_)                                      \
+            sw_gate_unrd();                              \
+        r_;                                              \
+    })
+#define SW_GATED_IO_ALL(sym, args, st)                   \
+    ({                                                   \
+        bool gated_ = sw_gate_rd();                      \
+        if (gated_)                                      \
+            sw_window_flush(st);                         \
+        CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args   \
+                                   : CUDA_ERROR_NOT_FOUND; \
+        if (gated_)                                      \
+            sw_gate_unrd();                              \
+        r_;                                              \
+    })
 #define SW_GATED(sym, args)                              \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \
@@ -172,7 +199,14 @@ CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream 
  * *pending the kernel may still be reading src). */
 CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending);
 
-/* ---- prefetch.c: the streaming window ----
+/* Queues spillway_copy_if_changed (fingerprint.cu): copies [src, +bytes)
+ * to dst when the fingerprints at fp_home and fp_now differ, and then sets
+ * the 32-bit word at `changed`. NOT_FOUND without the kernel. */
+CUresult sw_fp_copy_if_changed(CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
+                               CUdeviceptr fp_home, CUdeviceptr fp_now, CUdeviceptr changed,
+                               CUstream st);
+
+/* ---- prefetch.c: the remapping window (SPILLWAY_REWRITE=0) ----
  * A pool of device slots, filled from chunks' host copies on spillway's
  * stream, at commit points where the application's streams are quiet. */
 bool sw_prefetch_on(void);
@@ -194,6 +228,49 @@ void sw_prefetch_unmirror(sw_chunk_t *c);
 /* Releases a window chunk's slot and home when its allocation is freed
  * (after the free's synchronization). */
 void sw_prefetch_forget(sw_chunk_t *c);
+
+/* st waits, on the GPU, for all the work the application has issued: the
+ * legacy stream, every non-blocking stream it made or launched on, and
+ * streams destroyed since the last commit. No host wait. */
+CUresult sw_streams_order(CUstream st);
+
+/* ---- window.c: the streaming window (SPILLWAY_REWRITE=1, the default) ----
+ * Device memory made once; host ranges are copied into it on spillway's
+ * stream and launches are rewritten to read the copies. Every function
+ * takes the window's own lock; callers hold the gate (shared is enough). */
+#define SW_WINDOW_MAX_USES 16 /* copies one launch may read */
+bool sw_window_on(void);
+uint64_t sw_window_size(void); /* 0 while off */
+/* Makes the window once a GPU budget is known; the bytes it took. */
+uint64_t sw_window_setup(uint64_t budget);
+/* Whether [start, +len) may be streamed: every chunk on the host;
+ * *pointed: a pointer table in device memory points into one of them. */
+bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed);
+/* A launch on s names the host range [start, +len), streamable (pointed
+ * as sw_window_streamable said): true and
+ * *copy (the copy's address, for start) when it may read the window copy
+ * instead. s then waits for the copy on the GPU; the caller launches and
+ * calls sw_window_read(s) before releasing the gate. false: read in place
+ * (any copy of an overlapping range went home first, ordered before s). */
+bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint64_t *copy);
+/* After the launch: records that s reads the copies sw_window_use gave
+ * this thread. Cheap when there are none. */
+void sw_window_read(CUstream s);
+/* Whether any copy is in the window (a hint, read without the lock). */
+bool sw_window_busy(void);
+/* Work on s is about to read or write home in [lo, +len) in place (a copy,
+ * a memset, a launch not rewritten, a move): overlapping copies go home
+ * first, with s after them, and home's fingerprint is forgotten. */
+void sw_window_touch(uint64_t lo, uint64_t len, CUstream s);
+/* The same for every copy (a graph launch, a capture, a 2D or 3D copy:
+ * work whose ranges spillway does not know). */
+void sw_window_flush(CUstream s);
+/* [lo, +len) is being freed, after a synchronization: its copies and
+ * ranges are dropped, nothing goes home. */
+void sw_window_forget(uint64_t lo, uint64_t len);
+/* Before a capture begins on s: the capture reads home in place (nothing
+ * streams while a capture runs), so every copy goes home first. */
+void sw_window_capture_begins(CUstream s);
 
 /* The link the cost-model verdicts assume (docs/cuda-facts.md §4: H2D DMA and
  * zero-copy on PCIe Gen5; §3: unmap + map + set access, twice, on an
@@ -224,8 +301,11 @@ CUresult sw_launch_cooperative(sw_coop_fn real, CUfunction f, unsigned gx, unsig
                                CUstream s, void **params);
 CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunction f,
                       void **params, void **extra);
-/* Scans a launch's arguments and stamps the chunks hit; gate held shared. */
-void sw_mark(CUfunction f, void **params, void **extra, CUstream s);
+/* Scans a launch's arguments and stamps the chunks hit; gate held shared.
+ * Ranges the streaming window serves are rewritten: *params or *extra then
+ * point at a per-thread copy of the arguments, good until this thread's
+ * next launch, and the caller calls sw_window_read(s) after launching. */
+void sw_mark(CUfunction f, void ***params, void ***extra, CUstream s);
 /* A copy of n bytes from host memory src to the device: a small one may
  * be a table of pointers, so every tracked chunk one of its words points
  * into is marked `pointed` (learned policy only). Takes the gate shared. */
@@ -236,6 +316,7 @@ uint64_t sw_launch_now(void);
  * sw_capturing() under the exclusive gate can synchronize inside it. */
 #define SW_CAPTURE_BEGIN(sym, args)                                     \
     ({                                                                  \
+        sw_window_capture_begins(hStream);                              \
         sw_gate_lock_writers();                                         \
         CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND; \
         sw_capture_begun(r_);                                           \

@@ -80,6 +80,7 @@ static struct {
     slot_t slots[MAX_SLOTS];
     CUdeviceptr stage_base;
     CUevent sync_ev, batch_ev;
+    CUevent order_ev;      /* sw_streams_order's, made on first use */
     bool batch_recorded;   /* batch_ev marks the end of the latest copies */
     pthread_mutex_t streams_lock; /* the three lists and unordered */
     list_t seen, app, retired;    /* see "the application's streams" */
@@ -354,6 +355,28 @@ static bool order_after_app(CUstream st, list_t *waited)
     pf.retired = (list_t){0};
     pthread_mutex_unlock(&pf.streams_lock);
     return ok;
+}
+
+CUresult sw_streams_order(CUstream st)
+{
+    const sw_real_t *r = sw_real();
+    if (__atomic_load_n(&pf.unordered, __ATOMIC_ACQUIRE))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    CUresult e = CUDA_SUCCESS;
+    pthread_mutex_lock(&pf.streams_lock);
+    if (!pf.order_ev && r->cuEventCreate(&pf.order_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        pf.order_ev = NULL;
+    if (!pf.order_ev)
+        e = CUDA_ERROR_OUT_OF_MEMORY;
+    if (e == CUDA_SUCCESS && (e = r->cuEventRecord(pf.order_ev, CU_STREAM_LEGACY)) == CUDA_SUCCESS)
+        e = r->cuStreamWaitEvent(st, pf.order_ev, 0);
+    for (int i = 0; i < pf.app.n && e == CUDA_SUCCESS; i++)
+        if ((e = r->cuEventRecord(pf.order_ev, (CUstream)pf.app.v[i])) == CUDA_SUCCESS)
+            e = r->cuStreamWaitEvent(st, pf.order_ev, 0);
+    for (int i = 0; i < pf.retired.n && e == CUDA_SUCCESS; i++)
+        e = r->cuStreamWaitEvent(st, (CUevent)pf.retired.v[i], 0);
+    pthread_mutex_unlock(&pf.streams_lock);
+    return e;
 }
 
 /* Destroys the retired events once their work is known done; else puts

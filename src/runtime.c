@@ -210,23 +210,33 @@ cudaError_t sw_rt_mem_get_info(const void *caller, size_t *free_b, size_t *total
     return e;
 }
 
-/* Enters the runtime for a launch: gate shared, arguments scanned when the
- * function can be named, the thread marked. */
-static void launch_enter(const binding_t *b, const void *func, void **args, cudaStream_t stream)
+/* The driver's name for a runtime stream: the default stream is the
+ * per-thread one in the _ptsz variants. */
+static CUstream driver_stream(int variant, cudaStream_t s)
+{
+    return !s && variant == SW_RT_PTSZ ? CU_STREAM_PER_THREAD : (CUstream)s;
+}
+
+/* Enters the runtime for a launch: gate shared, arguments scanned (and
+ * *args rewritten for the streaming window) when the function can be
+ * named, the thread marked. */
+static void launch_enter(const binding_t *b, const void *func, void ***args, CUstream stream)
 {
     getfunc_fn getfunc = (getfunc_fn)b->fn[RT_cudaGetFuncBySymbol];
     rt_state = (sw_rt_state_t){.inside = true, .gated = sw_gate_rd()};
     cudaFunction_t f;
+    void **extra = NULL;
     if (rt_state.gated && getfunc && getfunc(&f, func) == cudaSuccess) {
-        sw_mark((CUfunction)f, args, NULL, (CUstream)stream);
+        sw_mark((CUfunction)f, args, &extra, stream);
         rt_state.handled = true;
     }
 }
 
-static void launch_leave(void)
+static void launch_leave(CUstream stream)
 {
     bool gated = rt_state.gated, handled = rt_state.handled;
     rt_state = (sw_rt_state_t){0};
+    sw_window_read(stream); /* if the driver's wrapper has not already */
     if (gated)
         sw_gate_unrd();
     else if (!handled && !sw_opts()->disable)
@@ -241,9 +251,10 @@ cudaError_t sw_rt_launch(const void *caller, int variant, const void *func, dim3
                                                             : RT_cudaLaunchKernel];
     if (!real)
         return cudaErrorNotSupported;
-    launch_enter(b, func, args, stream);
+    CUstream ds = driver_stream(variant, stream);
+    launch_enter(b, func, &args, ds);
     cudaError_t e = real(func, grid, block, args, shmem, stream);
-    launch_leave();
+    launch_leave(ds);
     return e;
 }
 
@@ -255,8 +266,9 @@ cudaError_t sw_rt_launch_ex(const void *caller, int variant, const cudaLaunchCon
                                                                   : RT_cudaLaunchKernelExC];
     if (!real)
         return cudaErrorNotSupported;
-    launch_enter(b, func, args, config ? config->stream : NULL);
+    CUstream ds = driver_stream(variant, config ? config->stream : NULL);
+    launch_enter(b, func, &args, ds);
     cudaError_t e = real(config, func, args);
-    launch_leave();
+    launch_leave(ds);
     return e;
 }

@@ -351,6 +351,20 @@ size_t sw_scan_args(const sw_layout_t *l, void *const *params, const void *buf, 
  * of buf that fits in len bytes (buf need not be aligned). Returns the
  * number of words passed to hit. */
 size_t sw_scan_words(const void *buf, size_t len, void (*hit)(uint64_t word, void *arg), void *arg);
+/* Argument rewriting (the streaming window): every word sw_scan_args
+ * would pass to hit, for which map(word, &to, arg) returns true, is
+ * replaced by `to` in a copy. Parameters with no such word are passed as
+ * they are. sw_rewrite_params fills out[0..nparams) (kernelParams form);
+ * a rewritten parameter i is copied to store + offset[i], which must fit
+ * in storelen (one that does not is left unrewritten). sw_rewrite_buffer
+ * copies the packed buffer (`extra` form) to out (len bytes) and patches
+ * it. Both return how many words were replaced; neither writes to the
+ * caller's parameters. */
+size_t sw_rewrite_params(const sw_layout_t *l, void *const *params, void **out, unsigned char *store,
+                         size_t storelen, bool (*map)(uint64_t word, uint64_t *to, void *arg),
+                         void *arg);
+size_t sw_rewrite_buffer(const sw_layout_t *l, const void *buf, size_t len, unsigned char *out,
+                         bool (*map)(uint64_t word, uint64_t *to, void *arg), void *arg);
 /* Parses a cuLaunchKernel `extra` array: finds the buffer pointer and size.
  * Returns false when extra is malformed. */
 bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len);

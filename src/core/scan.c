@@ -61,3 +61,51 @@ size_t sw_scan_words(const void *buf, size_t len, void (*hit)(uint64_t word, voi
     }
     return words;
 }
+
+/* Rewriting copies the parameters, never the caller's memory: the
+ * application may reuse its argument buffers as soon as the launch
+ * returns, and a kernel launched again with the same buffers must see
+ * its own pointers. */
+size_t sw_rewrite_params(const sw_layout_t *l, void *const *params, void **out, unsigned char *store,
+                         size_t storelen, bool (*map)(uint64_t word, uint64_t *to, void *arg),
+                         void *arg)
+{
+    size_t changed = 0;
+    for (uint32_t i = 0; i < l->nparams; i++) {
+        out[i] = params[i];
+        if (!params[i] || l->offset[i] + (size_t)l->size[i] > storelen)
+            continue;
+        unsigned char *copy = store + l->offset[i];
+        bool copied = false;
+        for (size_t off = 0; off + 8 <= l->size[i]; off += 8) {
+            uint64_t w, to;
+            memcpy(&w, (const unsigned char *)params[i] + off, 8);
+            if (!w || !map(w, &to, arg))
+                continue;
+            if (!copied) {
+                memcpy(copy, params[i], l->size[i]);
+                out[i] = copy;
+                copied = true;
+            }
+            memcpy(copy + off, &to, 8);
+            changed++;
+        }
+    }
+    return changed;
+}
+
+size_t sw_rewrite_buffer(const sw_layout_t *l, const void *buf, size_t len, unsigned char *out,
+                         bool (*map)(uint64_t word, uint64_t *to, void *arg), void *arg)
+{
+    size_t changed = 0, scan = len < l->total ? len : l->total;
+    memcpy(out, buf, len);
+    for (size_t off = 0; off + 8 <= scan; off += 8) {
+        uint64_t w, to;
+        memcpy(&w, out + off, 8);
+        if (w && map(w, &to, arg)) {
+            memcpy(out + off, &to, 8);
+            changed++;
+        }
+    }
+    return changed;
+}

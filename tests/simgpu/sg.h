@@ -369,6 +369,10 @@ typedef struct {
     uint64_t addr, len;
     bool write;
     uint32_t host_reads;
+    /* Touched only if the kernel so decides when it runs (spillway's
+     * conditional write-back): checked for hazards like any range, but
+     * its bytes are not charged, since the cost is fixed at issue. */
+    bool maybe;
 } sg_range_t;
 
 /* Where a checked range lies: its first byte in simgpu's view, and how

@@ -224,6 +224,36 @@ static void fp_run(const void *a, void *const *h)
     memcpy(h[1], sum, 16);
 }
 
+/* ---- spillway_copy_if_changed: spillway's write-back (fingerprint.cu) ----
+ * Copies src to dst when the two fingerprints differ, and sets *changed.
+ * Whether it copies is known only when it runs, so the copy's ranges are
+ * "maybe" ranges: hazard-checked, not charged (README.md, Virtual time). */
+typedef struct {
+    const void *src; void *dst; uint64_t bytes;
+    const uint64_t *fp_home, *fp_now; uint32_t *changed;
+} cic_args_t;
+static int cic_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const cic_args_t *p = a;
+    r[0] = R(p->fp_home, 16, false);
+    r[1] = R(p->fp_now, 16, false);
+    r[2] = R(p->changed, 4, true);
+    r[3] = R(p->src, p->bytes, false);
+    r[4] = R(p->dst, p->bytes, true);
+    r[3].maybe = r[4].maybe = true;
+    return 5;
+}
+static double cic_flops(const void *a) { return 0; }
+static void cic_run(const void *a, void *const *h)
+{
+    const cic_args_t *p = a;
+    if (memcmp(h[0], h[1], 16) == 0)
+        return;
+    uint32_t one = 1;
+    memcpy(h[2], &one, 4);
+    memcpy(h[4], h[3], p->bytes);
+}
+
 /* ---- gemm: the compute-bound case ----
  * A tiled GEMM reads its weight once per tile row of the activations
  * (SG_GEMM_TILE_ROWS of the batch). Host-backed, every such read crosses
@@ -335,6 +365,11 @@ static const sg_kernel_t kernels[] = {
     K("spillway_fingerprint", fp_args_t, fp, 3,
       {P(fp_args_t, src), P(fp_args_t, bytes), P(fp_args_t, out)},
       {S(fp_args_t, src), S(fp_args_t, bytes), S(fp_args_t, out)}),
+    K("spillway_copy_if_changed", cic_args_t, cic, 6,
+      {P(cic_args_t, src), P(cic_args_t, dst), P(cic_args_t, bytes), P(cic_args_t, fp_home),
+       P(cic_args_t, fp_now), P(cic_args_t, changed)},
+      {S(cic_args_t, src), S(cic_args_t, dst), S(cic_args_t, bytes), S(cic_args_t, fp_home),
+       S(cic_args_t, fp_now), S(cic_args_t, changed)}),
     K("sg_gemm_f32", gemm_args_t, gemm, 6,
       {P(gemm_args_t, W), P(gemm_args_t, X), P(gemm_args_t, Y), P(gemm_args_t, rows),
        P(gemm_args_t, cols), P(gemm_args_t, batch)},

@@ -346,6 +346,8 @@ static cost_t op_cost(sg_op_t *op)
         for (int i = 0; i < op->nranges; i++) {
             const sg_range_t *r = &op->ranges[i];
             uint64_t h = 0;
+            if (r->maybe)
+                continue;
             backing(op, r, false, &dev, &h);
             h *= r->host_reads ? r->host_reads : 1;
             c.link[r->write ? SG_LINK_D2H : SG_LINK_H2D] += h;

@@ -1,0 +1,559 @@
+/*
+ * The streaming window: device memory mapped once and sized in bytes.
+ * Ranges of host-resident memory are copied into it ahead of the kernels
+ * that read them, and those kernels get their arguments rewritten to point
+ * at the copy. No mapping changes, and the host never waits.
+ *
+ *   window (device, made once):   [ e3 | e4 | e5 |  free  | e1 | e2 ]
+ *                                                 ^ head: the next copy
+ *   a range's own address:        still maps its home (host memory)
+ *
+ * ORDER, all on the GPU, by events:
+ *   fill   spillway's stream st waits for the application's streams (so
+ *          the copy reads home after every write issued to it), copies
+ *          home -> window, records `filled`;
+ *   read   the launch's stream waits for `filled`, the launch runs with
+ *          its rewritten arguments, then `read[stream]` is recorded;
+ *   evict  st waits for every `read`, then the copy goes home if it
+ *          changed: spillway_fingerprint takes its fingerprint and
+ *          spillway_copy_if_changed compares it with home's and copies
+ *          only on a difference (fingerprint.cu). A range found changed
+ *          once is copied home plainly from then on: it is being written
+ *          (a training step), and the plain copy is cheaper than asking.
+ * Fills and evictions share st, so a space is filled again only after what
+ * it held went home.
+ *
+ * WHY IT STAYS CORRECT. The range's own address keeps mapping its home, so
+ * a kernel that reaches it through a pointer spillway cannot see reads the
+ * right bytes in place, as long as the window copy is unchanged. Writes:
+ *   - through a rewritten argument, to the copy: it goes home when it is
+ *     evicted, before its space is filled again, and before any copy,
+ *     memset, move, capture or graph launch that may reach the range
+ *     (sw_window_touch, sw_window_flush make that work wait for it);
+ *   - to home, by a launch naming the range that is not rewritten, or by
+ *     a copy or memset: any window copy is written back and dropped
+ *     first, and home's fingerprint is forgotten.
+ * Not covered (README, known limits): a kernel writing home through a
+ * pointer spillway cannot see while the range has a copy in the window,
+ * and a kernel that stores an argument pointer, a window address then,
+ * for a later kernel.
+ *
+ * WHAT IS STREAMED. A range an argument names, [P, the next learned
+ * segment start) of a tracked allocation, all of whose chunks are on the
+ * host, no bigger than the window, and not both reached through a device
+ * pointer table (`pointed`) and found written (see `written`). The order ranges are used in is learned as a
+ * successor chain: after range u, the ranges used after u last time are
+ * copied ahead, as far as the window goes without evicting a copy that was
+ * made ahead and not read yet. A copy is never slower than reading in
+ * place (55 against 35 GB/s on PCIe Gen5, docs/cuda-facts.md §4), so a
+ * range the chain did not predict is still copied when its launch comes.
+ *
+ * LOCKING. One mutex, `lock`, guards everything here. Callers hold the
+ * gate (shared or exclusive), so no chunk moves meanwhile.
+ */
+#include "mech.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_UNITS 4096
+#define MAX_ENTRIES 512
+#define READERS 4   /* streams that may read one copy before it is evicted */
+#define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
+
+typedef struct {
+    uint64_t start, len; /* home: [start, start + len) */
+    int next;            /* the unit used after it last time, -1 none */
+    int entry;           /* its copy in the window, -1 none */
+    bool live;
+    bool written;        /* a copy was found changed: copy home plainly */
+    bool fp_known;       /* fp_home holds the fingerprint of home */
+    bool homing;         /* its copy's way home is queued on st, and work
+                          * that reads home in place was not yet joined */
+} unit_t;
+
+typedef struct {
+    int unit;            /* -1: free */
+    uint64_t off;        /* in the window */
+    bool ahead;          /* filled ahead and not read yet */
+    int pins;            /* launches about to read it (their read not recorded yet) */
+    CUevent filled;
+    CUevent read[READERS];
+    CUstream reader[READERS];
+    int nread;
+} entry_t;
+
+static struct {
+    pthread_mutex_t lock;
+    bool on;
+    CUdeviceptr base;    /* the window */
+    uint64_t size, head;
+    CUstream st;
+    CUevent done;        /* after the latest evictions, for others to wait on */
+    bool fp_on;          /* fingerprints: else every copy goes home */
+    CUdeviceptr fp;      /* per unit: home's fingerprint, then the copy's */
+    uint32_t *changed;   /* per unit, pinned: spillway_copy_if_changed copied */
+    unit_t units[MAX_UNITS];
+    entry_t entries[MAX_ENTRIES];
+    int nunits;
+    int live;            /* entries holding a copy (atomic reads outside the lock) */
+    int homing;          /* units homing (atomic reads outside the lock) */
+    int last;            /* the unit used last, for the chain */
+} w = {.lock = PTHREAD_MUTEX_INITIALIZER, .last = -1};
+
+static __thread struct {
+    int n;
+    int e[SW_WINDOW_MAX_USES];
+    bool waited; /* one of them had not landed when the launch was issued */
+} pending; /* entries the launch being issued on this thread reads */
+
+static CUdeviceptr fp_home(int ui) { return w.fp + (uint64_t)ui * 2 * SW_FP_BYTES; }
+static CUdeviceptr fp_now(int ui) { return fp_home(ui) + SW_FP_BYTES; }
+
+bool sw_window_on(void)
+{
+    return w.on;
+}
+
+uint64_t sw_window_size(void)
+{
+    return w.size;
+}
+
+uint64_t sw_window_setup(uint64_t budget)
+{
+    const sw_options_t *o = sw_opts();
+    const sw_real_t *r = sw_real();
+    uint64_t size = sw_amount_resolve(&o->prefetch_bytes, budget);
+    size &= ~(uint64_t)0xffff; /* copies of 64 KiB multiples keep offsets aligned */
+    if (o->policy != SW_POLICY_LEARNED || size == 0)
+        return 0;
+    if (r->cuMemAlloc_v2(&w.base, size) != CUDA_SUCCESS) {
+        sw_warn("cannot allocate a %llu-byte streaming window: streaming is off",
+                (unsigned long long)size);
+        return 0;
+    }
+    if (sw_vmm_stream(&w.st) != CUDA_SUCCESS ||
+        r->cuEventCreate(&w.done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        r->cuMemFree_v2(w.base);
+        sw_warn("cannot set up the streaming window: streaming is off");
+        return 0;
+    }
+    w.fp_on = sw_fp_ready() &&
+              r->cuMemAlloc_v2(&w.fp, (size_t)MAX_UNITS * 2 * SW_FP_BYTES) == CUDA_SUCCESS &&
+              r->cuMemAllocHost_v2((void **)&w.changed, MAX_UNITS * sizeof *w.changed) ==
+                  CUDA_SUCCESS;
+    if (w.fp_on)
+        memset(w.changed, 0, MAX_UNITS * sizeof *w.changed);
+    for (int i = 0; i < MAX_ENTRIES; i++)
+        w.entries[i].unit = -1;
+    w.size = size;
+    w.on = true;
+    sw_info("streaming window: %llu bytes%s", (unsigned long long)size,
+            w.fp_on ? "" : " (no fingerprints: every copy goes home)");
+    return size;
+}
+
+bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed)
+{
+    const sw_table_t *t = sw_tracked();
+    *pointed = false;
+    for (uint64_t p = start; p < start + len;) {
+        const sw_chunk_t *c = sw_table_lookup(t, p);
+        if (!c || c->where != SW_ON_HOST || c->slot >= 0)
+            return false;
+        *pointed |= __atomic_load_n(&c->pointed, __ATOMIC_RELAXED);
+        p = c->va + c->size;
+    }
+    return true;
+}
+
+/* ---- units ---- */
+
+static int unit_find(uint64_t start)
+{
+    for (int i = 0; i < w.nunits; i++)
+        if (w.units[i].live && w.units[i].start == start)
+            return i;
+    return -1;
+}
+
+static int unit_get(uint64_t start, uint64_t len)
+{
+    int ui = unit_find(start);
+    if (ui >= 0)
+        return ui;
+    for (ui = 0; ui < w.nunits && w.units[ui].live; ui++)
+        ;
+    if (ui == MAX_UNITS)
+        return -1;
+    if (ui == w.nunits)
+        w.nunits++;
+    w.units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true};
+    if (w.fp_on)
+        w.changed[ui] = 0;
+    return ui;
+}
+
+/* ---- the copies (lock held) ---- */
+
+/* st waits for every stream the application issued work on (home may be
+ * written by it). */
+static CUresult after_app(void)
+{
+    return sw_streams_order(w.st);
+}
+
+/* Queues e's way home on st, after its readers; e is free once queued.
+ * On failure e is kept, copy and all, and its space is not reused. */
+static CUresult evict(entry_t *e)
+{
+    const sw_real_t *r = sw_real();
+    unit_t *u = &w.units[e->unit];
+    CUdeviceptr copy = w.base + e->off;
+    CUresult c = CUDA_SUCCESS;
+    for (int i = 0; i < e->nread && c == CUDA_SUCCESS; i++)
+        c = r->cuStreamWaitEvent(w.st, e->read[i], 0);
+    if (c != CUDA_SUCCESS)
+        return c;
+    if (u->written || !w.fp_on || !u->fp_known) {
+        c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, w.st);
+        if (c == CUDA_SUCCESS)
+            sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
+    } else {
+        int ui = (int)(u - w.units);
+        c = sw_fp_queue(copy, u->len, fp_now(ui), w.st);
+        if (c == CUDA_SUCCESS)
+            c = sw_fp_copy_if_changed(copy, u->start, u->len, fp_home(ui), fp_now(ui),
+                                      (CUdeviceptr)(uintptr_t)&w.changed[ui], w.st);
+        /* Home now holds the copy's bytes either way. */
+        if (c == CUDA_SUCCESS)
+            c = r->cuMemcpyDtoDAsync_v2(fp_home(ui), fp_now(ui), SW_FP_BYTES, w.st);
+    }
+    if (c != CUDA_SUCCESS)
+        return c;
+    u->entry = -1;
+    if (!u->homing) {
+        u->homing = true;
+        __atomic_add_fetch(&w.homing, 1, __ATOMIC_RELAXED);
+    }
+    e->unit = -1;
+    e->nread = 0;
+    e->ahead = false;
+    __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
+    sw_stat_add(SW_STAT_window_bytes, -(int64_t)u->len);
+    return CUDA_SUCCESS;
+}
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/* Makes [at, at + len) of the window free by evicting what overlaps it;
+ * false, evicting nothing, if one of those is about to be read, or was
+ * copied ahead and not read yet while `ahead` (a copy ahead never pushes
+ * out another one: the chain would thrash). */
+static bool make_room(uint64_t at, uint64_t len, bool ahead)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w.entries[i];
+        if (e->unit >= 0 && overlaps(at, len, e->off, w.units[e->unit].len) &&
+            (e->pins || (ahead && e->ahead)))
+            return false;
+    }
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w.entries[i];
+        if (e->unit >= 0 && overlaps(at, len, e->off, w.units[e->unit].len) &&
+            evict(e) != CUDA_SUCCESS)
+            return false;
+    }
+    return true;
+}
+
+static entry_t *free_entry(void)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w.entries[i];
+        if (e->unit < 0 && !e->pins) {
+            if (!e->filled && SW_REAL(cuEventCreate)(&e->filled, CU_EVENT_DISABLE_TIMING) !=
+                                  CUDA_SUCCESS) {
+                e->filled = NULL;
+                return NULL;
+            }
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* Copies unit ui into the window at the head; its entry, or NULL when
+ * there is no room (see make_room) or a call failed: the range is then
+ * read in place, which is always correct. */
+static entry_t *fill(int ui, bool ahead)
+{
+    const sw_real_t *r = sw_real();
+    unit_t *u = &w.units[ui];
+    uint64_t at = w.head + u->len <= w.size ? w.head : 0;
+    entry_t *e = free_entry();
+    if (!e || !make_room(at, u->len, ahead))
+        return NULL;
+    CUdeviceptr copy = w.base + at;
+    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w.st) != CUDA_SUCCESS)
+        return NULL;
+    /* home's fingerprint: the bytes just copied, taken from the window at
+     * device speed, once; later write-backs keep it (evict). */
+    if (!u->fp_known && w.fp_on)
+        u->fp_known = sw_fp_queue(copy, u->len, fp_home(ui), w.st) == CUDA_SUCCESS;
+    if (r->cuEventRecord(e->filled, w.st) != CUDA_SUCCESS)
+        return NULL; /* nothing reads it; the next fill here is after it on st */
+    e->unit = ui;
+    e->off = at;
+    e->ahead = ahead;
+    e->nread = 0;
+    u->entry = (int)(e - w.entries);
+    w.head = at + u->len;
+    __atomic_add_fetch(&w.live, 1, __ATOMIC_RELAXED);
+    sw_stats_batch_begin();
+    sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
+    sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);
+    sw_stat_add(ahead ? SW_STAT_prefetches : SW_STAT_prefetch_late, 1);
+    sw_stats_batch_end();
+    return e;
+}
+
+/* Whether stream s may read e: it already does, or there is room to
+ * record its read. */
+static bool reader_ok(const entry_t *e, CUstream s)
+{
+    for (int i = 0; i < e->nread; i++)
+        if (e->reader[i] == s)
+            return true;
+    return e->nread < READERS;
+}
+
+/* The chain: the ranges used after ui last time, copied ahead while the
+ * window has room for them. */
+static void copy_ahead(int ui)
+{
+    uint64_t room = w.size - w.units[ui].len;
+    int v = w.units[ui].next;
+    for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++, v = w.units[v].next) {
+        unit_t *u = &w.units[v];
+        if (u->entry >= 0)
+            continue;
+        bool pointed;
+        if (u->len > room || !sw_window_streamable(u->start, u->len, &pointed) ||
+            (pointed && u->written) || !fill(v, true))
+            break;
+        room -= u->len;
+    }
+}
+
+/* Writes back and drops every copy overlapping [lo, lo + len) that this
+ * launch does not read; *queued: work that reads home there must wait
+ * for st (a copy of it is on its way home, now or from before). false if
+ * a copy could not be sent home. */
+static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, bool *queued)
+{
+    if (__atomic_load_n(&w.homing, __ATOMIC_RELAXED))
+        for (int i = 0; i < w.nunits; i++)
+            if (w.units[i].live && w.units[i].homing &&
+                overlaps(lo, len, w.units[i].start, w.units[i].len))
+                *queued = true;
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w.entries[i];
+        if (e->unit < 0 || e->unit == keep ||
+            !overlaps(lo, len, w.units[e->unit].start, w.units[e->unit].len))
+            continue;
+        if (e->pins || evict(e) != CUDA_SUCCESS)
+            return false;
+        *queued = true;
+    }
+    return true;
+}
+
+/* Makes s wait for everything queued on st so far; without an event,
+ * the host waits for st instead. Units are then no longer homing for s,
+ * but s is one stream of many: they stay homing for the others, unless
+ * the host waited. */
+static void join(CUstream s)
+{
+    const sw_real_t *r = sw_real();
+    if (r->cuEventRecord(w.done, w.st) == CUDA_SUCCESS &&
+        r->cuStreamWaitEvent(s, w.done, 0) == CUDA_SUCCESS)
+        return;
+    if (r->cuStreamSynchronize(w.st) != CUDA_SUCCESS)
+        return;
+    for (int i = 0; i < w.nunits; i++)
+        w.units[i].homing = false;
+    __atomic_store_n(&w.homing, 0, __ATOMIC_RELAXED);
+}
+
+bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint64_t *copy)
+{
+    pthread_mutex_lock(&w.lock);
+    bool ok = false, queued = false;
+    int ui = unit_get(start, len);
+    if (ui < 0 || pending.n == SW_WINDOW_MAX_USES)
+        goto out;
+    unit_t *u = &w.units[ui];
+    if (u->len != len) { /* a new segment start split it: a new shape */
+        if (u->entry >= 0 && evict(&w.entries[u->entry]) != CUDA_SUCCESS)
+            goto out;
+        u->len = len;
+        u->fp_known = false;
+        queued = true;
+    }
+    if (w.fp_on && __atomic_load_n(&w.changed[ui], __ATOMIC_RELAXED))
+        u->written = true;
+    if (!drop_overlaps(start, len, ui, &queued))
+        goto out;
+    /* A range a pointer table reaches is read there in place; that is
+     * right only while the copy stays unchanged, so one kernels write
+     * stops streaming. */
+    if (len > w.size || (pointed && u->written)) {
+        if (u->entry >= 0 && evict(&w.entries[u->entry]) == CUDA_SUCCESS)
+            queued = true;
+        goto out;
+    }
+    if (w.last >= 0 && w.last != ui)
+        w.units[w.last].next = ui;
+    w.last = ui;
+    /* Every copy this use queues reads home after what the application
+     * issued so far, which may write it. */
+    bool ordered = after_app() == CUDA_SUCCESS;
+    if (u->entry < 0 && ordered)
+        fill(ui, false);
+    entry_t *e = u->entry >= 0 ? &w.entries[u->entry] : NULL;
+    if (!e || !reader_ok(e, s))
+        goto out;
+    const sw_real_t *r = sw_real();
+    bool landed = r->cuEventQuery(e->filled) == CUDA_SUCCESS;
+    if (!landed && r->cuStreamWaitEvent(s, e->filled, 0) != CUDA_SUCCESS)
+        goto out;
+    if (e->ahead)
+        sw_stat_add(SW_STAT_prefetch_hits, 1);
+    pending.waited |= !landed;
+    e->ahead = false;
+    e->pins++;
+    pending.e[pending.n++] = u->entry;
+    *copy = w.base + e->off;
+    ok = true;
+    if (ordered)
+        copy_ahead(ui);
+out:
+    /* A copy that went home must be there before this launch reads it in
+     * place. */
+    if (!ok && queued)
+        join(s);
+    pthread_mutex_unlock(&w.lock);
+    return ok;
+}
+
+void sw_window_read(CUstream s)
+{
+    if (!pending.n)
+        return;
+    const sw_real_t *r = sw_real();
+    pthread_mutex_lock(&w.lock);
+    for (int k = 0; k < pending.n; k++) {
+        entry_t *e = &w.entries[pending.e[k]];
+        int i = 0;
+        while (i < e->nread && e->reader[i] != s)
+            i++;
+        if (i == e->nread) {
+            if (!e->read[i] &&
+                r->cuEventCreate(&e->read[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+                e->read[i] = NULL;
+            e->reader[i] = s;
+        }
+        /* Without its read recorded, an eviction could not wait for this
+         * launch: the host waits for it here instead (rare). */
+        if (!e->read[i] || r->cuEventRecord(e->read[i], s) != CUDA_SUCCESS) {
+            r->cuStreamSynchronize(s);
+        } else if (i == e->nread) {
+            e->nread++;
+        }
+        e->pins--;
+    }
+    sw_stat_add(SW_STAT_rewritten_launches, 1);
+    if (pending.waited)
+        sw_stat_add(SW_STAT_launches_waited, 1);
+    pending.n = 0;
+    pending.waited = false;
+    pthread_mutex_unlock(&w.lock);
+}
+
+bool sw_window_busy(void)
+{
+    return __atomic_load_n(&w.live, __ATOMIC_RELAXED) > 0 ||
+           __atomic_load_n(&w.homing, __ATOMIC_RELAXED) > 0;
+}
+
+void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
+{
+    if (!sw_window_busy() || !len)
+        return;
+    pthread_mutex_lock(&w.lock);
+    bool queued = false;
+    /* Home is about to be read or written: copies go home first, and a
+     * written home's fingerprint is no longer known. */
+    drop_overlaps(lo, len, -1, &queued);
+    for (int i = 0; i < w.nunits; i++)
+        if (w.units[i].live && overlaps(lo, len, w.units[i].start, w.units[i].len))
+            w.units[i].fp_known = false;
+    if (queued)
+        join(s);
+    pthread_mutex_unlock(&w.lock);
+}
+
+void sw_window_flush(CUstream s)
+{
+    if (!sw_window_busy())
+        return;
+    pthread_mutex_lock(&w.lock);
+    for (int i = 0; i < MAX_ENTRIES; i++)
+        if (w.entries[i].unit >= 0 && !w.entries[i].pins)
+            evict(&w.entries[i]);
+    if (__atomic_load_n(&w.homing, __ATOMIC_RELAXED))
+        join(s);
+    pthread_mutex_unlock(&w.lock);
+}
+
+void sw_window_forget(uint64_t lo, uint64_t len)
+{
+    if (!w.on)
+        return;
+    pthread_mutex_lock(&w.lock);
+    for (int i = 0; i < w.nunits; i++) {
+        unit_t *u = &w.units[i];
+        if (!u->live || !overlaps(lo, len, u->start, u->len))
+            continue;
+        if (u->homing)
+            __atomic_sub_fetch(&w.homing, 1, __ATOMIC_RELAXED);
+        if (u->entry >= 0) {
+            entry_t *e = &w.entries[u->entry];
+            e->unit = -1;
+            e->nread = 0;
+            e->ahead = false;
+            __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
+            sw_stat_add(SW_STAT_window_bytes, -(int64_t)u->len);
+        }
+        u->live = false;
+    }
+    for (int i = 0; i < w.nunits; i++)
+        if (w.units[i].live && w.units[i].next >= 0 && !w.units[w.units[i].next].live)
+            w.units[i].next = -1;
+    if (w.last >= 0 && !w.units[w.last].live)
+        w.last = -1;
+    pthread_mutex_unlock(&w.lock);
+}
+
+void sw_window_capture_begins(CUstream s)
+{
+    if (sw_gate_rd()) {
+        sw_window_flush(s);
+        sw_gate_unrd();
+    }
+}
