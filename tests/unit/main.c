@@ -10,6 +10,7 @@ int main(void)
     srunner_add_suite(sr, table_suite());
     srunner_add_suite(sr, policy_suite());
     srunner_add_suite(sr, scan_suite());
+    srunner_add_suite(sr, rewrite_suite());
     srunner_add_suite(sr, stats_file_suite());
     srunner_add_suite(sr, learn_suite());
     srunner_add_suite(sr, policy_learned_suite());

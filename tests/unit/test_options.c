@@ -641,6 +641,7 @@ START_TEST(test_print_shows_every_default)
                         "SPILLWAY_MEMINFO=physical\n"
                         "SPILLWAY_POLICY=learned\n"
                         "SPILLWAY_PREFETCH_BYTES=25%\n"
+                        "SPILLWAY_REWRITE=1\n"
                         "SPILLWAY_STATS_DIR=\n");
     free(s);
 }
@@ -652,7 +653,7 @@ START_TEST(test_print_output_parses_back_to_the_same_options)
                    "SPILLWAY_MIN_ALLOC=1536KiB", "SPILLWAY_CHUNK=3GiB", "SPILLWAY_DISABLE=true",
                    "SPILLWAY_LOG=DEBUG", "SPILLWAY_LOG_FILE=/tmp/l", "SPILLWAY_REPORT=r.json",
                    "SPILLWAY_MEMINFO=virtual", "SPILLWAY_POLICY=lru", "SPILLWAY_PREFETCH_BYTES=1GiB",
-                   "SPILLWAY_STATS_DIR=/tmp/s", NULL};
+                   "SPILLWAY_REWRITE=off", "SPILLWAY_STATS_DIR=/tmp/s", NULL};
     sw_options_t a, b;
     ck_assert_int_eq(sw_options_parse(&a, env, NULL, 0, NULL, 0), 0);
     char *s = print_to_string(&a);
@@ -665,7 +666,7 @@ START_TEST(test_print_output_parses_back_to_the_same_options)
     char *save = NULL;
     for (char *l = strtok_r(s, "\n", &save); l && n < 15; l = strtok_r(NULL, "\n", &save))
         lines[n++] = l;
-    ck_assert_int_eq(n, 12); /* one line per option */
+    ck_assert_int_eq(n, 13); /* one line per option */
     ck_assert_int_eq(sw_options_parse(&b, lines, NULL, 0, NULL, 0), 0);
     /* parse starts from a zeroed struct, so padding compares equal too */
     ck_assert_mem_eq(&a, &b, sizeof a);
