@@ -581,7 +581,7 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
         bool pointed;
-        if (!sw_capturing() && sw_window_streamable(u->word, u->len, &pointed) &&
+        if (sw_window_streamable(u->word, u->len, &pointed) &&
             sw_window_use(u->word, u->len, pointed, s, &u->copy)) {
             u->served = true;
             served++;
@@ -797,6 +797,7 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
     /* The per-thread default stream, named so that the legacy query finds it. */
     CUstream q = per_thread && !s ? CU_STREAM_PER_THREAD : s;
     bool was = stream_capturing(q);
+    sw_window_capture_ends(q);
     CUresult r = end(s, g);
     /* Success and invalidation always end it; another error (an unjoined
      * fork, out of memory) may or may not: the stream says. */

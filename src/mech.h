@@ -268,9 +268,16 @@ void sw_window_flush(CUstream s);
 /* [lo, +len) is being freed, after a synchronization: its copies and
  * ranges are dropped, nothing goes home. */
 void sw_window_forget(uint64_t lo, uint64_t len);
-/* Before a capture begins on s: the capture reads home in place (nothing
- * streams while a capture runs), so every copy goes home first. */
+/* Captures (window.c, "captures"): before a capture begins on s, every
+ * copy goes home; once it has begun (r: the begin's result), the window
+ * serves launches on s by copies issued into the capture; before it ends,
+ * those copies go home inside it and spillway's capture stream rejoins s.
+ * sw_window_replay launches graph g on s after the window's earlier work
+ * and the previous replay. */
 void sw_window_capture_begins(CUstream s);
+void sw_window_captured(CUstream s, CUresult r);
+void sw_window_capture_ends(CUstream s);
+CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s);
 
 /* The link the cost-model verdicts assume (docs/cuda-facts.md §4: H2D DMA and
  * zero-copy on PCIe Gen5; §3: unmap + map + set access, twice, on an
@@ -320,6 +327,7 @@ uint64_t sw_launch_now(void);
         sw_gate_lock_writers();                                         \
         CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND; \
         sw_capture_begun(r_);                                           \
+        sw_window_captured(hStream, r_);                                \
         sw_gate_unlock_writers();                                       \
         r_;                                                             \
     })

@@ -88,7 +88,12 @@ static struct {
     bool on;
     CUdeviceptr base;    /* the window */
     uint64_t size, head;
-    CUstream st;
+    CUstream side;       /* where copies go: st, or cst during a capture */
+    CUstream st;         /* spillway's stream (vmm.c) */
+    CUstream cst;        /* spillway's stream for captures, made on first use */
+    CUstream origin;     /* the capturing stream the window serves, or NULL */
+    bool graphs;         /* some graph holds copies: replays take turns */
+    CUevent replayed;    /* after the latest such replay */
     CUevent done;        /* after the latest evictions, for others to wait on */
     bool fp_on;          /* fingerprints: else every copy goes home */
     CUdeviceptr fp;      /* per unit: home's fingerprint, then the copy's */
@@ -134,6 +139,7 @@ uint64_t sw_window_setup(uint64_t budget)
         return 0;
     }
     if (sw_vmm_stream(&w.st) != CUDA_SUCCESS ||
+        r->cuEventCreate(&w.replayed, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
         r->cuEventCreate(&w.done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
         r->cuMemFree_v2(w.base);
         sw_warn("cannot set up the streaming window: streaming is off");
@@ -147,11 +153,24 @@ uint64_t sw_window_setup(uint64_t budget)
         memset(w.changed, 0, MAX_UNITS * sizeof *w.changed);
     for (int i = 0; i < MAX_ENTRIES; i++)
         w.entries[i].unit = -1;
+    w.side = w.st;
     w.size = size;
     w.on = true;
     sw_info("streaming window: %llu bytes%s", (unsigned long long)size,
             w.fp_on ? "" : " (no fingerprints: every copy goes home)");
     return size;
+}
+
+/* Forgets e's copy without sending it home (its range is being freed, or
+ * a capture that failed made it). Lock held. */
+static void drop_entry(entry_t *e)
+{
+    w.units[e->unit].entry = -1;
+    sw_stat_add(SW_STAT_window_bytes, -(int64_t)w.units[e->unit].len);
+    e->unit = -1;
+    e->nread = 0;
+    e->ahead = false;
+    __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
 }
 
 bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed)
@@ -197,11 +216,15 @@ static int unit_get(uint64_t start, uint64_t len)
 
 /* ---- the copies (lock held) ---- */
 
-/* st waits for every stream the application issued work on (home may be
- * written by it). */
+/* The copies' stream waits for every stream the application issued work
+ * on (home may be written by it); in a capture, for the capturing one. */
 static CUresult after_app(void)
 {
-    return sw_streams_order(w.st);
+    if (!w.origin)
+        return sw_streams_order(w.st);
+    const sw_real_t *r = sw_real();
+    CUresult e = r->cuEventRecord(w.done, w.origin);
+    return e == CUDA_SUCCESS ? r->cuStreamWaitEvent(w.cst, w.done, 0) : e;
 }
 
 /* Queues e's way home on st, after its readers; e is free once queued.
@@ -213,22 +236,22 @@ static CUresult evict(entry_t *e)
     CUdeviceptr copy = w.base + e->off;
     CUresult c = CUDA_SUCCESS;
     for (int i = 0; i < e->nread && c == CUDA_SUCCESS; i++)
-        c = r->cuStreamWaitEvent(w.st, e->read[i], 0);
+        c = r->cuStreamWaitEvent(w.side, e->read[i], 0);
     if (c != CUDA_SUCCESS)
         return c;
     if (u->written || !w.fp_on || !u->fp_known) {
-        c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, w.st);
+        c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, w.side);
         if (c == CUDA_SUCCESS)
             sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
     } else {
         int ui = (int)(u - w.units);
-        c = sw_fp_queue(copy, u->len, fp_now(ui), w.st);
+        c = sw_fp_queue(copy, u->len, fp_now(ui), w.side);
         if (c == CUDA_SUCCESS)
             c = sw_fp_copy_if_changed(copy, u->start, u->len, fp_home(ui), fp_now(ui),
-                                      (CUdeviceptr)(uintptr_t)&w.changed[ui], w.st);
+                                      (CUdeviceptr)(uintptr_t)&w.changed[ui], w.side);
         /* Home now holds the copy's bytes either way. */
         if (c == CUDA_SUCCESS)
-            c = r->cuMemcpyDtoDAsync_v2(fp_home(ui), fp_now(ui), SW_FP_BYTES, w.st);
+            c = r->cuMemcpyDtoDAsync_v2(fp_home(ui), fp_now(ui), SW_FP_BYTES, w.side);
     }
     if (c != CUDA_SUCCESS)
         return c;
@@ -299,13 +322,13 @@ static entry_t *fill(int ui, bool ahead)
     if (!e || !make_room(at, u->len, ahead))
         return NULL;
     CUdeviceptr copy = w.base + at;
-    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w.st) != CUDA_SUCCESS)
+    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w.side) != CUDA_SUCCESS)
         return NULL;
     /* home's fingerprint: the bytes just copied, taken from the window at
      * device speed, once; later write-backs keep it (evict). */
     if (!u->fp_known && w.fp_on)
-        u->fp_known = sw_fp_queue(copy, u->len, fp_home(ui), w.st) == CUDA_SUCCESS;
-    if (r->cuEventRecord(e->filled, w.st) != CUDA_SUCCESS)
+        u->fp_known = sw_fp_queue(copy, u->len, fp_home(ui), w.side) == CUDA_SUCCESS;
+    if (r->cuEventRecord(e->filled, w.side) != CUDA_SUCCESS)
         return NULL; /* nothing reads it; the next fill here is after it on st */
     e->unit = ui;
     e->off = at;
@@ -380,11 +403,11 @@ static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, bool *queued)
 static void join(CUstream s)
 {
     const sw_real_t *r = sw_real();
-    if (r->cuEventRecord(w.done, w.st) == CUDA_SUCCESS &&
+    if (r->cuEventRecord(w.done, w.side) == CUDA_SUCCESS &&
         r->cuStreamWaitEvent(s, w.done, 0) == CUDA_SUCCESS)
         return;
-    if (r->cuStreamSynchronize(w.st) != CUDA_SUCCESS)
-        return;
+    if (w.origin || r->cuStreamSynchronize(w.side) != CUDA_SUCCESS)
+        return; /* a capture may not synchronize; it fails instead */
     for (int i = 0; i < w.nunits; i++)
         w.units[i].homing = false;
     __atomic_store_n(&w.homing, 0, __ATOMIC_RELAXED);
@@ -394,6 +417,11 @@ bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint6
 {
     pthread_mutex_lock(&w.lock);
     bool ok = false, queued = false;
+    /* In a capture, only the stream the window serves (w.origin). */
+    if (sw_capturing() && w.origin != s) {
+        pthread_mutex_unlock(&w.lock);
+        return false;
+    }
     int ui = unit_get(start, len);
     if (ui < 0 || pending.n == SW_WINDOW_MAX_USES)
         goto out;
@@ -429,7 +457,8 @@ bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint6
     if (!e || !reader_ok(e, s))
         goto out;
     const sw_real_t *r = sw_real();
-    bool landed = r->cuEventQuery(e->filled) == CUDA_SUCCESS;
+    /* In a capture nothing has run: the replay must always wait. */
+    bool landed = !w.origin && r->cuEventQuery(e->filled) == CUDA_SUCCESS;
     if (!landed && r->cuStreamWaitEvent(s, e->filled, 0) != CUDA_SUCCESS)
         goto out;
     if (e->ahead)
@@ -491,11 +520,32 @@ bool sw_window_busy(void)
            __atomic_load_n(&w.homing, __ATOMIC_RELAXED) > 0;
 }
 
+/* Work on s during a capture the window serves on another stream: the
+ * capture's copies belong to the graph, not to s. Lock held. */
+static bool foreign(CUstream s)
+{
+    return w.origin && s != w.origin;
+}
+
+/* Every copy goes home, s after them. Lock held. */
+static void flush_all(CUstream s)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++)
+        if (w.entries[i].unit >= 0 && !w.entries[i].pins)
+            evict(&w.entries[i]);
+    if (__atomic_load_n(&w.homing, __ATOMIC_RELAXED))
+        join(s);
+}
+
 void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
 {
     if (!sw_window_busy() || !len)
         return;
     pthread_mutex_lock(&w.lock);
+    if (foreign(s)) {
+        pthread_mutex_unlock(&w.lock);
+        return;
+    }
     bool queued = false;
     /* Home is about to be read or written: copies go home first, and a
      * written home's fingerprint is no longer known. */
@@ -513,11 +563,8 @@ void sw_window_flush(CUstream s)
     if (!sw_window_busy())
         return;
     pthread_mutex_lock(&w.lock);
-    for (int i = 0; i < MAX_ENTRIES; i++)
-        if (w.entries[i].unit >= 0 && !w.entries[i].pins)
-            evict(&w.entries[i]);
-    if (__atomic_load_n(&w.homing, __ATOMIC_RELAXED))
-        join(s);
+    if (!foreign(s))
+        flush_all(s);
     pthread_mutex_unlock(&w.lock);
 }
 
@@ -532,14 +579,8 @@ void sw_window_forget(uint64_t lo, uint64_t len)
             continue;
         if (u->homing)
             __atomic_sub_fetch(&w.homing, 1, __ATOMIC_RELAXED);
-        if (u->entry >= 0) {
-            entry_t *e = &w.entries[u->entry];
-            e->unit = -1;
-            e->nread = 0;
-            e->ahead = false;
-            __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
-            sw_stat_add(SW_STAT_window_bytes, -(int64_t)u->len);
-        }
+        if (u->entry >= 0)
+            drop_entry(&w.entries[u->entry]);
         u->live = false;
     }
     for (int i = 0; i < w.nunits; i++)
@@ -550,10 +591,89 @@ void sw_window_forget(uint64_t lo, uint64_t len)
     pthread_mutex_unlock(&w.lock);
 }
 
+/* ---- captures ----
+ * A capture on one stream, the origin, streams like eager work: the same
+ * copies, fences and rewrites go into the capture, on cst, which joins it
+ * through events recorded on the origin. Every replay then streams, with
+ * no host involvement. The capture starts with an empty window (every
+ * copy went home first) and ends with every copy it made on its way home
+ * and cst joined back to the origin, so each replay leaves home right and
+ * the window free. Work on other streams during the capture, and a second
+ * capture at once, read in place. Afterwards eager work and replays take
+ * turns: eager copies wait for the application's streams, the replay's
+ * among them (its stream is noted), and each replay waits for eager copies
+ * and for the replay before it that used the window.
+ */
 void sw_window_capture_begins(CUstream s)
 {
-    if (sw_gate_rd()) {
-        sw_window_flush(s);
-        sw_gate_unrd();
+    if (!w.on || !sw_gate_rd())
+        return;
+    pthread_mutex_lock(&w.lock);
+    if (!w.origin)
+        flush_all(s);
+    pthread_mutex_unlock(&w.lock);
+    sw_gate_unrd();
+}
+
+void sw_window_captured(CUstream s, CUresult r)
+{
+    if (!w.on || r != CUDA_SUCCESS)
+        return;
+    const sw_real_t *r_ = sw_real();
+    pthread_mutex_lock(&w.lock);
+    if (!w.origin && __atomic_load_n(&w.live, __ATOMIC_RELAXED) == 0 &&
+        (w.cst || r_->cuStreamCreate(&w.cst, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS)) {
+        w.origin = s;
+        w.side = w.cst;
+        w.head = 0;
     }
+    pthread_mutex_unlock(&w.lock);
+}
+
+void sw_window_capture_ends(CUstream s)
+{
+    if (!w.on)
+        return;
+    pthread_mutex_lock(&w.lock);
+    if (w.origin && w.origin == s) {
+        bool used = false;
+        for (int i = 0; i < MAX_ENTRIES; i++)
+            if (w.entries[i].unit >= 0) {
+                used = true;
+                if (evict(&w.entries[i]) != CUDA_SUCCESS) /* the capture fails: drop it */
+                    drop_entry(&w.entries[i]);
+            }
+        /* cst rejoins the origin, or the capture would end unjoined. */
+        join(s);
+        for (int i = 0; i < w.nunits; i++)
+            w.units[i].homing = false;
+        __atomic_store_n(&w.homing, 0, __ATOMIC_RELAXED);
+        w.graphs |= used;
+        w.origin = NULL;
+        w.side = w.st;
+        w.head = 0;
+    }
+    pthread_mutex_unlock(&w.lock);
+}
+
+CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s)
+{
+    if (!launch)
+        return CUDA_ERROR_NOT_FOUND;
+    bool gated = sw_gate_rd();
+    const sw_real_t *r = sw_real();
+    if (gated && w.on) {
+        sw_prefetch_note_stream(s);
+        pthread_mutex_lock(&w.lock);
+        flush_all(s);
+        if (w.graphs)
+            r->cuStreamWaitEvent(s, w.replayed, 0);
+        pthread_mutex_unlock(&w.lock);
+    }
+    CUresult e = launch(g, s);
+    if (gated && w.on && w.graphs && e == CUDA_SUCCESS && r->cuEventRecord(w.replayed, s) != CUDA_SUCCESS)
+        r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
+    if (gated)
+        sw_gate_unrd();
+    return e;
 }

@@ -146,6 +146,11 @@ void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *con
     env_putf(&e, "SIMGPU_REPORT", r->sg_report);
     env_putf(&e, "SPILLWAY_REPORT", r->sw_report);
     env_putf(&e, "SPILLWAY_STATS_DIR", r->stats_dir);
+    /* A whole suite run again with one setting changed (meson.build: the
+     * rewrite-off runs): the run's own settings still win. */
+    const char *extra = getenv("SWT_EXTRA_ENV");
+    if (extra && *extra)
+        env_put(&e, extra);
     for (const char *const *p = env; p && *p; p++)
         env_put(&e, *p);
 
