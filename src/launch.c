@@ -496,8 +496,12 @@ static bool not_streamable(const sw_chunk_t *c, void *arg)
 #define ADOPT_EVERY 64
 static void adopt(uint64_t now)
 {
+    /* Not before the loop has come round twice: until then a chunk no
+     * argument named yet may simply not have had its turn. */
     static uint64_t next;
-    if (now < __atomic_load_n(&next, __ATOMIC_RELAXED) || !sw_policy_unseen(sw_tracked()))
+    uint64_t period = sw_period(now);
+    if (!period || now < 2 * period || now < __atomic_load_n(&next, __ATOMIC_RELAXED) ||
+        !sw_policy_unseen(sw_tracked()))
         return;
     __atomic_store_n(&next, now + ADOPT_EVERY, __ATOMIC_RELAXED);
     sw_gate_unrd();

@@ -92,6 +92,7 @@ static struct {
     CUstream st;         /* spillway's stream (vmm.c) */
     CUstream cst;        /* spillway's stream for captures, made on first use */
     CUstream origin;     /* the capturing stream the window serves, or NULL */
+    bool cst_in;         /* cst joined that capture: it must rejoin the origin */
     bool graphs;         /* some graph holds copies: replays take turns */
     CUevent replayed;    /* after the latest such replay */
     CUevent done;        /* after the latest evictions, for others to wait on */
@@ -138,6 +139,10 @@ uint64_t sw_window_setup(uint64_t budget)
                 (unsigned long long)size);
         return 0;
     }
+    /* The capture stream is made now: a capture in the global mode may
+     * not make one. Without it captures read in place. */
+    if (r->cuStreamCreate(&w.cst, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        w.cst = NULL;
     if (sw_vmm_stream(&w.st) != CUDA_SUCCESS ||
         r->cuEventCreate(&w.replayed, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
         r->cuEventCreate(&w.done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
@@ -224,7 +229,9 @@ static CUresult after_app(void)
         return sw_streams_order(w.st);
     const sw_real_t *r = sw_real();
     CUresult e = r->cuEventRecord(w.done, w.origin);
-    return e == CUDA_SUCCESS ? r->cuStreamWaitEvent(w.cst, w.done, 0) : e;
+    if (e == CUDA_SUCCESS && (e = r->cuStreamWaitEvent(w.cst, w.done, 0)) == CUDA_SUCCESS)
+        w.cst_in = true;
+    return e;
 }
 
 /* Queues e's way home on st, after its readers; e is free once queued.
@@ -619,11 +626,10 @@ void sw_window_captured(CUstream s, CUresult r)
 {
     if (!w.on || r != CUDA_SUCCESS)
         return;
-    const sw_real_t *r_ = sw_real();
     pthread_mutex_lock(&w.lock);
-    if (!w.origin && __atomic_load_n(&w.live, __ATOMIC_RELAXED) == 0 &&
-        (w.cst || r_->cuStreamCreate(&w.cst, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS)) {
+    if (!w.origin && w.cst && __atomic_load_n(&w.live, __ATOMIC_RELAXED) == 0) {
         w.origin = s;
+        w.cst_in = false;
         w.side = w.cst;
         w.head = 0;
     }
@@ -644,7 +650,8 @@ void sw_window_capture_ends(CUstream s)
                     drop_entry(&w.entries[i]);
             }
         /* cst rejoins the origin, or the capture would end unjoined. */
-        join(s);
+        if (w.cst_in)
+            join(s);
         for (int i = 0; i < w.nunits; i++)
             w.units[i].homing = false;
         __atomic_store_n(&w.homing, 0, __ATOMIC_RELAXED);

@@ -240,7 +240,7 @@ static int cic_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
     r[2] = R(p->changed, 4, true);
     r[3] = R(p->src, p->bytes, false);
     r[4] = R(p->dst, p->bytes, true);
-    r[3].maybe = r[4].maybe = true;
+    r[2].maybe = r[3].maybe = r[4].maybe = true; /* written only on a difference */
     return 5;
 }
 static double cic_flops(const void *a) { return 0; }
