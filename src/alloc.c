@@ -95,7 +95,7 @@ static bool ready(const sw_vmm_info_t **vi)
         /* The prefetch window comes out of the GPU budget. */
         if (budget_set)
             sw_stat_add(SW_STAT_device_bytes,
-                        (int64_t)(o->rewrite ? sw_window_setup(gpu_budget)
+                        (int64_t)(o->rewrite ? sw_window_setup(gpu_budget, table)
                                              : sw_prefetch_setup(gpu_budget)));
         sw_info("budgets: gpu %s%llu bytes, host %llu bytes", budget_set ? "" : "(none) ",
                 (unsigned long long)gpu_budget, (unsigned long long)host_budget);

@@ -140,3 +140,28 @@ bool sw_gate_rd(void)
     sw_gate_rd_always();
     return true;
 }
+
+/* ---- the count of captures (launch.c, "capture", says how it is used) ---- */
+
+static int captures;
+
+void sw_capture_begun(CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        __atomic_add_fetch(&captures, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Never below zero: a negative count would read as "no capture" while
+ * one runs. */
+void sw_capture_over(void)
+{
+    int n = __atomic_load_n(&captures, __ATOMIC_SEQ_CST);
+    while (n > 0 && !__atomic_compare_exchange_n(&captures, &n, n - 1, false, __ATOMIC_SEQ_CST,
+                                                 __ATOMIC_SEQ_CST))
+        ;
+}
+
+bool sw_capturing(void)
+{
+    return __atomic_load_n(&captures, __ATOMIC_SEQ_CST) > 0;
+}

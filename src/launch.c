@@ -47,7 +47,6 @@ static fn_t *retired;
  * layouts (layout_of) is emptied when it sees a new value. */
 static unsigned layouts_gen;
 static uint64_t launch_seq;
-static int captures;
 
 /* ---- handle provenance ---- */
 
@@ -638,7 +637,7 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     sw_stat_add(SW_STAT_launches, 1);
     if (!l)
         return;
-    sw_prefetch_note_stream(s);
+    sw_streams_note(s);
     const void *buf = NULL;
     size_t len = 0;
     if (params)
@@ -767,12 +766,6 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
  * (readers), which never synchronize. Ends need no such order: counting a
  * capture a little longer only skips moves. */
 
-void sw_capture_begun(CUresult r)
-{
-    if (r == CUDA_SUCCESS)
-        __atomic_add_fetch(&captures, 1, __ATOMIC_SEQ_CST);
-}
-
 /* Whether the driver says s is capturing (active or invalidated, both of
  * which an end finishes). false when it cannot say. */
 static bool stream_capturing(CUstream s)
@@ -781,16 +774,6 @@ static bool stream_capturing(CUstream s)
     const sw_real_t *r = sw_real();
     return r->cuStreamIsCapturing && r->cuStreamIsCapturing(s, &st) == CUDA_SUCCESS &&
            st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
-/* Never below zero: a negative count would read as "no capture" while
- * one runs. */
-static void capture_over(void)
-{
-    int n = __atomic_load_n(&captures, __ATOMIC_SEQ_CST);
-    while (n > 0 && !__atomic_compare_exchange_n(&captures, &n, n - 1, false, __ATOMIC_SEQ_CST,
-                                                 __ATOMIC_SEQ_CST))
-        ;
 }
 
 CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgraph *g,
@@ -807,11 +790,6 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
      * fork, out of memory) may or may not: the stream says. */
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
         (was && !stream_capturing(q)))
-        capture_over();
+        sw_capture_over();
     return r;
-}
-
-bool sw_capturing(void)
-{
-    return __atomic_load_n(&captures, __ATOMIC_SEQ_CST) > 0;
 }

@@ -206,20 +206,42 @@ CUresult sw_fp_copy_if_changed(CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
                                CUdeviceptr fp_home, CUdeviceptr fp_now, CUdeviceptr changed,
                                CUstream st);
 
+/* ---- streams.c: the application's streams ----
+ * Every stream is classified when it is made or first launched on, and
+ * retired when destroyed (the next ordering waits for the work it still
+ * had queued). Calls only the driver. */
+typedef struct {
+    void **v;
+    int n, cap;
+} sw_list_t;
+void sw_streams_note(CUstream s);
+/* The stream hooks. */
+CUresult sw_note_stream(CUresult r, CUstream *s);
+CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream));
+/* A non-blocking stream could not be listed: orderings fall back to
+ * synchronizing. */
+bool sw_streams_unordered(void);
+/* st waits, on the GPU, for all the work the application has issued: the
+ * legacy stream (every blocking stream), every non-blocking stream, and
+ * the queued work of streams destroyed since; ev is recorded on each. No
+ * host wait; false if st could not be ordered so. *waited takes the
+ * destroyed streams' events, for sw_streams_release once st has been
+ * waited for (done) or not; NULL leaves them for the next ordering. */
+bool sw_streams_order_all(CUstream st, CUevent ev, sw_list_t *waited);
+void sw_streams_release(sw_list_t *waited, bool done);
+/* sw_streams_order_all with an event of its own, leaving destroyed
+ * streams' events in place. */
+CUresult sw_streams_order(CUstream st);
+/* Everything the application issues from now on waits for ev, on the GPU;
+ * a non-blocking stream first seen later waits for it then. */
+void sw_streams_wait(CUevent ev);
+
 /* ---- prefetch.c: the remapping window (SPILLWAY_REWRITE=0) ----
  * A pool of device slots, filled from chunks' host copies on spillway's
  * stream, at commit points where the application's streams are quiet. */
 bool sw_prefetch_on(void);
 /* Sets up the pool once a GPU budget is known; returns the bytes it took. */
 uint64_t sw_prefetch_setup(uint64_t budget);
-/* Notes a stream the application launches on (its own, non-blocking ones
- * must be synchronized and made to wait at commit points). */
-void sw_prefetch_note_stream(CUstream s);
-/* The stream hooks: every stream is classified when it is made, before
- * anything is tracked, and retired when destroyed: the next commit point
- * waits for the work it still had queued. */
-CUresult sw_note_stream(CUresult r, CUstream *s);
-CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream));
 /* A commit point for launch `now`, which touches the host chunks at the
  * addresses in need[0..n): gate held exclusively. Brings them and the
  * chunks predicted next into the window. */
@@ -229,10 +251,6 @@ void sw_prefetch_unmirror(sw_chunk_t *c);
  * (after the free's synchronization). */
 void sw_prefetch_forget(sw_chunk_t *c);
 
-/* st waits, on the GPU, for all the work the application has issued: the
- * legacy stream, every non-blocking stream it made or launched on, and
- * streams destroyed since the last commit. No host wait. */
-CUresult sw_streams_order(CUstream st);
 
 /* ---- window.c: the streaming window (SPILLWAY_REWRITE=1, the default) ----
  * Device memory made once; host ranges are copied into it on spillway's
@@ -241,8 +259,9 @@ CUresult sw_streams_order(CUstream st);
 #define SW_WINDOW_MAX_USES 16 /* copies one launch may read */
 bool sw_window_on(void);
 uint64_t sw_window_size(void); /* 0 while off */
-/* Makes the window once a GPU budget is known; the bytes it took. */
-uint64_t sw_window_setup(uint64_t budget);
+/* Makes the window once a GPU budget is known, for the allocations of t;
+ * the bytes it took. */
+uint64_t sw_window_setup(uint64_t budget, const sw_table_t *t);
 /* Whether [start, +len) may be streamed: every chunk on the host;
  * *pointed: a pointer table in device memory points into one of them. */
 bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed);
@@ -331,7 +350,10 @@ uint64_t sw_launch_now(void);
         sw_gate_unlock_writers();                                       \
         r_;                                                             \
     })
+/* driver.c keeps the count: sw_capture_begun counts a begun capture,
+ * sw_capture_over uncounts one (never below zero). */
 void sw_capture_begun(CUresult r);
+void sw_capture_over(void);
 /* Ends a capture with `end` (cuStreamEndCapture or its _ptsz form, as
  * per_thread says), and uncounts it when the stream is no longer
  * capturing afterwards, whatever the result. */

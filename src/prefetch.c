@@ -60,12 +60,6 @@
 #define MAX_SLOTS 256
 #define MAX_BATCH 64
 
-/* A growable list of driver handles. */
-typedef struct {
-    void **v;
-    int n, cap;
-} list_t;
-
 typedef struct {
     uint64_t handle;      /* device memory, made once */
     CUdeviceptr stage;    /* where it is always mapped, for the copies */
@@ -80,16 +74,10 @@ static struct {
     slot_t slots[MAX_SLOTS];
     CUdeviceptr stage_base;
     CUevent sync_ev, batch_ev;
-    CUevent order_ev;      /* sw_streams_order's, made on first use */
-    bool batch_recorded;   /* batch_ev marks the end of the latest copies */
-    pthread_mutex_t streams_lock; /* the three lists and unordered */
-    list_t seen, app, retired;    /* see "the application's streams" */
-    bool unordered;               /* a non-blocking stream is in no list */
-    uint64_t gen;                 /* bumped when a stream is forgotten */
     bool fp_on;            /* fingerprints can be taken: else always write back */
     CUdeviceptr fp_dev;    /* per slot: the fingerprint when filled, then before emptied */
     uint64_t *fp_host;     /* pinned copy of fp_dev */
-} pf = {.streams_lock = PTHREAD_MUTEX_INITIALIZER};
+} pf;
 
 /* The fingerprints' buffers, per slot; without them the window still
  * works, copying every chunk home. */
@@ -166,245 +154,6 @@ uint64_t sw_prefetch_setup(uint64_t budget)
     fingerprint_setup();
     sw_info("prefetch window: %d slots of %llu bytes", made, (unsigned long long)pf.slot_size);
     return (uint64_t)made * pf.slot_size;
-}
-
-/* ---- the application's streams ----
- * Three lists, with no cap (PyTorch's stream pools alone make 64 or more),
- * under streams_lock:
- *   seen     every stream already classified;
- *   app      the non-blocking ones: a commit orders spillway's stream
- *            after each, and each after the commit's copies;
- *   retired  an event recorded on each destroyed stream just before
- *            cuStreamDestroy, which returns while its work is still
- *            queued: the next commit waits for that work too, then drops
- *            the event.
- * Should a list fail to grow, `unordered` is set for good and commits fall
- * back to synchronizing the context and their own copies.
- * The launch path looks a stream up in a per-thread cache of recent
- * streams first; forgetting a stream bumps `gen`, which empties every
- * cache. */
-
-static bool list_add(list_t *l, void *v)
-{
-    if (l->n == l->cap) {
-        int cap = l->cap ? 2 * l->cap : 16;
-        void **nv = realloc(l->v, (size_t)cap * sizeof *nv);
-        if (!nv)
-            return false;
-        l->v = nv;
-        l->cap = cap;
-    }
-    l->v[l->n++] = v;
-    return true;
-}
-
-/* Removes v if listed; whether it was. */
-static bool list_drop(list_t *l, const void *v)
-{
-    for (int i = 0; i < l->n; i++)
-        if (l->v[i] == v) {
-            l->v[i] = l->v[--l->n];
-            return true;
-        }
-    return false;
-}
-
-static bool list_has(const list_t *l, const void *v)
-{
-    for (int i = 0; i < l->n; i++)
-        if (l->v[i] == v)
-            return true;
-    return false;
-}
-
-/* A capturing stream may not wait for an event recorded outside its
- * capture; one that cannot say is taken to be capturing. */
-static bool stream_capturing(CUstream s)
-{
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    return !SW_REAL(cuStreamIsCapturing) || SW_REAL(cuStreamIsCapturing)(s, &st) != CUDA_SUCCESS ||
-           st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
-#define RECENT 8
-static __thread struct {
-    uint64_t gen;
-    CUstream s[RECENT];
-    int next;
-} recent;
-
-/* Classifies s; false if it could not be (its flags unreadable). Lock
- * held. */
-static bool classify(CUstream s)
-{
-    unsigned flags = 0;
-    if (list_has(&pf.seen, s))
-        return true;
-    if (SW_REAL(cuStreamGetFlags)(s, &flags) != CUDA_SUCCESS)
-        return false;
-    /* Blocking streams are covered through the legacy stream. A
-     * non-blocking one seen for the first time may have been made after
-     * the latest commit ordered the streams it knew: it waits for that
-     * commit's copies here, or it could read a slot before its bytes
-     * arrive. A commit records batch_ev before it takes this lock to order
-     * its streams, so one of the two covers s. */
-    if (flags & CU_STREAM_NON_BLOCKING) {
-        if (!list_add(&pf.app, s) && !__atomic_load_n(&pf.unordered, __ATOMIC_RELAXED)) {
-            __atomic_store_n(&pf.unordered, true, __ATOMIC_RELEASE);
-            sw_warn("cannot record stream %p: each commit point now synchronizes the device",
-                    (void *)s);
-        }
-        if (pf.batch_recorded && !stream_capturing(s))
-            SW_REAL(cuStreamWaitEvent)(s, pf.batch_ev, 0);
-    }
-    if (!list_add(&pf.seen, s))
-        return false; /* classified again next time: harmless */
-    return true;
-}
-
-void sw_prefetch_note_stream(CUstream s)
-{
-    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
-        return;
-    uint64_t gen = __atomic_load_n(&pf.gen, __ATOMIC_ACQUIRE);
-    if (recent.gen == gen) {
-        for (int i = 0; i < RECENT; i++)
-            if (recent.s[i] == s)
-                return;
-    } else {
-        memset(&recent, 0, sizeof recent);
-        recent.gen = gen;
-    }
-    pthread_mutex_lock(&pf.streams_lock);
-    bool known = classify(s);
-    /* Cached only if no stream was forgotten meanwhile. */
-    if (known && __atomic_load_n(&pf.gen, __ATOMIC_ACQUIRE) == gen) {
-        recent.s[recent.next] = s;
-        recent.next = (recent.next + 1) % RECENT;
-    }
-    pthread_mutex_unlock(&pf.streams_lock);
-}
-
-CUresult sw_note_stream(CUresult r, CUstream *s)
-{
-    if (r == CUDA_SUCCESS && s && !sw_opts()->disable)
-        sw_prefetch_note_stream(*s);
-    return r;
-}
-
-/* Drops retired events whose work is done. Lock held. */
-static void prune_retired(void)
-{
-    for (int i = 0; i < pf.retired.n; i++)
-        if (SW_REAL(cuEventQuery)((CUevent)pf.retired.v[i]) == CUDA_SUCCESS) {
-            SW_REAL(cuEventDestroy_v2)((CUevent)pf.retired.v[i]);
-            pf.retired.v[i--] = pf.retired.v[--pf.retired.n];
-        }
-}
-
-/* Retires s: its queued work is marked by an event the next commit waits
- * for, then s leaves the lists before the driver may reuse its handle.
- * Without an event, the host waits for s here instead. */
-CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream))
-{
-    if (!destroy)
-        return CUDA_ERROR_NOT_FOUND;
-    if (sw_opts()->disable || s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
-        return destroy(s);
-    const sw_real_t *r = sw_real();
-    pthread_mutex_lock(&pf.streams_lock);
-    prune_retired();
-    CUevent ev = NULL;
-    if (r->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-        ev = NULL;
-    else if (r->cuEventRecord(ev, s) != CUDA_SUCCESS || !list_add(&pf.retired, ev)) {
-        r->cuEventDestroy_v2(ev);
-        ev = NULL;
-    }
-    /* An invalid or capturing s fails here as it will in destroy(). */
-    if (!ev)
-        r->cuStreamSynchronize(s);
-    list_drop(&pf.app, s);
-    list_drop(&pf.seen, s);
-    __atomic_add_fetch(&pf.gen, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&pf.streams_lock);
-    return destroy(s);
-}
-
-/* Step 1, first half: spillway's stream st waits for everything the
- * application issued so far: an event on the legacy stream (which waits
- * for every blocking stream, the per-thread ones included), every
- * non-blocking stream it launched on, and the last work of every stream
- * destroyed since. The retired events move to *waited, for the caller to
- * destroy once st has been waited for. No host wait; false if st could
- * not be ordered so. */
-static bool order_after_app(CUstream st, list_t *waited)
-{
-    const sw_real_t *r = sw_real();
-    bool ok = !__atomic_load_n(&pf.unordered, __ATOMIC_ACQUIRE) &&
-              r->cuEventRecord(pf.sync_ev, CU_STREAM_LEGACY) == CUDA_SUCCESS &&
-              r->cuStreamWaitEvent(st, pf.sync_ev, 0) == CUDA_SUCCESS;
-    pthread_mutex_lock(&pf.streams_lock);
-    /* One event serves every stream: a wait takes the record before it. */
-    for (int i = 0; i < pf.app.n && ok; i++)
-        ok = r->cuEventRecord(pf.sync_ev, (CUstream)pf.app.v[i]) == CUDA_SUCCESS &&
-             r->cuStreamWaitEvent(st, pf.sync_ev, 0) == CUDA_SUCCESS;
-    for (int i = 0; i < pf.retired.n && ok; i++)
-        ok = r->cuStreamWaitEvent(st, (CUevent)pf.retired.v[i], 0) == CUDA_SUCCESS;
-    *waited = pf.retired;
-    pf.retired = (list_t){0};
-    pthread_mutex_unlock(&pf.streams_lock);
-    return ok;
-}
-
-CUresult sw_streams_order(CUstream st)
-{
-    const sw_real_t *r = sw_real();
-    if (__atomic_load_n(&pf.unordered, __ATOMIC_ACQUIRE))
-        return CUDA_ERROR_NOT_SUPPORTED;
-    CUresult e = CUDA_SUCCESS;
-    pthread_mutex_lock(&pf.streams_lock);
-    if (!pf.order_ev && r->cuEventCreate(&pf.order_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-        pf.order_ev = NULL;
-    if (!pf.order_ev)
-        e = CUDA_ERROR_OUT_OF_MEMORY;
-    if (e == CUDA_SUCCESS && (e = r->cuEventRecord(pf.order_ev, CU_STREAM_LEGACY)) == CUDA_SUCCESS)
-        e = r->cuStreamWaitEvent(st, pf.order_ev, 0);
-    for (int i = 0; i < pf.app.n && e == CUDA_SUCCESS; i++)
-        if ((e = r->cuEventRecord(pf.order_ev, (CUstream)pf.app.v[i])) == CUDA_SUCCESS)
-            e = r->cuStreamWaitEvent(st, pf.order_ev, 0);
-    for (int i = 0; i < pf.retired.n && e == CUDA_SUCCESS; i++)
-        e = r->cuStreamWaitEvent(st, (CUevent)pf.retired.v[i], 0);
-    pthread_mutex_unlock(&pf.streams_lock);
-    return e;
-}
-
-/* Destroys the retired events once their work is known done; else puts
- * them back for the next commit. */
-static void drop_waited(list_t *waited, bool done)
-{
-    pthread_mutex_lock(&pf.streams_lock);
-    for (int i = 0; i < waited->n; i++) {
-        CUevent ev = waited->v[i];
-        if (done || !list_add(&pf.retired, ev)) {
-            if (!done) /* no room to keep it: wait for it here */
-                SW_REAL(cuEventSynchronize)(ev);
-            SW_REAL(cuEventDestroy_v2)(ev);
-        }
-    }
-    pthread_mutex_unlock(&pf.streams_lock);
-    free(waited->v);
-}
-
-/* Step 4: everything the application issues from now on waits for ev. */
-static void app_wait(CUevent ev)
-{
-    const sw_real_t *r = sw_real();
-    r->cuStreamWaitEvent(CU_STREAM_LEGACY, ev, 0);
-    pthread_mutex_lock(&pf.streams_lock);
-    for (int i = 0; i < pf.app.n; i++)
-        r->cuStreamWaitEvent((CUstream)pf.app.v[i], ev, 0);
-    pthread_mutex_unlock(&pf.streams_lock);
 }
 
 /* ---- moving chunks in and out of slots (gate held exclusively) ---- */
@@ -689,9 +438,9 @@ static void plan(plan_t *p, const uint64_t *need, int n)
 static CUresult sync_and_read_back(const plan_t *p, CUstream st, bool *emptied_fp, bool *read_back)
 {
     const sw_real_t *r = sw_real();
-    list_t waited;
+    sw_list_t waited;
     sw_stat_add(SW_STAT_safety_syncs, 1);
-    bool ordered = order_after_app(st, &waited);
+    bool ordered = sw_streams_order_all(st, pf.sync_ev, &waited);
     CUresult e = ordered ? CUDA_SUCCESS : r->cuCtxSynchronize();
     *read_back = false;
     for (int i = 0; i < p->nfill && pf.fp_on && e == CUDA_SUCCESS; i++) {
@@ -709,7 +458,7 @@ static CUresult sync_and_read_back(const plan_t *p, CUstream st, bool *emptied_f
         *read_back = false;
         e = r->cuCtxSynchronize();
     }
-    drop_waited(&waited, e == CUDA_SUCCESS);
+    sw_streams_release(&waited, e == CUDA_SUCCESS);
     return e;
 }
 
@@ -757,12 +506,11 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     if (nq == 0)
         return; /* nothing the application must wait for */
     /* A stream in no list cannot be made to wait: the copies finish here. */
-    if (__atomic_load_n(&pf.unordered, __ATOMIC_ACQUIRE) &&
+    if (sw_streams_unordered() &&
         r->cuStreamSynchronize(st) != CUDA_SUCCESS)
         sw_error("cannot order the application after spillway's copies");
     if (r->cuEventRecord(pf.batch_ev, st) == CUDA_SUCCESS) {
-        pf.batch_recorded = true;
-        app_wait(pf.batch_ev);
+        sw_streams_wait(pf.batch_ev);
     } else if (r->cuStreamSynchronize(st) != CUDA_SUCCESS) /* then wait here */
         sw_error("cannot order the application after spillway's copies");
 }

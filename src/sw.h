@@ -6,11 +6,15 @@
  *   api        hooks.c (generated from hooks.def), runtime.c (the shared
  *              runtime's entry points), init.c (start-up), fork.c
  *   residency  alloc.c (allocations, budgets, moves), launch.c (the launch
- *              sequence, argument scanning, promotion), prefetch.c (the
- *              streaming window)
+ *              sequence, argument scanning and rewriting, promotion),
+ *              window.c (the streaming window: copies, fences, write-back;
+ *              called by launch.c and alloc.c, calls only below),
+ *              prefetch.c (the remapping window, SPILLWAY_REWRITE=0)
  *   device     vmm.c (VMM primitives, spillway's stream), fingerprint.c
- *   driver     driver.c: the one table of real entry points (sw_real) and
- *              the gate, the reader-writer lock every mapping change holds
+ *              (spillway's kernels), streams.c (the application's streams)
+ *   driver     driver.c: the one table of real entry points (sw_real), the
+ *              gate, the reader-writer lock every mapping change holds,
+ *              and the count of stream captures
  *   core/      pure C beside them: options parsing, the allocation table,
  *              the residency policy, learning, argument scanning. Never
  *              calls CUDA; unit-tested with check (tests/unit).

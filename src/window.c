@@ -86,6 +86,7 @@ typedef struct {
 static struct {
     pthread_mutex_t lock;
     bool on;
+    const sw_table_t *table; /* the tracked allocations (alloc.c) */
     CUdeviceptr base;    /* the window */
     uint64_t size, head;
     CUstream side;       /* where copies go: st, or cst during a capture */
@@ -126,7 +127,7 @@ uint64_t sw_window_size(void)
     return w.size;
 }
 
-uint64_t sw_window_setup(uint64_t budget)
+uint64_t sw_window_setup(uint64_t budget, const sw_table_t *t)
 {
     const sw_options_t *o = sw_opts();
     const sw_real_t *r = sw_real();
@@ -159,6 +160,7 @@ uint64_t sw_window_setup(uint64_t budget)
     for (int i = 0; i < MAX_ENTRIES; i++)
         w.entries[i].unit = -1;
     w.side = w.st;
+    w.table = t;
     w.size = size;
     w.on = true;
     sw_info("streaming window: %llu bytes%s", (unsigned long long)size,
@@ -180,7 +182,7 @@ static void drop_entry(entry_t *e)
 
 bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed)
 {
-    const sw_table_t *t = sw_tracked();
+    const sw_table_t *t = w.table;
     *pointed = false;
     for (uint64_t p = start; p < start + len;) {
         const sw_chunk_t *c = sw_table_lookup(t, p);
@@ -440,8 +442,11 @@ bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint6
         u->fp_known = false;
         queued = true;
     }
-    if (w.fp_on && __atomic_load_n(&w.changed[ui], __ATOMIC_RELAXED))
+    if (w.fp_on && !u->written && __atomic_load_n(&w.changed[ui], __ATOMIC_RELAXED)) {
         u->written = true;
+        sw_debug("range 0x%llx +%llu was written: it goes home by a plain copy from now on",
+                 (unsigned long long)u->start, (unsigned long long)u->len);
+    }
     if (!drop_overlaps(start, len, ui, &queued))
         goto out;
     /* A range a pointer table reaches is read there in place; that is
@@ -670,7 +675,7 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
     bool gated = sw_gate_rd();
     const sw_real_t *r = sw_real();
     if (gated && w.on) {
-        sw_prefetch_note_stream(s);
+        sw_streams_note(s);
         pthread_mutex_lock(&w.lock);
         flush_all(s);
         if (w.graphs)

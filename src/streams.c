@@ -1,0 +1,250 @@
+/*
+ * The application's streams, as spillway's own stream must see them: it
+ * is ordered after all of the application's work before it reads or
+ * writes memory that work may touch (the streaming window's copies, the
+ * remapping window's commit points), and the application can be ordered
+ * after it.
+ *
+ * Three lists, with no cap (PyTorch's stream pools alone make 64 or more),
+ * under ss.lock:
+ *   seen     every stream already classified;
+ *   app      the non-blocking ones: spillway's stream is ordered after
+ *            each, and each after spillway's latest work when asked;
+ *   retired  an event recorded on each destroyed stream just before
+ *            cuStreamDestroy, which returns while its work is still
+ *            queued: the next ordering waits for that work too.
+ * Blocking streams are covered through the legacy stream. Should a list
+ * fail to grow, `unordered` is set for good and callers fall back to
+ * synchronizing. The launch path looks a stream up in a per-thread cache
+ * of recent streams first; forgetting a stream bumps `gen`, which empties
+ * every cache. This file calls only the driver.
+ */
+#include "mech.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static struct {
+    pthread_mutex_t lock;     /* the three lists and latest */
+    sw_list_t seen, app, retired;
+    bool unordered;           /* a non-blocking stream is in no list */
+    uint64_t gen;             /* bumped when a stream is forgotten */
+    CUevent order_ev;         /* sw_streams_order's, made on first use */
+    CUevent latest;           /* what a newly seen non-blocking stream waits for */
+} ss = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+bool sw_streams_unordered(void)
+{
+    return __atomic_load_n(&ss.unordered, __ATOMIC_ACQUIRE);
+}
+
+static bool list_add(sw_list_t *l, void *v)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        void **nv = realloc(l->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return false;
+        l->v = nv;
+        l->cap = cap;
+    }
+    l->v[l->n++] = v;
+    return true;
+}
+
+/* Removes v if listed; whether it was. */
+static bool list_drop(sw_list_t *l, const void *v)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == v) {
+            l->v[i] = l->v[--l->n];
+            return true;
+        }
+    return false;
+}
+
+static bool list_has(const sw_list_t *l, const void *v)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == v)
+            return true;
+    return false;
+}
+
+/* A capturing stream may not wait for an event recorded outside its
+ * capture; one that cannot say is taken to be capturing. */
+static bool stream_capturing(CUstream s)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    return !SW_REAL(cuStreamIsCapturing) || SW_REAL(cuStreamIsCapturing)(s, &st) != CUDA_SUCCESS ||
+           st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+#define RECENT 8
+static __thread struct {
+    uint64_t gen;
+    CUstream s[RECENT];
+    int next;
+} recent;
+
+/* Classifies s; false if it could not be (its flags unreadable). Lock
+ * held. */
+static bool classify(CUstream s)
+{
+    unsigned flags = 0;
+    if (list_has(&ss.seen, s))
+        return true;
+    if (SW_REAL(cuStreamGetFlags)(s, &flags) != CUDA_SUCCESS)
+        return false;
+    /* Blocking streams are covered through the legacy stream. A
+     * non-blocking one seen for the first time may have been made after
+     * the latest commit ordered the streams it knew: it waits for that
+     * commit's copies here, or it could read a slot before its bytes
+     * arrive. A commit records batch_ev before it takes this lock to order
+     * its streams, so one of the two covers s. */
+    if (flags & CU_STREAM_NON_BLOCKING) {
+        if (!list_add(&ss.app, s) && !__atomic_load_n(&ss.unordered, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&ss.unordered, true, __ATOMIC_RELEASE);
+            sw_warn("cannot record stream %p: each commit point now synchronizes the device",
+                    (void *)s);
+        }
+        if (ss.latest && !stream_capturing(s))
+            SW_REAL(cuStreamWaitEvent)(s, ss.latest, 0);
+    }
+    if (!list_add(&ss.seen, s))
+        return false; /* classified again next time: harmless */
+    return true;
+}
+
+void sw_streams_note(CUstream s)
+{
+    if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return;
+    uint64_t gen = __atomic_load_n(&ss.gen, __ATOMIC_ACQUIRE);
+    if (recent.gen == gen) {
+        for (int i = 0; i < RECENT; i++)
+            if (recent.s[i] == s)
+                return;
+    } else {
+        memset(&recent, 0, sizeof recent);
+        recent.gen = gen;
+    }
+    pthread_mutex_lock(&ss.lock);
+    bool known = classify(s);
+    /* Cached only if no stream was forgotten meanwhile. */
+    if (known && __atomic_load_n(&ss.gen, __ATOMIC_ACQUIRE) == gen) {
+        recent.s[recent.next] = s;
+        recent.next = (recent.next + 1) % RECENT;
+    }
+    pthread_mutex_unlock(&ss.lock);
+}
+
+CUresult sw_note_stream(CUresult r, CUstream *s)
+{
+    if (r == CUDA_SUCCESS && s && !sw_opts()->disable)
+        sw_streams_note(*s);
+    return r;
+}
+
+/* Drops retired events whose work is done. Lock held. */
+static void prune_retired(void)
+{
+    for (int i = 0; i < ss.retired.n; i++)
+        if (SW_REAL(cuEventQuery)((CUevent)ss.retired.v[i]) == CUDA_SUCCESS) {
+            SW_REAL(cuEventDestroy_v2)((CUevent)ss.retired.v[i]);
+            ss.retired.v[i--] = ss.retired.v[--ss.retired.n];
+        }
+}
+
+/* Retires s: its queued work is marked by an event the next commit waits
+ * for, then s leaves the lists before the driver may reuse its handle.
+ * Without an event, the host waits for s here instead. */
+CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream))
+{
+    if (!destroy)
+        return CUDA_ERROR_NOT_FOUND;
+    if (sw_opts()->disable || s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return destroy(s);
+    const sw_real_t *r = sw_real();
+    pthread_mutex_lock(&ss.lock);
+    prune_retired();
+    CUevent ev = NULL;
+    if (r->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        ev = NULL;
+    else if (r->cuEventRecord(ev, s) != CUDA_SUCCESS || !list_add(&ss.retired, ev)) {
+        r->cuEventDestroy_v2(ev);
+        ev = NULL;
+    }
+    /* An invalid or capturing s fails here as it will in destroy(). */
+    if (!ev)
+        r->cuStreamSynchronize(s);
+    list_drop(&ss.app, s);
+    list_drop(&ss.seen, s);
+    __atomic_add_fetch(&ss.gen, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ss.lock);
+    return destroy(s);
+}
+
+bool sw_streams_order_all(CUstream st, CUevent ev, sw_list_t *waited)
+{
+    const sw_real_t *r = sw_real();
+    bool ok = !__atomic_load_n(&ss.unordered, __ATOMIC_ACQUIRE) &&
+              r->cuEventRecord(ev, CU_STREAM_LEGACY) == CUDA_SUCCESS &&
+              r->cuStreamWaitEvent(st, ev, 0) == CUDA_SUCCESS;
+    pthread_mutex_lock(&ss.lock);
+    /* One event serves every stream: a wait takes the record before it. */
+    for (int i = 0; i < ss.app.n && ok; i++)
+        ok = r->cuEventRecord(ev, (CUstream)ss.app.v[i]) == CUDA_SUCCESS &&
+             r->cuStreamWaitEvent(st, ev, 0) == CUDA_SUCCESS;
+    for (int i = 0; i < ss.retired.n && ok; i++)
+        ok = r->cuStreamWaitEvent(st, (CUevent)ss.retired.v[i], 0) == CUDA_SUCCESS;
+    if (waited) {
+        *waited = ss.retired;
+        ss.retired = (sw_list_t){0};
+    }
+    pthread_mutex_unlock(&ss.lock);
+    return ok;
+}
+
+CUresult sw_streams_order(CUstream st)
+{
+    CUevent ev = __atomic_load_n(&ss.order_ev, __ATOMIC_ACQUIRE);
+    if (!ev) {
+        if (SW_REAL(cuEventCreate)(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        CUevent none = NULL;
+        if (!__atomic_compare_exchange_n(&ss.order_ev, &none, ev, false, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            SW_REAL(cuEventDestroy_v2)(ev); /* another thread made it first */
+            ev = none;
+        }
+    }
+    return sw_streams_order_all(st, ev, NULL) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+void sw_streams_release(sw_list_t *waited, bool done)
+{
+    pthread_mutex_lock(&ss.lock);
+    for (int i = 0; i < waited->n; i++) {
+        CUevent ev = waited->v[i];
+        if (done || !list_add(&ss.retired, ev)) {
+            if (!done) /* no room to keep it: wait for it here */
+                SW_REAL(cuEventSynchronize)(ev);
+            SW_REAL(cuEventDestroy_v2)(ev);
+        }
+    }
+    pthread_mutex_unlock(&ss.lock);
+    free(waited->v);
+}
+
+void sw_streams_wait(CUevent ev)
+{
+    const sw_real_t *r = sw_real();
+    r->cuStreamWaitEvent(CU_STREAM_LEGACY, ev, 0);
+    pthread_mutex_lock(&ss.lock);
+    ss.latest = ev;
+    for (int i = 0; i < ss.app.n; i++)
+        r->cuStreamWaitEvent((CUstream)ss.app.v[i], ev, 0);
+    pthread_mutex_unlock(&ss.lock);
+}
+
