@@ -4,7 +4,8 @@
  *
  *   nothing tracked ──► call the driver (no lock, no scan)
  *   otherwise       ──► gate shared, layout (cached per function), scan
- *                       every 8-byte word, stamp the chunks hit (a
+ *                       every 8-byte word and look up every TMA
+ *                       descriptor (tensormap.c), stamp the chunks hit (a
  *                       pointer's whole segment at once) with the launch
  *                       sequence number, launch, release the gate.
  *
@@ -465,6 +466,23 @@ uint64_t sw_period(uint64_t now)
     return cached;
 }
 
+/* At most this many descriptors are learned from per launch: a GEMM
+ * passes two or three. */
+#define MAX_DESCRIPTORS 16
+
+/* A TMA descriptor spillway saw made names its tensor's address where no
+ * word of the arguments does: learned from as a pointer word is. */
+static void learn_descriptors(const sw_layout_t *l, void **params, const void *buf, size_t len,
+                              marks_t *m)
+{
+    sw_tmap_at_t at[MAX_DESCRIPTORS];
+    size_t n = sw_tmap_locate(sw_tmaps(), l, params, buf, len, at, MAX_DESCRIPTORS);
+    for (size_t i = 0; i < n; i++)
+        hit(at[i].v.addr, m);
+    if (n)
+        sw_stat_add(SW_STAT_descriptors_recognised, (int64_t)n);
+}
+
 uint64_t sw_launch_now(void)
 {
     return __atomic_load_n(&launch_seq, __ATOMIC_RELAXED);
@@ -484,6 +502,7 @@ void sw_mark(CUfunction f, void **params, void **extra, CUstream s)
         sw_scan_args(l, params, NULL, 0, hit, &m);
     else if (extra && sw_extra_buffer(extra, &buf, &len))
         sw_scan_args(l, NULL, buf, len, hit, &m);
+    learn_descriptors(l, params, buf, len, &m);
     if (m.window && !m.host)
         sw_stat_add(SW_STAT_prefetch_hits, 1);
     if (!m.host)
