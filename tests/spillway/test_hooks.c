@@ -8,7 +8,8 @@
  *              move's synchronization;
  *   memops.c   stream memory operations hold the gate like copies do;
  *   tma.c      TMA descriptors the encode calls made are recognised in
- *              launch arguments, and their tensors learned from.
+ *              launch arguments, and their tensors learned from;
+ *   retarget.c the descriptor mechanism a rewriter uses, on its own.
  */
 #include "swt.h"
 
@@ -177,6 +178,15 @@ START_TEST(tma_descriptors_not_in_the_table_are_ignored)
 }
 END_TEST
 
+START_TEST(tma_retargeted_copy_reads_the_new_address)
+{
+    const char *argv[] = {swt_path("SWT_RETARGET"), NULL};
+    swt_run_t r;
+    swt_run(&r, false, NULL, argv);
+    assert_ok(&r, "retarget: ok");
+}
+END_TEST
+
 Suite *hooks_suite(void)
 {
     Suite *s = suite_create("hooks");
@@ -200,6 +210,7 @@ Suite *hooks_suite(void)
     tcase_set_timeout(tma, 180);
     tcase_add_test(tma, tma_descriptors_made_by_encode_are_recognised);
     tcase_add_test(tma, tma_descriptors_not_in_the_table_are_ignored);
+    tcase_add_test(tma, tma_retargeted_copy_reads_the_new_address);
     suite_add_tcase(s, tma);
     return s;
 }
