@@ -91,14 +91,19 @@ CUresult sw_tmap_replace(CUresult (*real)(CUtensorMap *, void *), CUtensorMap *d
 {
     if (!real)
         return CUDA_ERROR_NOT_FOUND;
-    /* Only the address changes: the tensor's size carries over, when the
-     * bytes before were recorded. */
-    sw_tmap_val_t v = {0};
+    CUtensorMap before;
     if (desc)
-        sw_tmap_lookup(sw_tmaps(), desc, &v);
+        memcpy(&before, desc, sizeof before);
     CUresult r = real(desc, addr);
-    if (r == CUDA_SUCCESS)
-        record(desc, (sw_tmap_val_t){.addr = (uint64_t)(uintptr_t)addr, .bytes = v.bytes});
+    if (r != CUDA_SUCCESS || !desc)
+        return r;
+    /* Only the address changed: the tensor's size carries over, when the
+     * bytes before were recorded. Looked up only now, after the driver
+     * succeeded, so the table's lock is never taken in a forked child
+     * (fork.c). */
+    sw_tmap_val_t v = {0};
+    sw_tmap_lookup(sw_tmaps(), &before, &v);
+    record(desc, (sw_tmap_val_t){.addr = (uint64_t)(uintptr_t)addr, .bytes = v.bytes});
     return r;
 }
 
