@@ -4,7 +4,8 @@
  *
  *   nothing tracked ──► call the driver (no lock, no scan)
  *   otherwise       ──► gate shared, layout (cached per function), scan
- *                       every 8-byte word, stamp the chunks hit (a
+ *                       every 8-byte word and look up every TMA
+ *                       descriptor (tensormap.c), stamp the chunks hit (a
  *                       pointer's whole segment at once) with the launch
  *                       sequence number, launch, release the gate.
  *
@@ -228,6 +229,7 @@ static const sw_layout_t *layout_of(CUfunction h)
 typedef struct {
     uint64_t word, len, copy;
     bool served;                   /* sw_window_use said yes: word becomes copy */
+    bool applied;                  /* and the arguments were pointed at it */
 } stream_use_t;
 
 typedef struct {
@@ -551,10 +553,11 @@ static __thread struct rewrite {
 
 static bool substitute(uint64_t word, uint64_t *to, void *arg)
 {
-    const marks_t *m = arg;
+    marks_t *m = arg;
     for (int i = 0; i < m->nuse; i++)
         if (m->use[i].served && m->use[i].word == word) {
             *to = m->use[i].copy;
+            m->use[i].applied = true;
             return true;
         }
     return false;
@@ -573,11 +576,49 @@ static void unnote(marks_t *m, uint64_t lo, uint64_t len)
     m->host = m->nhost > 0;
 }
 
+/* At most this many descriptors are learned from, or retargeted, per
+ * launch: a GEMM passes two or three. */
+#define MAX_DESCRIPTORS 16
+
+/* Points the TMA descriptors of the launch that name a served range at
+ * its copy, in this thread's room: each descriptor's parameter is copied
+ * there first if the word pass did not copy it already (params form), or
+ * patched in the copied buffer (extra form). How many were retargeted. */
+static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const void *buf,
+                       size_t len)
+{
+    sw_tmap_at_t at[MAX_DESCRIPTORS];
+    size_t n = sw_tmap_locate(sw_tmaps(), l, params, buf, len, at, MAX_DESCRIPTORS), done = 0;
+    for (size_t k = 0; k < n; k++) {
+        stream_use_t *u = NULL;
+        for (int i = 0; i < m->nuse && !u; i++)
+            if (m->use[i].served && at[k].v.addr >= m->use[i].word &&
+                at[k].v.addr < m->use[i].word + m->use[i].len)
+                u = &m->use[i];
+        if (!u)
+            continue;
+        unsigned char *param = rw->store + l->offset[at[k].index];
+        if (params && rw->params[at[k].index] != param) {
+            memcpy(param, params[at[k].index], l->size[at[k].index]);
+            rw->params[at[k].index] = param;
+        }
+        const void *desc = params ? (const unsigned char *)params[at[k].index] + at[k].offset
+                                  : (const unsigned char *)buf + l->offset[at[k].index] +
+                                        at[k].offset;
+        if (sw_tmap_retarget(desc, u->copy + (at[k].v.addr - u->word), param + at[k].offset) ==
+            CUDA_SUCCESS) {
+            u->applied = true;
+            done++;
+        }
+    }
+    return done;
+}
+
 /* The window's part of a launch on s: each named range wholly on the host
  * is read from its window copy if the window can serve it (the launch's
  * arguments are then rewritten into this thread's room, *params or *extra
- * pointing there); any other is read in place, after any copy of it went
- * home. */
+ * pointing there: pointer words and TMA descriptors); any other is read
+ * in place, after any copy of it went home. */
 static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, CUstream s)
 {
     int served = 0;
@@ -588,26 +629,27 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
             sw_window_use(u->word, u->len, pointed, s, &u->copy)) {
             u->served = true;
             served++;
-            unnote(m, u->word, u->len);
         } else {
             sw_window_touch(u->word, u->len, s);
         }
     }
     if (!served)
         return;
-    if (!rw && (rw = calloc(1, sizeof *rw)) && !(rw->store = aligned_alloc(16, PARAM_BYTES))) {
+    if (!rw && (rw = calloc(1, sizeof *rw)) && !(rw->store = aligned_alloc(64, PARAM_BYTES))) {
         free(rw);
         rw = NULL;
     }
-    size_t changed = 0;
     const void *buf;
     size_t len;
     if (rw && *params) {
-        changed = sw_rewrite_params(l, *params, rw->params, rw->store, PARAM_BYTES, substitute, m);
+        size_t changed =
+            sw_rewrite_params(l, *params, rw->params, rw->store, PARAM_BYTES, substitute, m);
+        changed += retarget(m, l, *params, NULL, 0);
         if (changed)
             *params = rw->params;
     } else if (rw && *extra && sw_extra_buffer(*extra, &buf, &len) && len <= PARAM_BYTES) {
-        changed = sw_rewrite_buffer(l, buf, len, rw->store, substitute, m);
+        size_t changed = sw_rewrite_buffer(l, buf, len, rw->store, substitute, m);
+        changed += retarget(m, l, NULL, buf, len);
         rw->len = len;
         void *ex[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, rw->store, CU_LAUNCH_PARAM_BUFFER_SIZE,
                        &rw->len, CU_LAUNCH_PARAM_END};
@@ -615,13 +657,29 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
         if (changed)
             *extra = rw->extra;
     }
-    /* Served but not rewritten (no room for the copy of the arguments): the
-     * kernel reads home, where the copy must go first. The window read is
-     * still recorded, harmlessly. */
-    if (!changed)
-        for (int i = 0; i < m->nuse; i++)
-            if (m->use[i].served)
-                sw_window_touch(m->use[i].word, m->use[i].len, s);
+    /* A served range the arguments could not be pointed at (no room for
+     * their copy, a descriptor the driver would not retarget) is read at
+     * home: its copy goes home first, and the launch does not read it. */
+    for (int i = 0; i < m->nuse; i++) {
+        stream_use_t *u = &m->use[i];
+        if (u->served && !u->applied)
+            sw_window_unuse(u->word, s);
+        else if (u->served)
+            unnote(m, u->word, u->len);
+    }
+}
+
+/* A TMA descriptor spillway saw made names its tensor's address where no
+ * word of the arguments does: learned from as a pointer word is. */
+static void learn_descriptors(const sw_layout_t *l, void **params, const void *buf, size_t len,
+                              marks_t *m)
+{
+    sw_tmap_at_t at[MAX_DESCRIPTORS];
+    size_t n = sw_tmap_locate(sw_tmaps(), l, params, buf, len, at, MAX_DESCRIPTORS);
+    for (size_t i = 0; i < n; i++)
+        hit(at[i].v.addr, m);
+    if (n)
+        sw_stat_add(SW_STAT_descriptors_recognised, (int64_t)n);
 }
 
 uint64_t sw_launch_now(void)
@@ -644,6 +702,7 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
         sw_scan_args(l, params, NULL, 0, hit, &m);
     else if (extra && sw_extra_buffer(extra, &buf, &len))
         sw_scan_args(l, NULL, buf, len, hit, &m);
+    learn_descriptors(l, params, buf, len, &m);
     if (m.nuse) {
         serve(&m, l, pparams, pextra, s);
         if (!sw_capturing())

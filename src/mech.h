@@ -94,6 +94,10 @@ bool sw_gate_rd(void);
         r_;                                              \
     })
 
+/* The real function, for calls that issue no device work (no gate);
+ * CUDA_ERROR_NOT_FOUND where the driver lacks it. */
+#define SW_CALL(sym, args) (SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND)
+
 /* ---- init.c ---- */
 const sw_options_t *sw_opts(void);
 CUresult sw_on_init(unsigned int flags);
@@ -272,6 +276,10 @@ bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed);
  * calls sw_window_read(s) before releasing the gate. false: read in place
  * (any copy of an overlapping range went home first, ordered before s). */
 bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint64_t *copy);
+/* The launch will not read the copy of the range at start after all
+ * (its arguments could not be pointed at it): the copy goes home, with s
+ * after it, and is not counted as read. */
+void sw_window_unuse(uint64_t start, CUstream s);
 /* After the launch: records that s reads the copies sw_window_use gave
  * this thread. Cheap when there are none. */
 void sw_window_read(CUstream s);
@@ -362,6 +370,34 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
 /* Some stream of the process is capturing (a count of captures begun and
  * not ended); prefetch.c's stream_capturing asks about one stream. */
 bool sw_capturing(void);
+
+/* ---- tensormap.c: TMA descriptors spillway saw made ----
+ * The table (core/tmap.c) of every descriptor a cuTensorMapEncode* or
+ * cuTensorMapReplaceAddress call returned, with its global address; NULL
+ * until the first one. Launches look descriptors up in it with
+ * sw_tmap_locate (launch.c; so may a rewriter, to find where in the
+ * arguments each recognised descriptor lies). */
+sw_tmap_t *sw_tmaps(void);
+/* The encode hooks: r is the real encode's result. On success records
+ * desc -> (addr, the tensor's extent from rank, dim and strides in bytes,
+ * 0 when unknown); returns r. Can't fail: a table that cannot be made
+ * only logs, and the descriptor is then not recognised. */
+CUresult sw_tmap_encoded(CUresult r, const CUtensorMap *desc, CUtensorMapDataType type,
+                         cuuint32_t rank, const void *addr, const cuuint64_t *dim,
+                         const cuuint64_t *strides);
+/* The cuTensorMapReplaceAddress hook: calls real (NULL: returns
+ * CUDA_ERROR_NOT_FOUND) and, on success, records the new bytes -> addr,
+ * with the size recorded for the old bytes. Returns real's result. */
+CUresult sw_tmap_replace(CUresult (*real)(CUtensorMap *, void *), CUtensorMap *desc, void *addr);
+/* For a rewriter: desc (128 bytes, any alignment) made to point at
+ * new_addr, written to out (128 bytes, 64-byte aligned) by the real
+ * cuTensorMapReplaceAddress on a private copy; the result is not
+ * recorded. Returns CUDA_SUCCESS; or, with out untouched,
+ * CUDA_ERROR_INVALID_VALUE for a NULL or misaligned argument,
+ * CUDA_ERROR_NOT_FOUND where the driver lacks cuTensorMapReplaceAddress,
+ * or the driver's error (new_addr misaligned for the tensor, desc not a
+ * descriptor). */
+CUresult sw_tmap_retarget(const void *desc, uint64_t new_addr, void *out);
 
 /* ---- runtime.c: the shared CUDA runtime ----
  * The runtime may reach the driver through wrapped public entry points or

@@ -373,6 +373,97 @@ size_t sw_rewrite_buffer(const sw_layout_t *l, const void *buf, size_t len, unsi
  * Returns false when extra is malformed. */
 bool sw_extra_buffer(void *const *extra, const void **buf, size_t *len);
 
+/* Calls fn(index, offset, window, arg) for every 128-byte window that may
+ * hold a TMA descriptor (a CUtensorMap, SW_TMAP_BYTES bytes, 64-byte
+ * aligned): in every parameter of at least 128 bytes, at parameter offsets
+ * 0, 64, 128, ... while 128 bytes fit. A parameter of exactly 128 bytes is
+ * the descriptor a kernel takes by value; a larger one may be a by-value
+ * struct holding descriptors as members (CUTLASS 3 passes one Params
+ * struct), which align them to 64. window points into the parameter's
+ * storage: params[index] + offset when params != NULL, else the packed
+ * buffer buf at l->offset[index] + offset, where only windows that end
+ * within min(buflen, l->total) are passed. It need not be aligned. Returns
+ * the number of windows passed. Can't fail. */
+size_t sw_scan_descriptors(const sw_layout_t *l, void *const *params, const void *buf,
+                           size_t buflen,
+                           void (*fn)(uint32_t index, uint32_t offset, const void *window,
+                                      void *arg),
+                           void *arg);
+
+/* ---- core/tmap.c: TMA descriptors spillway saw made --------------------
+ * A descriptor is opaque: where the driver keeps the address in its 128
+ * bytes is undocumented (docs/cuda-facts.md §2). So each one a
+ * cuTensorMapEncode* call (or cuTensorMapReplaceAddress) returned is
+ * recorded whole, with the global address it was given, and a launch
+ * argument is recognised only when its bytes are exactly those.
+ *
+ * Bounded: when full, an insert evicts one entry, found by the clock
+ * (second chance): the oldest entry not looked up since the clock hand
+ * last passed it. Not refused: a descriptor can't be destroyed, so a
+ * long-running process accumulates stale ones (activations re-encoded at
+ * new addresses each step), and refusing would stop it learning for good;
+ * not plain oldest-first: the weights' descriptors, made once at load and
+ * looked up every step, must outlive a stream of one-off ones. A stale
+ * entry is harmless: the same bytes can only mean the same address.
+ *
+ * Thread-safe on its own: the table has a reader-writer lock, taken
+ * exclusively by inserts (encode calls, rare) and shared by lookups
+ * (launches, many threads at once). It is a leaf lock: held for no call
+ * out of this file, so callers may hold any lock of theirs (launches hold
+ * the gate shared) while they call these. */
+
+#define SW_TMAP_BYTES 128
+
+typedef struct sw_tmap sw_tmap_t;
+
+/* What a lookup finds: the global address the descriptor was made for,
+ * and the bytes of the tensor from there (sw_tmap_extent; 0 unknown). */
+typedef struct {
+    uint64_t addr, bytes;
+} sw_tmap_val_t;
+
+/* A table of at most max entries (1 <= max <= 1 << 24), all allocated
+ * now, so inserts never fail. NULL when out of memory or max is out of
+ * range. */
+sw_tmap_t *sw_tmap_new(size_t max);
+/* Frees t (NULL: nothing); no other thread may be using it. */
+void sw_tmap_free(sw_tmap_t *t);
+/* Records desc (SW_TMAP_BYTES bytes, any alignment) -> v. The same bytes
+ * again replace the value and count as looked up. A full table evicts
+ * one entry (the clock, above). Can't fail. */
+void sw_tmap_insert(sw_tmap_t *t, const void *desc, sw_tmap_val_t v);
+/* The value recorded for exactly these bytes into *v; false (v
+ * untouched) when none is, or t is NULL. */
+bool sw_tmap_lookup(sw_tmap_t *t, const void *desc, sw_tmap_val_t *v);
+/* Entries held (0 for NULL). Lock-free: lookups skip an empty table. */
+size_t sw_tmap_count(const sw_tmap_t *t);
+
+/* Where a recognised descriptor lies in a launch's parameters: parameter
+ * index, and offset within that parameter (in the packed `extra` buffer
+ * it starts at l->offset[index] + offset). A rewriter replaces those 128
+ * bytes in its copy of the arguments (sw_tmap_retarget makes them). */
+typedef struct {
+    uint32_t index, offset;
+    sw_tmap_val_t v;
+} sw_tmap_at_t;
+
+/* The recorded descriptors among a launch's parameters (the windows of
+ * sw_scan_descriptors, same params/buf/buflen forms), in parameter order:
+ * writes up to max into out, and returns how many it wrote (the first max
+ * found when there are more). 0 when t is NULL or empty. Takes t's lock
+ * shared once for the whole launch. Can't fail. */
+size_t sw_tmap_locate(sw_tmap_t *t, const sw_layout_t *l, void *const *params, const void *buf,
+                      size_t buflen, sw_tmap_at_t *out, size_t max);
+
+/* The bytes a tiled or im2col tensor spans from its global address: one
+ * row of dim[0] elements of elem_bytes, plus (dim[i] - 1) * strides[i - 1]
+ * for every outer dimension i < rank (strides: rank - 1 entries, in
+ * bytes, as cuTensorMapEncode* takes them; not read when rank is 1). 0
+ * (unknown) when elem_bytes is 0, rank is outside 1..5, a dim is 0, or
+ * the sum overflows. */
+uint64_t sw_tmap_extent(uint32_t rank, const uint64_t *dim, const uint64_t *strides,
+                        uint32_t elem_bytes);
+
 /* ---- core/gate.c: the gate, a reader-writer lock (no CUDA) -------------
  * Shared: many holders at once; exclusive: one, with no shared holder.
  * Reentrant per thread: a thread that holds it (either way) and takes it

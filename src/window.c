@@ -492,6 +492,22 @@ out:
     return ok;
 }
 
+void sw_window_unuse(uint64_t start, CUstream s)
+{
+    pthread_mutex_lock(&w.lock);
+    int ui = unit_find(start);
+    int ei = ui >= 0 ? w.units[ui].entry : -1;
+    for (int k = 0; ei >= 0 && k < pending.n; k++)
+        if (pending.e[k] == ei) {
+            pending.e[k] = pending.e[--pending.n];
+            w.entries[ei].pins--;
+            if (!w.entries[ei].pins && evict(&w.entries[ei]) == CUDA_SUCCESS)
+                join(s);
+            break;
+        }
+    pthread_mutex_unlock(&w.lock);
+}
+
 void sw_window_read(CUstream s)
 {
     if (!pending.n)

@@ -109,3 +109,35 @@ size_t sw_rewrite_buffer(const sw_layout_t *l, const void *buf, size_t len, unsi
     }
     return changed;
 }
+
+/* A descriptor is aligned to 64 bytes in whatever holds it. */
+#define DESC_ALIGN 64u
+
+size_t sw_scan_descriptors(const sw_layout_t *l, void *const *params, const void *buf,
+                           size_t buflen,
+                           void (*fn)(uint32_t index, uint32_t offset, const void *window,
+                                      void *arg),
+                           void *arg)
+{
+    if (!params && !buf)
+        return 0;
+    size_t limit = buflen < l->total ? buflen : l->total, windows = 0;
+    for (uint32_t i = 0; i < l->nparams; i++) {
+        if (params && !params[i])
+            continue;
+        for (uint32_t off = 0; off + SW_TMAP_BYTES <= l->size[i]; off += DESC_ALIGN) {
+            const unsigned char *w;
+            if (params) {
+                w = (const unsigned char *)params[i] + off;
+            } else {
+                /* The extra form: the buffer may end before the layout does. */
+                if ((uint64_t)l->offset[i] + off + SW_TMAP_BYTES > limit)
+                    break;
+                w = (const unsigned char *)buf + l->offset[i] + off;
+            }
+            fn(i, off, w, arg);
+            windows++;
+        }
+    }
+    return windows;
+}

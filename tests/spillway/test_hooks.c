@@ -6,10 +6,15 @@
  *   capture.c  every way a capture begins and ends is counted, and a
  *              capture beginning on another thread is never broken by a
  *              move's synchronization;
- *   memops.c   stream memory operations hold the gate like copies do.
+ *   memops.c   stream memory operations hold the gate like copies do;
+ *   tma.c      TMA descriptors the encode calls made are recognised in
+ *              launch arguments, and their tensors learned from;
+ *   retarget.c the descriptor mechanism a rewriter uses, on its own.
  */
 #include "swt.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The GPU budget and policy that make the capture programs move chunks:
@@ -109,6 +114,79 @@ START_TEST(stream_memory_operations_are_gated)
 }
 END_TEST
 
+/* The weights (24 MiB) over a budget that holds two of six. */
+#define TMA_ENV "SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=8MiB"
+
+/* The checksum line of a run's output; aborts the test when missing. */
+static void tma_checksum(const swt_run_t *r, char *out, size_t len)
+{
+    char *text = swt_slurp(r->out);
+    const char *at = text ? strstr(text, "checksum=") : NULL;
+    ck_assert_msg(at != NULL, "no checksum: %s", swt_describe(r));
+    snprintf(out, len, "%.*s", (int)strcspn(at, "\n"), at);
+    free(text);
+}
+
+/* What the program computes without spillway: the answers to match. */
+static void tma_plain(char *sum, size_t len)
+{
+    const char *argv[] = {swt_path("SWT_TMA"), "seen", NULL};
+    const char *env[] = {TMA_ENV, NULL};
+    swt_run_t r;
+    swt_run(&r, false, env, argv);
+    swt_assert_match(&r);
+    tma_checksum(&r, sum, len);
+}
+
+/* Each launch passes one descriptor, made by cuTensorMapEncodeTiled: all
+ * are recognised, so the weights the budget left on the host are seen
+ * touched (no argument word points at them), and the answers are those
+ * of the plain run. */
+START_TEST(tma_descriptors_made_by_encode_are_recognised)
+{
+    char plain[64], sum[64];
+    tma_plain(plain, sizeof plain);
+    const char *argv[] = {swt_path("SWT_TMA"), "seen", NULL};
+    const char *env[] = {TMA_ENV, NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    tma_checksum(&r, sum, sizeof sum);
+    ck_assert_str_eq(sum, plain);
+    ck_assert_msg(swt_sw(&r, "descriptors_recognised") == 6 * 4, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "launches_touching_host") > 0, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "tracked_allocs_peak") == 6, "%s", swt_describe(&r));
+}
+END_TEST
+
+/* Descriptors whose bytes spillway's table does not hold (pushed out by
+ * 4096 newer ones) are not recognised, and are read where they point. */
+START_TEST(tma_descriptors_not_in_the_table_are_ignored)
+{
+    char plain[64], sum[64];
+    tma_plain(plain, sizeof plain);
+    const char *argv[] = {swt_path("SWT_TMA"), "unseen", NULL};
+    const char *env[] = {TMA_ENV, NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    tma_checksum(&r, sum, sizeof sum);
+    ck_assert_str_eq(sum, plain);
+    ck_assert_msg(swt_sw(&r, "descriptors_recognised") == 0, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "launches_touching_host") == 0, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "tracked_allocs_peak") == 6, "%s", swt_describe(&r));
+}
+END_TEST
+
+START_TEST(tma_retargeted_copy_reads_the_new_address)
+{
+    const char *argv[] = {swt_path("SWT_RETARGET"), NULL};
+    swt_run_t r;
+    swt_run(&r, false, NULL, argv);
+    assert_ok(&r, "retarget: ok");
+}
+END_TEST
+
 Suite *hooks_suite(void)
 {
     Suite *s = suite_create("hooks");
@@ -128,5 +206,11 @@ Suite *hooks_suite(void)
     tcase_set_timeout(memops, 180);
     tcase_add_test(memops, stream_memory_operations_are_gated);
     suite_add_tcase(s, memops);
+    TCase *tma = tcase_create("tma");
+    tcase_set_timeout(tma, 180);
+    tcase_add_test(tma, tma_descriptors_made_by_encode_are_recognised);
+    tcase_add_test(tma, tma_descriptors_not_in_the_table_are_ignored);
+    tcase_add_test(tma, tma_retargeted_copy_reads_the_new_address);
+    suite_add_tcase(s, tma);
     return s;
 }

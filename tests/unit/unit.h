@@ -49,4 +49,5 @@ Suite *learn_suite(void);
 Suite *policy_learned_suite(void);
 Suite *popularity_suite(void);
 Suite *gate_suite(void);
+Suite *tmap_suite(void);
 #endif
