@@ -108,7 +108,7 @@ pid-table)
     expect_out_re '^bytes_demoted +224\.0 MiB +- '
     expect_out_re '^launches +1000 +- '
     expect_out_re '^failed_moves +0 +- '
-    [ "$(wc -l <"$tmp/out")" -eq 26 ] || fail "expected 2 header lines and 24 fields"
+    [ "$(wc -l <"$tmp/out")" -eq 31 ] || fail "expected 2 header lines and 29 fields"
     ;;
 json)
     start_fixture
@@ -116,17 +116,17 @@ json)
     expect_rc 0
     expect_out "\"pid\": $fpid,"
     expect_out '"command": "stat-fixture",'
-    expect_out '"version": 4,'
+    expect_out '"version": 5,'
     expect_out '"tracked_bytes": 3221225472,'
     expect_out '"tracked_bytes_peak": 4294967296,'
     expect_out '"tracked_allocs_peak": 5,'
     expect_out '"bytes_demoted": 234881024,'
     expect_out '"launches": 1000,'
     expect_out '"failed_moves": 0'
-    [ "$(count_out '^  "[a-z_]+": [0-9]+,?$')" -eq 34 ] || fail "expected 2 + 24 + 8 numbers"
+    [ "$(count_out '^  "[a-z_]+": [0-9]+,?$')" -eq 40 ] || fail "expected 2 + 29 + 9 numbers"
     if command -v python3 >/dev/null; then
-        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d) != 35)' \
-            "$tmp/out" || fail "not JSON with 35 keys"
+        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d) != 41)' \
+            "$tmp/out" || fail "not JSON with 41 keys"
     fi
     ;;
 list-json)
