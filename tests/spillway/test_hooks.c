@@ -178,6 +178,26 @@ START_TEST(tma_descriptors_not_in_the_table_are_ignored)
 }
 END_TEST
 
+/* With a window that holds a weight (16 MiB budget: 4 MiB of window), the
+ * weights on the host are streamed: each launch gets a copy of its
+ * descriptor re-made for the window copy, and nothing is read in place
+ * (simgpu counts no host bytes read by kernels). */
+START_TEST(tma_descriptors_are_retargeted_to_window_copies)
+{
+    char plain[64], sum[64];
+    tma_plain(plain, sizeof plain);
+    const char *argv[] = {swt_path("SWT_TMA"), "seen", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=16MiB", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    tma_checksum(&r, sum, sizeof sum);
+    ck_assert_str_eq(sum, plain);
+    ck_assert_msg(swt_sw(&r, "rewritten_launches") > 0, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sg(&r, "kernel_bytes_host") == 0, "%s", swt_describe(&r));
+}
+END_TEST
+
 START_TEST(tma_retargeted_copy_reads_the_new_address)
 {
     const char *argv[] = {swt_path("SWT_RETARGET"), NULL};
@@ -211,6 +231,7 @@ Suite *hooks_suite(void)
     tcase_add_test(tma, tma_descriptors_made_by_encode_are_recognised);
     tcase_add_test(tma, tma_descriptors_not_in_the_table_are_ignored);
     tcase_add_test(tma, tma_retargeted_copy_reads_the_new_address);
+    tcase_add_test(tma, tma_descriptors_are_retargeted_to_window_copies);
     suite_add_tcase(s, tma);
     return s;
 }
