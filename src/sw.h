@@ -386,8 +386,8 @@ void sw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define sw_info(...) sw_log(SW_LOG_INFO, __VA_ARGS__)
 #define sw_debug(...) sw_log(SW_LOG_DEBUG, __VA_ARGS__)
 
-/* ---- stats.c: one field list (stats_fields.h) ---- */
-#include "stats_fields.h"
+/* ---- stats.c: one field list (include/spillway/stats_fields.h) ---- */
+#include "spillway/stats_fields.h"
 
 /* Updates are cheap and thread-safe. Gauges track current and peak. */
 void sw_stat_add(sw_stat_id_t id, int64_t delta);
