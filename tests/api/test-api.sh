@@ -11,6 +11,9 @@
 #                   stats file of a running api-coop
 #   python          stats.py (ctypes) under spillway: budget and statistics
 #   python-plain    stats.py without spillway: loaded=0, exit 0
+#   readme          README.md's C and Python examples (the fenced blocks of
+#                   its "Cooperating programs" section), built and run with
+#                   and without spillway
 #   install         meson install --destdir; pkg-config --cflags spillway;
 #                   api-coop built against the installed headers, run
 # Paths come from meson (tests/api/meson.build) in API_* variables.
@@ -148,6 +151,31 @@ python)
 python-plain)
     run 0 "$API_PYTHON" "$API_PY" || fail "exit status $?"
     expect loaded 0
+    ;;
+readme)
+    # block LANG: the first ```LANG block of the README's API section.
+    block() {
+        awk -v lang="$1" '/^## /{ insec = /^## Cooperating programs/ }
+            insec && $0 == "```" lang { on = 1; next }
+            on && $0 == "```" { exit }
+            on { print }' "$API_README"
+    }
+    block c >"$tmp/example.c"
+    block python >"$tmp/example.py"
+    [ -s "$tmp/example.c" ] && [ -s "$tmp/example.py" ] || fail "README examples not found"
+    # shellcheck disable=SC2086
+    $API_CC -std=gnu11 -I"$API_INCLUDE" -isystem "$API_CUDA_INC" -o "$tmp/example" \
+        "$tmp/example.c" -L"$API_SIMGPU_DIR" -lcuda -ldl 2>"$tmp/err" ||
+        fail "the C example does not build"
+    run 1 "$tmp/example" || fail "C example: exit status $?"
+    grep -qx 'budget: 0, 192 MiB demoted, 128 MiB on the GPU' "$tmp/out" || fail "C example under spillway"
+    run 0 "$tmp/example" || fail "C example without spillway: exit status $?"
+    grep -qx 'spillway is not preloaded: nothing changes' "$tmp/out" || fail "C example without spillway"
+    run 1 "$API_PYTHON" "$tmp/example.py" || fail "Python example: exit status $?"
+    grep -qx 'demotions = 0' "$tmp/out" || fail "Python example under spillway"
+    [ "$(grep -c ' = ' "$tmp/out")" -ge 29 ] || fail "Python example: too few statistics"
+    run 0 "$API_PYTHON" "$tmp/example.py" || fail "Python example without spillway: exit status $?"
+    grep -qx 'spillway is not preloaded' "$tmp/out" || fail "Python example without spillway"
     ;;
 install)
     command -v pkg-config >/dev/null || exit 77
