@@ -144,16 +144,30 @@ typedef enum {
 
 #ifdef SPILLWAY_NO_LOADER
 
+#ifdef __cplusplus
+extern "C" {
+#endif
 int spillway_query(spillway_info_t *info);
 int spillway_stat(const char *name, uint64_t *value, uint64_t *peak);
 const char *spillway_stat_name(uint32_t i);
 int spillway_set_budgets(uint64_t gpu_bytes, uint64_t host_bytes);
 int spillway_hint(uint64_t ptr, uint64_t bytes, int hint);
 int spillway_phase(void);
+#ifdef __cplusplus
+}
+#endif
 
 #else /* the inline loader */
 
 #include <dlfcn.h>
+
+/* Older glibc defines RTLD_DEFAULT only under _GNU_SOURCE; its value is
+ * the null handle. */
+#ifdef RTLD_DEFAULT
+#define SPILLWAY__DEFAULT RTLD_DEFAULT
+#else
+#define SPILLWAY__DEFAULT ((void *)0)
+#endif
 
 /* The entry point `name`, looked up once per translation unit and call
  * site's slot; NULL when spillway is not loaded (looked up again next
@@ -163,7 +177,7 @@ static inline void *spillway__find(void **slot, const char *name)
 {
     void *f = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
     if (!f) {
-        f = dlsym(RTLD_DEFAULT, name);
+        f = dlsym(SPILLWAY__DEFAULT, name);
         __atomic_store_n(slot, f, __ATOMIC_RELEASE);
     }
     return f;
@@ -173,7 +187,10 @@ static inline void *spillway__find(void **slot, const char *name)
     static inline ret name params                                   \
     {                                                               \
         static void *slot_;                                         \
-        ret(*f_) params = (ret(*) params)spillway__find(&slot_, #name); \
+        ret(*f_) params;                                            \
+        /* Stored through a void * lvalue: ISO C has no cast from an  \
+         * object pointer to a function pointer. */                   \
+        *(void **)(void *)&f_ = spillway__find(&slot_, #name);      \
         return f_ ? f_ args : (absent);                             \
     }
 

@@ -5,8 +5,9 @@
  * file, <dir>/<pid>.stats, which any program of the same user may map
  * read-only and read while the process runs (spillway-stat does). This
  * header is the format's whole definition: libspillway writes the file
- * through these types, and a reader needs nothing else (C11; another
- * language reads the same offsets, see "Reading" below).
+ * through these types, and a reader needs nothing else (C11 with GCC or
+ * Clang builtins; C++ and other languages read the same offsets, see
+ * "Reading" below).
  *
  * Where: dir is $SPILLWAY_STATS_DIR when set, else $XDG_RUNTIME_DIR/spillway
  * when XDG_RUNTIME_DIR is a directory of the user's, else
