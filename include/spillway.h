@@ -138,7 +138,9 @@ typedef enum {
  * spillway_phase: the program starts a new phase (prefill to decode, a new
  * adapter): the learned schedule (predicted reuse and popularity of every
  * chunk) is dropped at once, so the next launches teach the new one,
- * instead of the old estimate fading over a thousand launches. OK always
+ * instead of the old estimate fading over a thousand launches (the
+ * learned period, recomputed every 64 launches, follows within 64). What
+ * was seen (each chunk's last use and use count) stays. OK always
  * (nothing to drop is not an error).
  */
 
