@@ -63,7 +63,7 @@
 
 #include <stdint.h>
 
-#include "spillway/stats_fields.h"
+#include "stats_fields.h" /* beside this header, installed or not */
 
 #define SPILLWAY_STATS_MAGIC "SPILLWAY" /* 8 bytes in the file, without the NUL */
 #define SPILLWAY_STATS_VERSION SW_STATS_VERSION
