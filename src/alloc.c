@@ -15,6 +15,8 @@
  */
 #include "mech.h"
 
+#include "spillway.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +28,9 @@ static int tracking;                  /* allocations in the table (atomic) */
 static uint64_t gpu_budget, host_budget; /* resolved at first use */
 static bool budget_set;
 static bool fork_child;                /* see sw_alloc_fork_child */
+/* Budgets a program set (spillway_set_budgets) before the first tracked
+ * allocation resolved the options' ones; SPILLWAY_BUDGET_KEEP: none. */
+static uint64_t gpu_pending = SPILLWAY_BUDGET_KEEP, host_pending = SPILLWAY_BUDGET_KEEP;
 
 sw_table_t *sw_tracked(void) { return table; }
 bool sw_tracking_any(void) { return __atomic_load_n(&tracking, __ATOMIC_ACQUIRE) > 0; }
@@ -89,6 +94,12 @@ static bool ready(const sw_vmm_info_t **vi)
         budget_set = o->gpu_budget.set;
         gpu_budget = sw_amount_resolve(&o->gpu_budget, dev_total);
         host_budget = sw_amount_resolve(&o->host_budget, physical_ram());
+        if (gpu_pending != SPILLWAY_BUDGET_KEEP) {
+            budget_set = gpu_pending != SPILLWAY_BUDGET_NONE;
+            gpu_budget = budget_set ? gpu_pending : 0;
+        }
+        if (host_pending != SPILLWAY_BUDGET_KEEP)
+            host_budget = host_pending;
         table = sw_table_new((*vi)->granularity);
         if (!table)
             return false;
@@ -554,4 +565,99 @@ CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void 
     for (unsigned int i = 0; r == CUDA_SUCCESS && i < n; i++)
         tracked_attr(data[i], attributes[i], ptr);
     return r;
+}
+
+/* ---- the control API's requests (api.c, include/spillway.h) ---------------- */
+
+void sw_budgets_get(uint64_t *gpu, uint64_t *host, bool *resolved)
+{
+    sw_gate_rd_always();
+    *resolved = table != NULL;
+    if (table) {
+        *gpu = budget_set ? gpu_budget : SPILLWAY_BUDGET_NONE;
+        *host = host_budget;
+    } else {
+        /* Not resolved yet: a percentage of the device is not known. */
+        const sw_options_t *o = sw_opts();
+        *gpu = gpu_pending != SPILLWAY_BUDGET_KEEP ? gpu_pending
+               : !o->gpu_budget.set               ? SPILLWAY_BUDGET_NONE
+               : o->gpu_budget.is_percent         ? SPILLWAY_BUDGET_UNKNOWN
+                                                  : o->gpu_budget.bytes;
+        *host = host_pending != SPILLWAY_BUDGET_KEEP
+                    ? host_pending
+                    : sw_amount_resolve(&o->host_budget, physical_ram());
+    }
+    sw_gate_unrd();
+}
+
+int sw_budgets_change(uint64_t gpu, uint64_t host)
+{
+    if (gpu == SPILLWAY_BUDGET_UNKNOWN || host == SPILLWAY_BUDGET_NONE ||
+        host == SPILLWAY_BUDGET_UNKNOWN)
+        return SPILLWAY_EINVAL;
+    sw_gate_wr();
+    /* No capture can begin while the gate is held exclusively
+     * (SW_CAPTURE_BEGIN), so this answer holds until sw_gate_unwr. */
+    if (sw_capturing()) {
+        sw_gate_unwr();
+        return SPILLWAY_EBUSY;
+    }
+    if (!table) {
+        if (gpu != SPILLWAY_BUDGET_KEEP)
+            gpu_pending = gpu;
+        if (host != SPILLWAY_BUDGET_KEEP)
+            host_pending = host;
+        sw_gate_unwr();
+        return SPILLWAY_OK;
+    }
+    if (gpu != SPILLWAY_BUDGET_KEEP) {
+        budget_set = gpu != SPILLWAY_BUDGET_NONE;
+        gpu_budget = budget_set ? gpu : 0;
+    }
+    if (host != SPILLWAY_BUDGET_KEEP)
+        host_budget = host;
+    int rc = SPILLWAY_OK;
+    uint64_t used = sw_stat_get(SW_STAT_device_bytes);
+    if (budget_set && used > gpu_budget) {
+        /* The same path an allocation takes to make room: victims by the
+         * policy (resident chunks are none), one synchronization first. */
+        bool synced = false;
+        demote(used - gpu_budget, &synced);
+        sw_pool_drain(SW_ON_DEVICE);
+        if (sw_stat_get(SW_STAT_device_bytes) > gpu_budget)
+            rc = SPILLWAY_EPARTIAL;
+    }
+    sw_info("budgets changed: gpu %s%llu bytes, host %llu bytes", budget_set ? "" : "(none) ",
+            (unsigned long long)gpu_budget, (unsigned long long)host_budget);
+    sw_gate_unwr();
+    return rc;
+}
+
+int sw_hint_range(uint64_t ptr, uint64_t bytes, int hint)
+{
+    if (bytes == 0 || hint < SPILLWAY_HINT_NONE || hint > SPILLWAY_HINT_READ_ONLY)
+        return SPILLWAY_EINVAL;
+    sw_gate_wr();
+    sw_chunk_t *c = table && sw_tracking_any() ? sw_table_lookup(table, ptr) : NULL;
+    sw_alloc_t *a = c ? c->alloc : NULL;
+    int rc = SPILLWAY_OK;
+    if (!a || ptr >= a->va + a->size)
+        rc = SPILLWAY_ENOTTRACKED; /* the rounding behind an allocation is no one's */
+    else if (bytes > a->va + a->size - ptr)
+        rc = SPILLWAY_EOVERLAP;
+    else if (hint != SPILLWAY_HINT_NONE && hint != SPILLWAY_HINT_KEEP_RESIDENT)
+        rc = SPILLWAY_ENOTSUP;
+    else
+        for (uint32_t i = c->index; i < a->nchunks && a->chunks[i].va < ptr + bytes; i++)
+            a->chunks[i].resident = hint == SPILLWAY_HINT_KEEP_RESIDENT;
+    sw_gate_unwr();
+    return rc;
+}
+
+void sw_phase(void)
+{
+    sw_gate_wr();
+    if (table)
+        sw_learn_forget(table);
+    sw_gate_unwr();
 }

@@ -130,6 +130,18 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to);
  * held exclusively. */
 CUresult sw_safe_sync(void);
 
+/* The control API's requests (api.c; codes and meanings: include/spillway.h).
+ * sw_budgets_get: the effective budgets (SPILLWAY_BUDGET_NONE/UNKNOWN as
+ * there), and whether they are resolved yet; can't fail.
+ * sw_budgets_change: spillway_set_budgets; a shrunk GPU budget demotes
+ * under the exclusive gate, never during a capture (EBUSY, nothing
+ * changed). sw_hint_range: spillway_hint; a wrong range or hint changes
+ * nothing. sw_phase: drops the learned schedule; can't fail. */
+void sw_budgets_get(uint64_t *gpu, uint64_t *host, bool *resolved);
+int sw_budgets_change(uint64_t gpu, uint64_t host);
+int sw_hint_range(uint64_t ptr, uint64_t bytes, int hint);
+void sw_phase(void);
+
 /* v rounded up to a multiple of a (a > 0): sizes to granularities. */
 static inline uint64_t sw_round_up(uint64_t v, uint64_t a)
 {

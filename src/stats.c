@@ -75,6 +75,14 @@ uint64_t sw_stat_get(sw_stat_id_t id)
                                 memory_order_relaxed);
 }
 
+uint64_t sw_stat_peak(sw_stat_id_t id)
+{
+    if ((unsigned)id >= SW_STAT_COUNT || !sw_stat_fields[id].gauge)
+        return 0;
+    return atomic_load_explicit(sw_statsfile_word(&truth, sw_stat_fields[id].peak_off),
+                                memory_order_relaxed);
+}
+
 void sw_stats_batch_begin(void)
 {
     pthread_mutex_lock(&batch_lock);

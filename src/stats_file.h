@@ -3,26 +3,9 @@
  * reads and renders it. Shared by libspillway (stats.c, the writer) and
  * spillway-stat (the reader); compiled once, as the swstatsfile library.
  *
- * One file per process, <dir>/<pid>.stats, mode 0600, in a 0700 directory
- * of the user's (sw_statsfile_dir says which). It is mapped MAP_SHARED by
- * the process, whose counters live in it, and read-only by spillway-stat.
- *
- *   offset  size  field
- *        0     8  magic "SPILLWAY" (no NUL); written last, so a file whose
- *                 magic is right has a complete header
- *        8     4  version   SW_STATS_VERSION: bumped with the field list
- *       12     4  size      sizeof(sw_statsfile_t), the whole file
- *       16     4  nfields   SW_STAT_COUNT
- *       20     4  pid
- *       24     8  start_time  the process's start, in clock ticks after
- *                 boot (/proc/<pid>/stat field 22); 0 when unknown. With
- *                 pid it names the process even after the pid is reused.
- *       32    32  comm      command name, NUL-padded
- *       64     8  seq       seqlock sequence: odd while a group is written
- *       72     .  the fields in stats_fields.h order: one u64 per COUNTER,
- *                 two (value, then peak) per GAUGE
- * All integers are in the host's byte order: the file never leaves the
- * machine.
+ * The format (path, layout, version, magic, and the seqlock from the
+ * reader's side) is public: include/spillway/stats.h defines it, and the
+ * types below are its types.
  *
  * The seqlock, from the writer's side (stats.c):
  *   - A lone update (sw_statsfile_add) is one relaxed atomic add on one
@@ -50,30 +33,13 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "stats_fields.h"
+#include "spillway/stats.h"
 
-#define SW_STATS_MAGIC "SPILLWAY" /* 8 bytes in the file, without the NUL */
-#define SW_STATS_COMM_LEN 32
+#define SW_STATS_MAGIC SPILLWAY_STATS_MAGIC
+#define SW_STATS_COMM_LEN SPILLWAY_STATS_COMM_LEN
 
-typedef struct {
-    char magic[8];
-    uint32_t version;
-    uint32_t size;
-    uint32_t nfields;
-    int32_t pid;
-    uint64_t start_time;
-    char comm[SW_STATS_COMM_LEN];
-    _Atomic uint64_t seq;
-} sw_statsfile_header_t;
-
-#define SW_SF_WORDS_COUNTER(name) _Atomic uint64_t name;
-#define SW_SF_WORDS_GAUGE(name) _Atomic uint64_t name, name##_peak;
-#define SW_SF_WORDS(kind, name, unit, help) SW_SF_WORDS_##kind(name)
-
-typedef struct {
-    sw_statsfile_header_t h;
-    SW_STATS_FIELDS(SW_SF_WORDS)
-} sw_statsfile_t;
+typedef spillway_stats_header_t sw_statsfile_header_t;
+typedef spillway_stats_file_t sw_statsfile_t;
 
 /* One entry per field, in field list order. */
 typedef struct {

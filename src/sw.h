@@ -135,6 +135,8 @@ typedef struct sw_chunk {
     };
     bool pointed;               /* a copy to the device carried a pointer into it:
                                  * kernels may read it where no argument shows */
+    bool resident;              /* the program asked to keep it on the device
+                                 * (spillway_hint): never a victim */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
     /* Mechanism state (launch.c/prefetch.c), opaque to the core. */
@@ -223,6 +225,11 @@ static inline const sw_sched_t *sw_learn_state(const sw_chunk_t *c)
     /* Most allocations hold no run: no call. */
     return c->alloc && c->alloc->nruns ? sw_learn_run_state(c) : &c->sched;
 }
+/* A new phase of the program (spillway_phase): every chunk's predictions
+ * (gap, heat) are dropped at once instead of decaying, so the next uses
+ * teach the new pattern; the facts (last_use, uses) stay. Not while a
+ * launch stamps (callers hold the gate exclusively). Can't fail. */
+void sw_learn_forget(const sw_table_t *t);
 /* The predicted sequence number of c's next use, as seen at launch now:
  * last_use + k*gap for the smallest k >= 1 that lands after now. Unknown
  * (UINT64_MAX) when gap is 0 (fewer than two uses). */
@@ -252,6 +259,10 @@ void sw_segment_free(sw_alloc_t *a);
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
 
 typedef enum { SW_POLICY_LRU, SW_POLICY_LEARNED } sw_policy_kind_t;
+
+/* Every choice of a chunk to leave the device (victims, displacement,
+ * adoption) passes over chunks marked resident: a program's hint that it
+ * must stay is obeyed, even when that leaves a budget exceeded. */
 
 /* Chooses chunks to demote so that at least `need` bytes of device-resident
  * chunks are freed: device chunks only, least recently used first (ties:
@@ -495,12 +506,14 @@ void sw_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 #define sw_info(...) sw_log(SW_LOG_INFO, __VA_ARGS__)
 #define sw_debug(...) sw_log(SW_LOG_DEBUG, __VA_ARGS__)
 
-/* ---- stats.c: one field list (stats_fields.h) ---- */
-#include "stats_fields.h"
+/* ---- stats.c: one field list (include/spillway/stats_fields.h) ---- */
+#include "spillway/stats_fields.h"
 
 /* Updates are cheap and thread-safe. Gauges track current and peak. */
 void sw_stat_add(sw_stat_id_t id, int64_t delta);
 uint64_t sw_stat_get(sw_stat_id_t id);
+/* A gauge's peak; 0 for a counter or an id out of range. */
+uint64_t sw_stat_peak(sw_stat_id_t id);
 /* Creates this process's stats file (see stats.c for the path rules);
  * failure only logs: stats are optional, the application is not. */
 void sw_stats_publish(void);

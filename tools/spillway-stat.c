@@ -1,6 +1,6 @@
 /*
  * spillway-stat: shows the live statistics of processes running under
- * spillway, read from their stats files (src/stats_file.h).
+ * spillway, read from their stats files (the format: include/spillway/stats.h).
  *
  *   spillway-stat              one line per process; removes the files of
  *                              processes that are gone, and says so

@@ -171,6 +171,25 @@ void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t 
         a->runs[a->nruns++] = (sw_run_t){first, end, own(&a->chunks[first])};
 }
 
+/* Drops a's predictions: gap and heat, in its chunks and its runs (a
+ * run's chunks stay equal, so the run stays valid). */
+static void forget(sw_alloc_t *a, void *unused)
+{
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        a->chunks[i].gap = 0;
+        a->chunks[i].heat = 0;
+    }
+    for (uint32_t k = 0; k < a->nruns; k++) {
+        a->runs[k].s.gap = 0;
+        a->runs[k].s.heat = 0;
+    }
+}
+
+void sw_learn_forget(const sw_table_t *t)
+{
+    sw_table_each(t, forget, NULL);
+}
+
 uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now)
 {
     const sw_sched_t *s = sw_learn_state(c);

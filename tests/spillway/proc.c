@@ -39,7 +39,7 @@
 #include <cuda.h>
 
 #define MIB (1024u * 1024u)
-#define HEADER_BYTES 72 /* stats_file.h: magic .. seq; the counters follow */
+#define HEADER_BYTES 72 /* spillway/stats.h: magic .. seq; the counters follow */
 
 static int fail(const char *call, CUresult r)
 {

@@ -4,7 +4,7 @@
  * with or without libspillway preloaded, and judges them by their exit
  * status, their output and the two JSON reports they leave: simgpu's
  * (SIMGPU_REPORT: hazards, faults, call counts) and spillway's
- * (SPILLWAY_REPORT: the stats_fields.h counters).
+ * (SPILLWAY_REPORT: the spillway/stats_fields.h counters).
  *
  * Every run gets a fresh directory under the suite's temporary root:
  *

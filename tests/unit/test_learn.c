@@ -1060,6 +1060,36 @@ START_TEST(learn_range_is_clamped_to_the_allocation)
 }
 END_TEST
 
+/* A new phase (spillway_phase): predictions go, facts stay, in single
+ * chunks and in runs alike, and the next two uses teach a new gap. */
+START_TEST(learn_forget_drops_gaps_and_heat_but_keeps_last_use_and_uses)
+{
+    sw_alloc_t *a = mk_even(BASE, 8, G);
+    sw_table_t *t = table_of(a);
+    for (uint64_t seq = 10; seq <= 50; seq += 10) {
+        sw_learn_touch_range(a, 0, 4, seq); /* a run of chunks 0..3 */
+        sw_learn_touch(&a->chunks[6], seq);
+    }
+    ck_assert_uint_eq(a->nruns, 1);
+    sw_learn_forget(t);
+    for (uint32_t i = 0; i < 8; i++) {
+        const sw_sched_t *st = sw_learn_state(&a->chunks[i]);
+        ck_assert_uint_eq(st->gap, 0);
+        ck_assert_uint_eq(st->heat, 0);
+        ck_assert_uint_eq(sw_learn_next_use(&a->chunks[i], 50), UINT64_MAX);
+    }
+    ck_assert_uint_eq(sw_learn_state(&a->chunks[0])->last_use, 50);
+    ck_assert_uint_eq(sw_learn_state(&a->chunks[3])->uses, 5);
+    ck_assert_uint_eq(a->chunks[6].last_use, 50);
+    ck_assert_uint_eq(a->chunks[6].uses, 5);
+    /* The first gap after the phase is taken as it is, not averaged. */
+    sw_learn_touch(&a->chunks[6], 53);
+    ck_assert_uint_eq(a->chunks[6].gap, 3);
+    sw_table_free(t);
+    unit_free_alloc(a);
+}
+END_TEST
+
 /* --- suite ---------------------------------------------------------------- */
 
 static void add_case(Suite *s, const TTest *t)
@@ -1108,5 +1138,6 @@ Suite *learn_suite(void)
     add_case(s, learn_range_stamps_read_back_as_stamping_chunk_by_chunk);
     add_case(s, learn_range_stamped_again_is_held_once);
     add_case(s, learn_range_is_clamped_to_the_allocation);
+    add_case(s, learn_forget_drops_gaps_and_heat_but_keeps_last_use_and_uses);
     return s;
 }

@@ -229,6 +229,33 @@ START_TEST(policy_victims_honours_keep)
 }
 END_TEST
 
+/* A chunk the program asked to keep (spillway_hint KEEP_RESIDENT) is no
+ * victim, however cold, for either order; displacement passes it over. */
+START_TEST(policy_victims_never_take_a_resident_chunk)
+{
+    sw_table_t *t = new_table();
+    sw_alloc_t *a = mk_even(BASE, 4, G);
+    for (uint32_t i = 0; i < 4; i++)
+        set_use(&a->chunks[i], 1 + i, 1);
+    a->chunks[0].resident = true; /* the coldest */
+    a->chunks[2].resident = true;
+    insert(t, a);
+    keep_set_t *k = unit_keep_none();
+    sw_chunk_t *out[8];
+    uint64_t freed;
+    size_t n = victims(t, 100 * G, k, out, 8, &freed);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(!unit_contains(out, n, &a->chunks[0]) && !unit_contains(out, n, &a->chunks[2]));
+    n = sw_policy_victims_learned(t, 100 * G, 10, NULL, NULL, out, 8, &freed);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(!unit_contains(out, n, &a->chunks[0]) && !unit_contains(out, n, &a->chunks[2]));
+    ck_assert_uint_eq(freed, 2 * G);
+    sw_table_free(t);
+    unit_free_alloc(a);
+    free(k);
+}
+END_TEST
+
 /* --- victims: how many ------------------------------------------------- */
 
 START_TEST(policy_victims_stops_as_soon_as_need_is_met)
@@ -592,6 +619,7 @@ Suite *policy_suite(void)
     add_case(s, policy_victims_breaks_full_ties_by_lower_address);
     add_case(s, policy_victims_skips_host_chunks);
     add_case(s, policy_victims_honours_keep);
+    add_case(s, policy_victims_never_take_a_resident_chunk);
     add_case(s, policy_victims_stops_as_soon_as_need_is_met);
     add_case(s, policy_victims_returns_all_candidates_when_short);
     add_case(s, policy_victims_respects_max);

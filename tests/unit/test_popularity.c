@@ -139,6 +139,26 @@ START_TEST(displace_takes_the_coldest_device_chunk_when_half_again_as_hot)
 }
 END_TEST
 
+/* The coldest device chunk, kept resident by a hint, is passed over for
+ * the next coldest. */
+START_TEST(displace_passes_over_resident_chunks)
+{
+    sw_table_t *t = new_table();
+    sw_alloc_t **v = mk_singles(t, 3, G);
+    sw_chunk_t *hot = &v[0]->chunks[0];
+    hot->where = SW_ON_HOST;
+    touch_at(hot, (uint64_t[]){1, 2, 3, 4, 5, 6}, 6);
+    touch_at(&v[1]->chunks[0], (uint64_t[]){7}, 1);
+    touch_at(&v[2]->chunks[0], (uint64_t[]){8, 9}, 2);
+    ck_assert_ptr_eq(sw_policy_displace(t, hot, 10, NULL, NULL), &v[1]->chunks[0]);
+    v[1]->chunks[0].resident = true;
+    ck_assert_ptr_eq(sw_policy_displace(t, hot, 10, NULL, NULL), &v[2]->chunks[0]);
+    v[2]->chunks[0].resident = true;
+    ck_assert_ptr_null(sw_policy_displace(t, hot, 10, NULL, NULL));
+    free_singles(t, v, 3);
+}
+END_TEST
+
 START_TEST(displace_needs_a_hot_host_chunk)
 {
     sw_table_t *t = new_table();
@@ -288,6 +308,7 @@ Suite *popularity_suite(void)
     tc = tcase_create("displace");
     tcase_add_test(tc, displace_takes_the_coldest_device_chunk_when_half_again_as_hot);
     tcase_add_test(tc, displace_needs_a_hot_host_chunk);
+    tcase_add_test(tc, displace_passes_over_resident_chunks);
     tcase_add_test(tc, displace_spares_unseen_chunks_for_a_grace_period);
     tcase_add_test(tc, displace_honours_keep_host_chunks_and_size);
     tcase_add_test(tc, unseen_picks_pointed_host_chunks_no_argument_names);

@@ -1,8 +1,10 @@
 /*
- * The one list of spillway's statistics. It generates the stats struct,
- * the shared-memory layout, the JSON report and spillway-stat's table.
- * GAUGE fields keep a current value and a peak; COUNTER fields only grow.
- * X(kind, name, unit, help). Adding a field bumps SW_STATS_VERSION.
+ * The one list of spillway's statistics, part of the public stats format
+ * (spillway/stats.h). It generates the stats struct, the shared-memory
+ * layout, the JSON report, spillway-stat's table and spillway_stat's
+ * names. GAUGE fields keep a current value and a peak; COUNTER fields only
+ * grow. X(kind, name, unit, help), one per line. Adding, removing or
+ * reordering a field changes the file's layout: bump SW_STATS_VERSION.
  */
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
