@@ -7,9 +7,8 @@
 set -u
 build=${1:-build}
 mlp=$build/tests/apps/mlp
-lib=$build/src/libspillway.so
-stat=$build/tools/spillway-stat
-for f in "$mlp" "$lib" "$stat"; do
+spillway=$build/tools/spillway
+for f in "$mlp" "$spillway" "$build/src/libspillway.so" "$build/tools/spillway-stat"; do
     if [ ! -e "$f" ]; then
         echo "demo: $f not found; run: meson setup $build && ninja -C $build" >&2
         exit 2
@@ -31,17 +30,16 @@ rc=$?
 echo "   -> out of memory (exit $rc): the problem spillway removes"
 
 echo
-echo "== 3. the same, under spillway (LD_PRELOAD=$lib)"
-SIMGPU_MEM=24MiB SPILLWAY_STATS_DIR=$stats LD_PRELOAD=$lib \
-    "$mlp" "${model[@]}" --steps 300 &
+echo "== 3. the same, under spillway: spillway run -- $mlp ..."
+SIMGPU_MEM=24MiB "$spillway" run --stats-dir "$stats" -- "$mlp" "${model[@]}" --steps 300 &
 pid=$!
 # Wait (at most ~10 s) until the model is loaded and running.
 for _ in $(seq 100); do
-    [ -n "$("$stat" --dir "$stats" --json 2>/dev/null | grep '"launches": [1-9]')" ] && break
+    [ -n "$("$spillway" stat --dir "$stats" --json 2>/dev/null | grep '"launches": [1-9]')" ] && break
     sleep 0.1
 done
-echo "-- spillway-stat (while it runs):"
-"$stat" --dir "$stats"
-echo "-- spillway-stat $pid:"
-"$stat" --dir "$stats" "$pid"
+echo "-- spillway stat (while it runs):"
+"$spillway" stat --dir "$stats"
+echo "-- spillway stat $pid:"
+"$spillway" stat --dir "$stats" "$pid"
 wait "$pid" || { echo "   -> mlp under spillway failed" >&2; exit 1; }
