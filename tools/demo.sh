@@ -2,7 +2,8 @@
 # The demo: the MLP program on simgpu (the simulated GPU). First a model
 # that fits; then one 2.7x bigger than the GPU, which fails with
 # out-of-memory on its own and runs correctly under spillway, with
-# spillway-stat's view of it while it runs.
+# spillway-stat's view of it while it runs; last, a picture of its
+# timeline (build/demo-timeline.png, when gnuplot is installed).
 # Usage: tools/demo.sh [builddir]
 set -u
 build=${1:-build}
@@ -33,6 +34,13 @@ echo
 echo "== 3. the same, under spillway: spillway run -- $mlp ..."
 SIMGPU_MEM=24MiB "$spillway" run --stats-dir "$stats" -- "$mlp" "${model[@]}" --steps 300 &
 pid=$!
+# Record its timeline from the moment its stats file appears.
+for _ in $(seq 100); do
+    [ -e "$stats/$pid.stats" ] && break
+    sleep 0.05
+done
+"$spillway" stat --dir "$stats" "$pid" --record "$build/demo-timeline.csv" --watch 0.2 >/dev/null &
+rec=$!
 # Wait (at most ~10 s) until the model is loaded and running.
 for _ in $(seq 100); do
     [ -n "$("$spillway" stat --dir "$stats" --json 2>/dev/null | grep '"launches": [1-9]')" ] && break
@@ -43,3 +51,12 @@ echo "-- spillway stat (while it runs):"
 echo "-- spillway stat $pid:"
 "$spillway" stat --dir "$stats" "$pid"
 wait "$pid" || { echo "   -> mlp under spillway failed" >&2; exit 1; }
+wait "$rec"
+
+echo
+if command -v gnuplot >/dev/null; then
+    "$(dirname "$0")/spillway-plot.sh" "$build/demo-timeline.csv" "$build/demo-timeline.png" &&
+        echo "== 4. its timeline, sampled every 0.2 s: $build/demo-timeline.png"
+else
+    echo "== 4. its timeline: $build/demo-timeline.csv (install gnuplot-nox for a picture)"
+fi

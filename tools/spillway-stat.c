@@ -11,6 +11,10 @@
  *   --prometheus-file PATH     the same, written to PATH atomically (a new
  *                              file renamed over it), for node_exporter's
  *                              textfile collector
+ *   PID --record FILE          every field of PID, sampled every --watch
+ *                              interval (default 1 s) into a CSV file
+ *                              until the process exits (a timeline, for
+ *                              tools/spillway-plot.sh)
  *   --watch [SECONDS]          refresh until interrupted (--count N: N times)
  *   --dir DIR                  the stats directory (default: the library's)
  *
@@ -31,6 +35,7 @@
 #include "sw.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -51,6 +56,7 @@ typedef struct {
     bool json;
     bool prometheus;
     char prom_file[1024]; /* "": stdout */
+    char record[1024];    /* --record: the CSV file; "": none */
     bool watch;
     double interval;
     long count;     /* refreshes; 0: until interrupted */
@@ -61,6 +67,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: spillway-stat [--dir DIR] [--json | --prometheus | --prometheus-file PATH]\n"
             "                     [--watch [SECONDS]] [--count N] [PID]\n"
+            "       spillway-stat PID --record FILE [--watch [SECONDS]] [--count N]\n"
             "  without PID     list the processes running under spillway, removing the\n"
             "                  stats files of processes that are gone\n"
             "  PID             show every statistic of that process\n"
@@ -70,6 +77,8 @@ static void usage(FILE *f)
             "  --prometheus-file PATH\n"
             "                  the same, written to PATH atomically (for node_exporter's\n"
             "                  textfile collector); with --watch, rewritten every refresh\n"
+            "  --record FILE   sample every field of PID into FILE as CSV, every --watch\n"
+            "                  interval (default 1 second), until the process exits\n"
             "  --watch [SECS]  refresh every SECS seconds (default 1) until interrupted\n"
             "  --count N       stop after N refreshes (implies --watch)\n"
             "  --dir DIR       stats directory (default: $SPILLWAY_STATS_DIR, else\n"
@@ -160,6 +169,11 @@ static void parse_args(int argc, char **argv, args_t *a)
                     sizeof a->prom_file);
             strcpy(a->prom_file, v);
             a->prometheus = true;
+        } else if ((v = option_value(argc, argv, &i, "--record", false))) {
+            if (!*v || strlen(v) >= sizeof a->record)
+                bad("--record: expected a file path shorter than %zu bytes", sizeof a->record);
+            strcpy(a->record, v);
+            a->watch = true;
         } else if ((v = option_value(argc, argv, &i, "--watch", true))) {
             a->watch = true;
             if (*v && !parse_seconds(v, &a->interval))
@@ -188,8 +202,10 @@ static void parse_args(int argc, char **argv, args_t *a)
             bad("not a process id: '%s'", arg);
         }
     }
-    if (a->json && a->prometheus)
-        bad("--json and --prometheus: choose one");
+    if (a->json + a->prometheus + !!a->record[0] > 1)
+        bad("--json, --prometheus and --record: choose one");
+    if (a->record[0] && !a->pid)
+        bad("--record needs the PID of the process to record");
     if (!have_dir) {
         /* The library's rule: the options table's STATS_DIR, else the
          * per-user default. A bad value of some other SPILLWAY_ variable
@@ -375,9 +391,51 @@ static int show_list(const args_t *a)
 
 /* ---- one process ---- */
 
-/* Returns 0 shown, 1 the metrics file could not be written, 3 the file is
- * gone after an earlier refresh showed it. */
-static int show_pid(const args_t *a, bool shown_before)
+/* --record: the CSV file and when recording started. */
+typedef struct {
+    FILE *f;
+    struct timespec t0;
+} recorder_t;
+
+/* Opens the CSV file and writes its header: time_s, then every field by
+ * name. Exits 1 saying why when it cannot. */
+static void record_start(const args_t *a, recorder_t *r)
+{
+    r->f = fopen(a->record, "w");
+    if (!r->f) {
+        fprintf(stderr, "spillway-stat: cannot write %s: %s\n", a->record, strerror(errno));
+        exit(1);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    fputs("time_s", r->f);
+    for (int i = 0; i < SW_STAT_COUNT; i++)
+        fprintf(r->f, ",%s", sw_stat_fields[i].name);
+    fputc('\n', r->f);
+}
+
+/* One CSV row: seconds since the start, then every field's value. Flushed
+ * at once, so a plot can be drawn while recording goes on. Returns 0, or 1
+ * having said why the row could not be written. */
+static int record_row(const args_t *a, recorder_t *r, const sw_stats_snapshot_t *s)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    fprintf(r->f, "%.3f",
+            (double)(t.tv_sec - r->t0.tv_sec) + (double)(t.tv_nsec - r->t0.tv_nsec) / 1e9);
+    for (int i = 0; i < SW_STAT_COUNT; i++)
+        fprintf(r->f, ",%" PRIu64, s->value[i]);
+    fputc('\n', r->f);
+    if (fflush(r->f) != 0 || ferror(r->f)) {
+        fprintf(stderr, "spillway-stat: cannot write %s: %s\n", a->record, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* Shows PID's fields, or records them with rec. Returns 0 shown, 1 the
+ * metrics or CSV file could not be written, 3 the file is gone after an
+ * earlier refresh showed it. */
+static int show_pid(const args_t *a, bool shown_before, recorder_t *rec)
 {
     char path[2048], err[2600];
     snprintf(path, sizeof path, "%s/%d.stats", a->dir, a->pid);
@@ -405,6 +463,8 @@ static int show_pid(const args_t *a, bool shown_before)
                 a->pid);
     if (sw_statsfile_pid_gone(a->pid, s.start_time))
         fprintf(stderr, "spillway-stat: process %d is gone; these are its last figures\n", a->pid);
+    if (rec)
+        return record_row(a, rec, &s);
     if (a->prometheus)
         return emit_prometheus(a, &s, 1);
     if (a->json) {
@@ -421,13 +481,17 @@ int main(int argc, char **argv)
     args_t a;
     parse_args(argc, argv, &a);
     bool tty = isatty(STDOUT_FILENO);
+    recorder_t rec;
+    if (a.record[0])
+        record_start(&a, &rec);
     for (long n = 1;; n++) {
-        bool to_stdout = !a.prom_file[0]; /* else stdout has nothing to clear or separate */
+        /* else stdout has nothing to clear or separate */
+        bool to_stdout = !a.prom_file[0] && !a.record[0];
         if (to_stdout && a.watch && tty)
             fputs("\033[H\033[2J", stdout);
         else if (to_stdout && n > 1)
             putchar('\n');
-        int rc = a.pid ? show_pid(&a, n > 1) : show_list(&a);
+        int rc = a.pid ? show_pid(&a, n > 1, a.record[0] ? &rec : NULL) : show_list(&a);
         fflush(stdout);
         if (rc == 3)
             return 0;

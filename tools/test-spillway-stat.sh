@@ -426,6 +426,30 @@ prometheus-file)
     expect_rc 1
     grep -qF "$tmp/no-such-dir/spillway.prom" "$tmp/err" || fail "message does not name the file"
     ;;
+record)
+    # a timeline: a header, then one row of every field per refresh
+    start_fixture
+    run --dir "$dir" "$fpid" --record "$tmp/t.csv" --watch 0.05 --count 3
+    expect_rc 0
+    [ "$(wc -l <"$tmp/t.csv")" -eq 4 ] || fail "expected a header and 3 rows"
+    head -n 1 "$tmp/t.csv" | grep -q '^time_s,tracked_bytes,device_bytes,' || fail "bad header"
+    sed -n 2p "$tmp/t.csv" | grep -qE '^0\.[0-9]{3},3221225472,2147483648,1073741824,' ||
+        fail "bad first row"
+    # (--json has every field, each gauge's peak, and pid, command, version)
+    run --dir "$dir" --json "$fpid"
+    [ "$(head -n 1 "$tmp/t.csv" | tr ',' '\n' | wc -l)" -eq \
+        $(($(grep -c '"[a-z_]*": ' "$tmp/out") - $(grep -c '_peak"' "$tmp/out") - 2)) ] ||
+        fail "not one column per field (and time)"
+    # a picture of it, when gnuplot is there
+    if command -v gnuplot >/dev/null; then
+        sh "$(dirname "$0")/spillway-plot.sh" "$tmp/t.csv" "$tmp/t.png" 2>"$tmp/err" ||
+            fail "spillway-plot.sh failed"
+        [ "$(head -c 4 "$tmp/t.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "not a PNG"
+    fi
+    run --dir "$dir" --record "$tmp/t.csv"
+    expect_rc 2
+    expect_err_line "spillway-stat: --record needs the PID of the process to record"
+    ;;
 truncated)
     # truncated while spillway-stat reads it (the file claims a group in
     # progress, so the reader keeps it mapped for about 100 ms): an error,
