@@ -120,15 +120,16 @@ static void self_dir(char *out, size_t len)
     *strrchr(out, '/') = '\0'; /* an absolute path: it has a '/' */
 }
 
-/* Where libspillway is: in the build tree (build/tools/spillway beside
- * build/src/), else where `meson install` put it, SW_LIBDIR_FROM_BINDIR
- * from the bindir. Returns the real path in out, or exits 1 naming the
- * places looked at. */
+/* Where libspillway is: where `meson install` put it, SW_LIBDIR_FROM_BINDIR
+ * from the bindir, else in the build tree (build/tools/spillway beside
+ * build/src/). Installed first: /usr/local/bin/../src is a real directory
+ * that has nothing to do with spillway. Returns the real path in out, or
+ * exits 1 naming the places looked at. */
 static void find_library(char *out)
 {
     char dir[PATH_MAX - 64];
     self_dir(dir, sizeof dir);
-    const char *const rel[] = {"../src", SW_LIBDIR_FROM_BINDIR};
+    const char *const rel[] = {SW_LIBDIR_FROM_BINDIR, "../src"};
     char tried[2][PATH_MAX];
     for (size_t i = 0; i < 2; i++) {
         snprintf(tried[i], sizeof tried[i], "%s/%s/" LIBNAME, rel[i][0] == '/' ? "" : dir,
