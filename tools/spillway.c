@@ -190,8 +190,8 @@ static int run(int argc, char **argv)
             continue;
         }
         const char *eq = strchr(arg, '=');
-        size_t len = eq ? (size_t)(eq - arg) - 2 : strlen(arg) - 2;
-        int k = strncmp(arg, "--", 2) == 0 ? option_index(arg + 2, len) : -1;
+        int k = strncmp(arg, "--", 2) != 0 ? -1
+                : option_index(arg + 2, eq ? (size_t)(eq - arg - 2) : strlen(arg + 2));
         if (k < 0)
             bad("unknown option '%s' (see spillway run --help)", arg);
         const char *value = eq ? eq + 1 : NULL;
@@ -210,10 +210,12 @@ static int run(int argc, char **argv)
     if (i >= argc && !dry_run)
         bad("no command to run (usage: spillway run [OPTIONS] [--] COMMAND [ARGS...])");
 
-    /* The library's own check, on exactly what the command will see. */
-    char err[512], warn[2048];
+    /* The library's own check, on exactly what the command will see.
+     * Unknown SPILLWAY_* names only warn, and the library itself says so
+     * when it starts: not said twice here. */
+    char err[512];
     sw_options_t parsed;
-    if (sw_options_parse(&parsed, environ, err, sizeof err, warn, sizeof warn) != 0) {
+    if (sw_options_parse(&parsed, environ, err, sizeof err, NULL, 0) != 0) {
         fprintf(stderr, "%s\n", err);
         exit(2);
     }
@@ -232,10 +234,10 @@ static int run(int argc, char **argv)
             printf("%s=%s\n", var, getenv(var));
         }
         printf("LD_PRELOAD=%s\n", getenv("LD_PRELOAD"));
+        free(given);
+        return 0;
     }
     free(given);
-    if (dry_run)
-        return 0;
     execvp(argv[i], argv + i);
     int e = errno;
     fprintf(stderr, "spillway: cannot run %s: %s\n", argv[i], strerror(e));

@@ -239,7 +239,8 @@ spillway[$fpid]: live stats in $dir/$fpid.stats"
 help)
     run --help
     expect_rc 0
-    expect_out 'usage: spillway-stat [--dir DIR] [--json] [--watch [SECONDS]] [--count N] [PID]'
+    expect_out 'usage: spillway-stat [--dir DIR] [--json | --prometheus | --prometheus-file PATH]'
+    expect_out '       spillway-stat PID --record FILE [--watch [SECONDS]] [--count N]'
     ;;
 bad-option)
     run --frobnicate
