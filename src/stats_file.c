@@ -562,3 +562,63 @@ void sw_statsfile_list_row(FILE *f, const sw_stats_snapshot_t *s)
             printable_comm(s->comm, comm, sizeof comm),
             t, d, h, s->value[SW_STAT_demotions]);
 }
+
+/* Text after "# HELP": backslash and newline escaped, as the format wants. */
+static void prom_help(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\\\", f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* A label value: backslash, quote and newline escaped as the format wants.
+ * Other bytes outside printable ASCII become the text \xNN, as the
+ * terminal view shows them (its backslash escaped in turn), so the output
+ * stays ASCII whatever name a process gives itself. */
+static void prom_label(FILE *f, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p < 0x20 || *p >= 0x7f)
+            fprintf(f, "\\\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+}
+
+/* One metric of field i (its peak with peak): HELP and TYPE, then one
+ * sample per process, labelled with its pid and command. */
+static void prom_metric(FILE *f, int i, bool peak, const sw_stats_snapshot_t *s, size_t n)
+{
+    const sw_stat_field_t *fl = &sw_stat_fields[i];
+    char name[96];
+    snprintf(name, sizeof name, "spillway_%s%s", fl->name,
+             !fl->gauge ? "_total" : peak ? "_peak" : "");
+    fprintf(f, "# HELP %s ", name);
+    if (peak)
+        fprintf(f, "highest %s since the process started: ", fl->name);
+    prom_help(f, fl->help);
+    fprintf(f, "\n# TYPE %s %s\n", name, fl->gauge ? "gauge" : "counter");
+    for (size_t k = 0; k < n; k++) {
+        fprintf(f, "%s{pid=\"%d\",command=\"", name, s[k].pid);
+        prom_label(f, s[k].comm);
+        fprintf(f, "\"} %" PRIu64 "\n", peak ? s[k].peak[i] : s[k].value[i]);
+    }
+}
+
+void sw_statsfile_prometheus(FILE *f, const sw_stats_snapshot_t *s, size_t n)
+{
+    for (int i = 0; i < SW_STAT_COUNT; i++) {
+        prom_metric(f, i, false, s, n);
+        if (sw_stat_fields[i].gauge)
+            prom_metric(f, i, true, s, n);
+    }
+}

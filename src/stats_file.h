@@ -148,6 +148,12 @@ void sw_statsfile_json(FILE *f, const sw_stats_snapshot_t *s, int indent);
 /* The table of every field: name, value, peak, help (byte units for
  * bytes). */
 void sw_statsfile_table(FILE *f, const sw_stats_snapshot_t *s);
+/* Every field of n processes in Prometheus's text exposition format: per
+ * field, HELP and TYPE lines, then one sample per process labelled pid and
+ * command. Counters are spillway_<name>_total; a gauge is spillway_<name>,
+ * its peak the gauge spillway_<name>_peak. Values are raw: bytes in
+ * bytes. */
+void sw_statsfile_prometheus(FILE *f, const sw_stats_snapshot_t *s, size_t n);
 /* The process list: a header line, then one line per process. */
 void sw_statsfile_list_header(FILE *f);
 void sw_statsfile_list_row(FILE *f, const sw_stats_snapshot_t *s);

@@ -85,6 +85,18 @@ int sw_options_parse(sw_options_t *o, char *const *env, char *err, size_t errlen
                      char *warn, size_t warnlen);
 /* Prints every effective option, one per line ("SPILLWAY_X=value"). */
 void sw_options_print(const sw_options_t *o, FILE *f);
+/* One entry of the options table, for the tools generated from it (the
+ * launcher's command-line options, the manual page), so that they cannot
+ * drift from what the library reads. */
+typedef struct {
+    const char *name;   /* without the SPILLWAY_ prefix */
+    const char *dflt;   /* "": none */
+    const char *help;
+    char forms[160];    /* the accepted forms, worded as a bad value's message words them */
+} sw_option_info_t;
+/* Fills *out with entry i of the table, in table order; returns false
+ * (out untouched) past the last entry. */
+bool sw_option_info(size_t i, sw_option_info_t *out);
 /* bytes for a size amount, or percent of total for a percentage. */
 uint64_t sw_amount_resolve(const sw_amount_t *a, uint64_t total);
 /* Parsers shared with tools: return false on a malformed value. */

@@ -2,14 +2,14 @@
 # The demo: the MLP program on simgpu (the simulated GPU). First a model
 # that fits; then one 2.7x bigger than the GPU, which fails with
 # out-of-memory on its own and runs correctly under spillway, with
-# spillway-stat's view of it while it runs.
+# spillway-stat's view of it while it runs; last, a picture of its
+# timeline (build/demo-timeline.png, when gnuplot is installed).
 # Usage: tools/demo.sh [builddir]
 set -u
 build=${1:-build}
 mlp=$build/tests/apps/mlp
-lib=$build/src/libspillway.so
-stat=$build/tools/spillway-stat
-for f in "$mlp" "$lib" "$stat"; do
+spillway=$build/tools/spillway
+for f in "$mlp" "$spillway" "$build/src/libspillway.so" "$build/tools/spillway-stat"; do
     if [ ! -e "$f" ]; then
         echo "demo: $f not found; run: meson setup $build && ninja -C $build" >&2
         exit 2
@@ -31,17 +31,32 @@ rc=$?
 echo "   -> out of memory (exit $rc): the problem spillway removes"
 
 echo
-echo "== 3. the same, under spillway (LD_PRELOAD=$lib)"
-SIMGPU_MEM=24MiB SPILLWAY_STATS_DIR=$stats LD_PRELOAD=$lib \
-    "$mlp" "${model[@]}" --steps 300 &
+echo "== 3. the same, under spillway: spillway run -- $mlp ..."
+SIMGPU_MEM=24MiB "$spillway" run --stats-dir "$stats" -- "$mlp" "${model[@]}" --steps 300 &
 pid=$!
+# Record its timeline from the moment its stats file appears.
+for _ in $(seq 100); do
+    [ -e "$stats/$pid.stats" ] && break
+    sleep 0.05
+done
+"$spillway" stat --dir "$stats" "$pid" --record "$build/demo-timeline.csv" --watch 0.2 >/dev/null &
+rec=$!
 # Wait (at most ~10 s) until the model is loaded and running.
 for _ in $(seq 100); do
-    [ -n "$("$stat" --dir "$stats" --json 2>/dev/null | grep '"launches": [1-9]')" ] && break
+    [ -n "$("$spillway" stat --dir "$stats" --json 2>/dev/null | grep '"launches": [1-9]')" ] && break
     sleep 0.1
 done
-echo "-- spillway-stat (while it runs):"
-"$stat" --dir "$stats"
-echo "-- spillway-stat $pid:"
-"$stat" --dir "$stats" "$pid"
+echo "-- spillway stat (while it runs):"
+"$spillway" stat --dir "$stats"
+echo "-- spillway stat $pid:"
+"$spillway" stat --dir "$stats" "$pid"
 wait "$pid" || { echo "   -> mlp under spillway failed" >&2; exit 1; }
+wait "$rec"
+
+echo
+if command -v gnuplot >/dev/null; then
+    "$(dirname "$0")/spillway-plot.sh" "$build/demo-timeline.csv" "$build/demo-timeline.png" &&
+        echo "== 4. its timeline, sampled every 0.2 s: $build/demo-timeline.png"
+else
+    echo "== 4. its timeline: $build/demo-timeline.csv (install gnuplot-nox for a picture)"
+fi

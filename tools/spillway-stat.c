@@ -6,12 +6,23 @@
  *                              processes that are gone, and says so
  *   spillway-stat PID          every field of one process
  *   --json                     the same, as JSON
+ *   --prometheus               every field of every process (or of PID) in
+ *                              Prometheus's text format
+ *   --prometheus-file PATH     the same, written to PATH atomically (a new
+ *                              file renamed over it), for node_exporter's
+ *                              textfile collector
+ *   PID --record FILE          every field of PID, sampled every --watch
+ *                              interval (default 1 s) into a CSV file
+ *                              until the process exits (a timeline, for
+ *                              tools/spillway-plot.sh)
  *   --watch [SECONDS]          refresh until interrupted (--count N: N times)
  *   --dir DIR                  the stats directory (default: the library's)
  *
- * Exit status: 0 done, 1 the directory could not be read, 2 bad input (a
+ * Exit status: 0 done, 1 the directory could not be read or the metrics
+ * file written, 2 bad input (a
  * bad option or PID, no stats for the PID, a file that fails validation).
- * Only reads: the one thing it changes is the removal of stale files.
+ * Only reads: the things it changes are the removal of stale files and
+ * the metrics file it is asked to write.
  *
  * A file is mapped while it is read. If its owner (or any process of the
  * user) truncates it meanwhile, reading the mapping raises SIGBUS; the
@@ -24,6 +35,7 @@
 #include "sw.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -42,6 +54,9 @@ typedef struct {
     char dir[1024];
     int pid;        /* 0: list every process */
     bool json;
+    bool prometheus;
+    char prom_file[1024]; /* "": stdout */
+    char record[1024];    /* --record: the CSV file; "": none */
     bool watch;
     double interval;
     long count;     /* refreshes; 0: until interrupted */
@@ -50,11 +65,20 @@ typedef struct {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: spillway-stat [--dir DIR] [--json] [--watch [SECONDS]] [--count N] [PID]\n"
+            "usage: spillway-stat [--dir DIR] [--json | --prometheus | --prometheus-file PATH]\n"
+            "                     [--watch [SECONDS]] [--count N] [PID]\n"
+            "       spillway-stat PID --record FILE [--watch [SECONDS]] [--count N]\n"
             "  without PID     list the processes running under spillway, removing the\n"
             "                  stats files of processes that are gone\n"
             "  PID             show every statistic of that process\n"
             "  --json          print JSON instead of a table\n"
+            "  --prometheus    print every field in Prometheus's text format, for every\n"
+            "                  process (or PID's only)\n"
+            "  --prometheus-file PATH\n"
+            "                  the same, written to PATH atomically (for node_exporter's\n"
+            "                  textfile collector); with --watch, rewritten every refresh\n"
+            "  --record FILE   sample every field of PID into FILE as CSV, every --watch\n"
+            "                  interval (default 1 second), until the process exits\n"
             "  --watch [SECS]  refresh every SECS seconds (default 1) until interrupted\n"
             "  --count N       stop after N refreshes (implies --watch)\n"
             "  --dir DIR       stats directory (default: $SPILLWAY_STATS_DIR, else\n"
@@ -137,6 +161,19 @@ static void parse_args(int argc, char **argv, args_t *a)
             exit(0);
         } else if (strcmp(arg, "--json") == 0) {
             a->json = true;
+        } else if (strcmp(arg, "--prometheus") == 0) {
+            a->prometheus = true;
+        } else if ((v = option_value(argc, argv, &i, "--prometheus-file", false))) {
+            if (!*v || strlen(v) >= sizeof a->prom_file)
+                bad("--prometheus-file: expected a file path shorter than %zu bytes",
+                    sizeof a->prom_file);
+            strcpy(a->prom_file, v);
+            a->prometheus = true;
+        } else if ((v = option_value(argc, argv, &i, "--record", false))) {
+            if (!*v || strlen(v) >= sizeof a->record)
+                bad("--record: expected a file path shorter than %zu bytes", sizeof a->record);
+            strcpy(a->record, v);
+            a->watch = true;
         } else if ((v = option_value(argc, argv, &i, "--watch", true))) {
             a->watch = true;
             if (*v && !parse_seconds(v, &a->interval))
@@ -165,6 +202,10 @@ static void parse_args(int argc, char **argv, args_t *a)
             bad("not a process id: '%s'", arg);
         }
     }
+    if (a->json + a->prometheus + !!a->record[0] > 1)
+        bad("--json, --prometheus and --record: choose one");
+    if (a->record[0] && !a->pid)
+        bad("--record needs the PID of the process to record");
     if (!have_dir) {
         /* The library's rule: the options table's STATS_DIR, else the
          * per-user default. A bad value of some other SPILLWAY_ variable
@@ -181,6 +222,9 @@ static void parse_args(int argc, char **argv, args_t *a)
 typedef struct {
     const args_t *a;
     int shown;
+    /* --prometheus: every process's snapshot, printed together at the end
+     * (the format wants each metric's samples in one group) */
+    sw_stats_snapshot_t *snaps;
 } list_t;
 
 /* ---- reading a mapping that may shrink ---- */
@@ -246,7 +290,15 @@ static int list_one(int pid, const char *path, void *arg)
     if (rd == READ_TORN)
         fprintf(stderr, "spillway-stat: pid %d is stopped mid-update; figures may not add up\n",
                 pid);
-    if (l->a->json) {
+    if (l->a->prometheus) {
+        sw_stats_snapshot_t *more = realloc(l->snaps, (size_t)(l->shown + 1) * sizeof *more);
+        if (!more) {
+            fprintf(stderr, "spillway-stat: out of memory; skipping pid %d\n", pid);
+            return 0;
+        }
+        l->snaps = more;
+        l->snaps[l->shown] = s;
+    } else if (l->a->json) {
         fputs(l->shown ? ",\n  " : "[\n  ", stdout);
         sw_statsfile_json(stdout, &s, 2);
     } else {
@@ -258,10 +310,59 @@ static int list_one(int pid, const char *path, void *arg)
     return 0;
 }
 
+/* Prometheus output of n snapshots: to stdout, or to --prometheus-file as
+ * a new file renamed over it, so that a reader (node_exporter) sees the
+ * old file or the new one, never half of one. Not fsync'd: the file is
+ * rewritten every refresh and worthless after a crash. Returns 0, or 1
+ * having said why the file could not be written; the old file is then
+ * left as it was, and no temporary file behind. */
+static int emit_prometheus(const args_t *a, const sw_stats_snapshot_t *s, size_t n)
+{
+    if (!a->prom_file[0]) {
+        sw_statsfile_prometheus(stdout, s, n);
+        return 0;
+    }
+    /* beside the target (rename works within one file system only), under
+     * a name the collector ignores: it reads *.prom files only */
+    char tmp[sizeof a->prom_file + 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", a->prom_file);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "spillway-stat: cannot create %s: %s\n", tmp, strerror(errno));
+        return 1;
+    }
+    /* mkstemp makes it 0600, but the collector runs as another user */
+    mode_t mask = umask(0);
+    umask(mask);
+    FILE *f = fdopen(fd, "w");
+    bool ok = f && fchmod(fd, 0644 & ~mask) == 0;
+    if (ok) {
+        sw_statsfile_prometheus(f, s, n);
+        ok = fflush(f) == 0 && !ferror(f);
+    }
+    int e = errno;
+    if ((f ? fclose(f) : close(fd)) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && rename(tmp, a->prom_file) != 0) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        fprintf(stderr, "spillway-stat: cannot write %s: %s\n", a->prom_file, strerror(e));
+        return 1;
+    }
+    return 0;
+}
+
 static int show_list(const args_t *a)
 {
     char err[512];
     if (access(a->dir, F_OK) != 0 && errno == ENOENT) {
+        if (a->prometheus)
+            return emit_prometheus(a, NULL, 0);
         if (a->json)
             puts("[]");
         else
@@ -270,10 +371,16 @@ static int show_list(const args_t *a)
     }
     if (sw_statsfile_prepare_dir(a->dir, false, err, sizeof err) != 0)
         bad("%s", err);
-    list_t l = {a, 0};
+    list_t l = {a, 0, NULL};
     if (sw_statsfile_each(a->dir, list_one, &l) < 0) {
         fprintf(stderr, "spillway-stat: cannot read %s: %s\n", a->dir, strerror(errno));
+        free(l.snaps);
         return 1;
+    }
+    if (a->prometheus) {
+        int rc = emit_prometheus(a, l.snaps, (size_t)l.shown);
+        free(l.snaps);
+        return rc;
     }
     if (a->json)
         puts(l.shown ? "\n]" : "[]");
@@ -284,8 +391,51 @@ static int show_list(const args_t *a)
 
 /* ---- one process ---- */
 
-/* Returns 0 shown, 3 the file is gone after an earlier refresh showed it. */
-static int show_pid(const args_t *a, bool shown_before)
+/* --record: the CSV file and when recording started. */
+typedef struct {
+    FILE *f;
+    struct timespec t0;
+} recorder_t;
+
+/* Opens the CSV file and writes its header: time_s, then every field by
+ * name. Exits 1 saying why when it cannot. */
+static void record_start(const args_t *a, recorder_t *r)
+{
+    r->f = fopen(a->record, "w");
+    if (!r->f) {
+        fprintf(stderr, "spillway-stat: cannot write %s: %s\n", a->record, strerror(errno));
+        exit(1);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    fputs("time_s", r->f);
+    for (int i = 0; i < SW_STAT_COUNT; i++)
+        fprintf(r->f, ",%s", sw_stat_fields[i].name);
+    fputc('\n', r->f);
+}
+
+/* One CSV row: seconds since the start, then every field's value. Flushed
+ * at once, so a plot can be drawn while recording goes on. Returns 0, or 1
+ * having said why the row could not be written. */
+static int record_row(const args_t *a, recorder_t *r, const sw_stats_snapshot_t *s)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    fprintf(r->f, "%.3f",
+            (double)(t.tv_sec - r->t0.tv_sec) + (double)(t.tv_nsec - r->t0.tv_nsec) / 1e9);
+    for (int i = 0; i < SW_STAT_COUNT; i++)
+        fprintf(r->f, ",%" PRIu64, s->value[i]);
+    fputc('\n', r->f);
+    if (fflush(r->f) != 0 || ferror(r->f)) {
+        fprintf(stderr, "spillway-stat: cannot write %s: %s\n", a->record, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+/* Shows PID's fields, or records them with rec. Returns 0 shown, 1 the
+ * metrics or CSV file could not be written, 3 the file is gone after an
+ * earlier refresh showed it. */
+static int show_pid(const args_t *a, bool shown_before, recorder_t *rec)
 {
     char path[2048], err[2600];
     snprintf(path, sizeof path, "%s/%d.stats", a->dir, a->pid);
@@ -313,6 +463,10 @@ static int show_pid(const args_t *a, bool shown_before)
                 a->pid);
     if (sw_statsfile_pid_gone(a->pid, s.start_time))
         fprintf(stderr, "spillway-stat: process %d is gone; these are its last figures\n", a->pid);
+    if (rec)
+        return record_row(a, rec, &s);
+    if (a->prometheus)
+        return emit_prometheus(a, &s, 1);
     if (a->json) {
         sw_statsfile_json(stdout, &s, 0);
         putchar('\n');
@@ -327,12 +481,17 @@ int main(int argc, char **argv)
     args_t a;
     parse_args(argc, argv, &a);
     bool tty = isatty(STDOUT_FILENO);
+    recorder_t rec;
+    if (a.record[0])
+        record_start(&a, &rec);
     for (long n = 1;; n++) {
-        if (a.watch && tty)
+        /* else stdout has nothing to clear or separate */
+        bool to_stdout = !a.prom_file[0] && !a.record[0];
+        if (to_stdout && a.watch && tty)
             fputs("\033[H\033[2J", stdout);
-        else if (n > 1)
+        else if (to_stdout && n > 1)
             putchar('\n');
-        int rc = a.pid ? show_pid(&a, n > 1) : show_list(&a);
+        int rc = a.pid ? show_pid(&a, n > 1, a.record[0] ? &rec : NULL) : show_list(&a);
         fflush(stdout);
         if (rc == 3)
             return 0;

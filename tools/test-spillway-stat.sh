@@ -79,6 +79,10 @@ expect_out_re() { grep -qE -- "$1" "$tmp/out" || fail "stdout lacks a line like:
 expect_err_line() {
     [ "$(cat "$tmp/err")" = "$1" ] || fail "stderr is not exactly: $1"
 }
+# The exposition format is checked by Prometheus's own parser, not by us.
+need_promtool() {
+    command -v promtool >/dev/null || { echo "skip: promtool not found (Debian: prometheus)"; exit 77; }
+}
 count_out() { grep -cE -- "$1" "$tmp/out"; }
 
 # Patches one byte of a file (offset, octal value).
@@ -235,7 +239,8 @@ spillway[$fpid]: live stats in $dir/$fpid.stats"
 help)
     run --help
     expect_rc 0
-    expect_out 'usage: spillway-stat [--dir DIR] [--json] [--watch [SECONDS]] [--count N] [PID]'
+    expect_out 'usage: spillway-stat [--dir DIR] [--json | --prometheus | --prometheus-file PATH]'
+    expect_out '       spillway-stat PID --record FILE [--watch [SECONDS]] [--count N]'
     ;;
 bad-option)
     run --frobnicate
@@ -369,6 +374,82 @@ comm-escape)
     expect_rc 0
     expect_out "pid $fpid (ev\\x1b]0;x\\x07il)"
     if grep -q "$(printf '\033')" "$tmp/out"; then fail "an escape reached the output"; fi
+    ;;
+prometheus)
+    need_promtool
+    # every field, as promtool reads it: counters _total, gauges with a
+    # _peak series, raw bytes, labelled pid and command; a process named
+    # with a quote, a backslash and an escape still gives valid output
+    name=$(printf 'a"b\\c\033d')
+    ln -s "$(realpath "$fixture")" "$tmp/$name"
+    fixture="$tmp/$name"
+    start_fixture
+    run --dir "$dir" --prometheus
+    expect_rc 0
+    promtool check metrics <"$tmp/out" >"$tmp/promtool" 2>&1 ||
+        fail "promtool check metrics: $(cat "$tmp/promtool")"
+    labels="pid=\"$fpid\",command=\"a\\\"b\\\\c\\\\x1bd\""
+    expect_out "spillway_tracked_bytes{$labels} 3221225472"
+    expect_out "spillway_tracked_bytes_peak{$labels} 4294967296"
+    expect_out "spillway_demotions_total{$labels} 7"
+    expect_out "spillway_bytes_demoted_total{$labels} 234881024"
+    expect_out '# TYPE spillway_launches_total counter'
+    expect_out '# TYPE spillway_tracked_allocs_peak gauge'
+    expect_out '# HELP spillway_tracked_bytes bytes in allocations spillway tracks'
+    # one sample for each field, and one more for each gauge's peak
+    # (as many as --json has numbers, less pid and version)
+    samples=$(count_out '^spillway_')
+    run --dir "$dir" --json "$fpid"
+    [ "$samples" -eq $(($(count_out '^  "[a-z_]+": [0-9]+,?$') - 2)) ] ||
+        fail "$samples samples, not one per field and peak"
+    # one process alone, by PID
+    run --dir "$dir" --prometheus "$fpid"
+    expect_rc 0
+    expect_out "spillway_demotions_total{$labels} 7"
+    ;;
+prometheus-file)
+    need_promtool
+    start_fixture
+    umask 022
+    run --dir "$dir" --prometheus-file "$tmp/spillway.prom" --watch 0.05 --count 3
+    expect_rc 0
+    [ ! -s "$tmp/out" ] || fail "stdout is not empty"
+    promtool check metrics <"$tmp/spillway.prom" >"$tmp/promtool" 2>&1 ||
+        fail "promtool check metrics: $(cat "$tmp/promtool")"
+    grep -qF "spillway_demotions_total{pid=\"$fpid\",command=\"stat-fixture\"} 7" \
+        "$tmp/spillway.prom" || fail "the file lacks a sample"
+    [ "$(stat -c %a "$tmp/spillway.prom")" = 644 ] || fail "not readable by the collector"
+    for f in "$tmp"/spillway.prom.tmp*; do
+        [ ! -e "$f" ] || fail "temporary file left behind: $f"
+    done
+    # a file that cannot be written: exit 1, saying which
+    run --dir "$dir" --prometheus-file "$tmp/no-such-dir/spillway.prom"
+    expect_rc 1
+    grep -qF "$tmp/no-such-dir/spillway.prom" "$tmp/err" || fail "message does not name the file"
+    ;;
+record)
+    # a timeline: a header, then one row of every field per refresh
+    start_fixture
+    run --dir "$dir" "$fpid" --record "$tmp/t.csv" --watch 0.05 --count 3
+    expect_rc 0
+    [ "$(wc -l <"$tmp/t.csv")" -eq 4 ] || fail "expected a header and 3 rows"
+    head -n 1 "$tmp/t.csv" | grep -q '^time_s,tracked_bytes,device_bytes,' || fail "bad header"
+    sed -n 2p "$tmp/t.csv" | grep -qE '^0\.[0-9]{3},3221225472,2147483648,1073741824,' ||
+        fail "bad first row"
+    # (--json has every field, each gauge's peak, and pid, command, version)
+    run --dir "$dir" --json "$fpid"
+    [ "$(head -n 1 "$tmp/t.csv" | tr ',' '\n' | wc -l)" -eq \
+        $(($(grep -c '"[a-z_]*": ' "$tmp/out") - $(grep -c '_peak"' "$tmp/out") - 2)) ] ||
+        fail "not one column per field (and time)"
+    # a picture of it, when gnuplot is there
+    if command -v gnuplot >/dev/null; then
+        sh "$(dirname "$0")/spillway-plot.sh" "$tmp/t.csv" "$tmp/t.png" 2>"$tmp/err" ||
+            fail "spillway-plot.sh failed"
+        [ "$(head -c 4 "$tmp/t.png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "not a PNG"
+    fi
+    run --dir "$dir" --record "$tmp/t.csv"
+    expect_rc 2
+    expect_err_line "spillway-stat: --record needs the PID of the process to record"
     ;;
 truncated)
     # truncated while spillway-stat reads it (the file claims a group in

@@ -484,12 +484,21 @@ void sw_options_print(const sw_options_t *o, FILE *f)
     }
 }
 
+bool sw_option_info(size_t i, sw_option_info_t *out)
+{
+    if (i >= NOPTS)
+        return false;
+    out->name = opts[i].name;
+    out->dflt = opts[i].dflt;
+    out->help = opts[i].help;
+    expected(&opts[i], out->forms, sizeof out->forms);
+    return true;
+}
+
 void sw_options_help(FILE *f)
 {
-    for (size_t i = 0; i < NOPTS; i++) {
-        char forms[160];
-        expected(&opts[i], forms, sizeof forms);
-        fprintf(f, PREFIX "%-12s %s\n    %s (default: %s)\n", opts[i].name, opts[i].help, forms,
-                opts[i].dflt[0] ? opts[i].dflt : "none");
-    }
+    sw_option_info_t o;
+    for (size_t i = 0; sw_option_info(i, &o); i++)
+        fprintf(f, PREFIX "%-12s %s\n    %s (default: %s)\n", o.name, o.help, o.forms,
+                o.dflt[0] ? o.dflt : "none");
 }

@@ -695,6 +695,38 @@ START_TEST(test_help_describes_every_option)
 }
 END_TEST
 
+/* The launcher and spillway(7) are made from sw_option_info: it must give
+ * every entry of the table, in the order sw_options_print shows them, each
+ * with a default the parser takes and the forms a bad value's message
+ * names. */
+START_TEST(test_option_info_walks_the_whole_table)
+{
+    char *printed = print_to_string(&(sw_options_t){0});
+    sw_option_info_t o;
+    size_t i = 0;
+    const char *at = printed;
+    for (; sw_option_info(i, &o); i++) {
+        char line[80], env_entry[160], err[512];
+        snprintf(line, sizeof line, "SPILLWAY_%s=", o.name);
+        at = strstr(at, line);
+        ck_assert_msg(at, "%s not printed, or out of order", line);
+        ck_assert(o.help[0] && o.forms[0]);
+        snprintf(env_entry, sizeof env_entry, "SPILLWAY_%s=%s", o.name, o.dflt);
+        char *env[] = {env_entry, NULL};
+        sw_options_t parsed;
+        ck_assert_int_eq(sw_options_parse(&parsed, env, err, sizeof err, NULL, 0), 0);
+        snprintf(env_entry, sizeof env_entry, "SPILLWAY_%s=\x01", o.name);
+        ck_assert_int_eq(sw_options_parse(&parsed, env, err, sizeof err, NULL, 0),
+                         strcmp(o.forms, "a path shorter than 1024 bytes") == 0 ? 0 : -1);
+        if (err[0])
+            ck_assert_msg(strstr(err, o.forms), "message of %s lacks its forms", o.name);
+    }
+    ck_assert_uint_gt(i, 0);
+    ck_assert(!sw_option_info(i, &o)); /* and stays past the end */
+    free(printed);
+}
+END_TEST
+
 Suite *options_suite(void)
 {
     Suite *s = suite_create("options");
@@ -764,6 +796,7 @@ Suite *options_suite(void)
     tcase_add_test(tc, test_print_shows_every_default);
     tcase_add_test(tc, test_print_output_parses_back_to_the_same_options);
     tcase_add_test(tc, test_help_describes_every_option);
+    tcase_add_test(tc, test_option_info_walks_the_whole_table);
     suite_add_tcase(s, tc);
     return s;
 }
