@@ -2,27 +2,39 @@
  * bench-offload: how close spillway's offload comes to the best possible,
  * on simgpu's virtual clock, for every scenario in every mode, in one run.
  *
- *   bench-offload BUILD_DIR [--quick] [--markdown] [--jobs N] [--keep]
+ *   bench-offload BUILD_DIR [--quick] [--only NAME[,NAME...]] [--markdown]
+ *                 [--jobs N] [--keep] [--quiet]
  *
  * BUILD_DIR is a meson build directory of this project: the programs are
  * BUILD_DIR/tests/apps/{mlp,moe}, the library BUILD_DIR/src/libspillway.so
  * and simgpu's libcuda.so.1 is in BUILD_DIR/tests/simgpu.
  *
- * Scenarios (each model about 2.5 times the GPU budget):
- *   decode      mlp, one vector per step (gemv): transfer-bound;
- *   prefill     mlp --batch with a slow GPU (SIMGPU_TFLOPS), so a layer's
- *               compute takes longer than its transfer: compute-bound;
- *   moe         moe, K of E experts per step drawn from a Zipf law, timed
- *               after 100 steps, once popularity is learned (steady state);
- *   moe-early   the same, timed after 20 steps: the cost of learning it;
- *   one-buffer  mlp --one-buffer: every layer in one allocation.
+ * Scenario families (the targets of issue 12; each model is 2.5 times the
+ * GPU budget, which is a whole number of layers):
+ *   decode   mlp, one vector per step (gemv): transfer-bound.  Layers of
+ *            1, 4, 16 and 64 MiB, each in three layouts: one allocation
+ *            per layer, --one-buffer, and --segments 20 (PyTorch's caching
+ *            allocator); some on two streams (--streams 2);
+ *   graph    decode captured once and replayed (--graph), at two sizes;
+ *   prefill  mlp --batch with SIMGPU_TFLOPS set so that one layer's GEMM
+ *            takes as long as copying its weights at 55 GB/s;
+ *   train    mlp --train: after the forward pass every layer's weights
+ *            are updated in place by a kernel, so offloaded weights that
+ *            were written must go home each step;
+ *   moe      moe, K of E experts per step drawn from a Zipf law, timed
+ *            after 100 steps, once popularity is learned (steady state),
+ *            and moe-early, timed after 20 steps: the cost of learning it.
  * Modes:
  *   all-resident  no spillway, device memory large enough for everything;
  *   prefetch-off  spillway, SPILLWAY_POLICY=learned, SPILLWAY_PREFETCH_BYTES=0;
  *   lru           spillway, SPILLWAY_POLICY=lru, SPILLWAY_PREFETCH_BYTES=0;
- *   learned       spillway with its defaults.
- * In the spillway modes SIMGPU_MEM is the budget plus 256 MiB, so the
- * budget, not the simulated GPU, is the limit.
+ *   learned       spillway with its defaults;
+ *   rewrite-off   spillway, SPILLWAY_REWRITE=0 (the fallback of issue 12).
+ * Every spillway mode sets SPILLWAY_GPU_BUDGET and nothing else beyond
+ * what its name says: learned measures spillway's defaults.  The two
+ * baselines prefetch-off and lru run only in the scenarios that list them,
+ * to keep the run short.  In the spillway modes SIMGPU_MEM is the budget
+ * plus 256 MiB, so the budget, not the simulated GPU, is the limit.
  *
  * Each (scenario, mode) runs twice as a child process: once for W warm-up
  * steps only (the prefix run) and once for W + T steps with --time W.  The
@@ -30,13 +42,17 @@
  * clock depends only on the sequence of calls (spillway has no background
  * thread), so the first W steps of both runs are the same, and the
  * difference of their counters is what the T timed steps did.  This is how
- * the byte columns are measured; the step time comes from events on the
- * program's compute stream (mlp/moe --time).  Because the clock is
+ * the byte and count columns are measured; the step time comes from events
+ * on the program's compute stream (mlp/moe --time).  Because the clock is
  * virtual, running several children at once (--jobs) changes no number.
+ * Some scenarios also run learned and rewrite-off once more under
+ * SIMGPU_JITTER (random real-time delays before every stream operation),
+ * checked for correctness only.
  *
  * Exit status: 0 it ran and every run passed its check (whatever the
  * targets say: they are measurements, reported as PASS/MISS); 1 some run
- * failed its check (wrong result, hazard, fault, crash); 2 setup error.
+ * failed its check (wrong result, hazard, fault, crash); 2 setup error;
+ * 3 bad command line.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -64,73 +80,121 @@ extern char **environ;
  * this cap, zero-copy reads at 35 GB/s; only a copy and reads together
  * can fill the 57 GB/s link, 3.6% more. */
 #define H2D_BYTES_PER_NS 55.0
+/* simgpu's default SIMGPU_D2H_GBPS: the cap of a copy home.  The link's
+ * other direction, so write-back does not share the H2D link. */
+#define D2H_BYTES_PER_NS 47.0
 /* A child that runs longer than this is killed (SIGALRM, set before exec). */
 #define CHILD_TIMEOUT_S 900
+/* SIMGPU_JITTER of the jitter runs: up to 50 us before every stream op. */
+#define JITTER_US "50"
 
 /* ---- scenarios and modes ---- */
 
-typedef enum { PROG_MLP, PROG_MOE } prog_t;
+typedef enum { FAM_DECODE, FAM_GRAPH, FAM_PREFILL, FAM_TRAIN, FAM_MOE } family_t;
+typedef enum { LAYOUT_PER_LAYER, LAYOUT_ONE, LAYOUT_SEGMENTS } layout_t;
+
+enum { M_RESIDENT, M_PREFETCH_OFF, M_LRU, M_LEARNED, M_REWRITE_OFF, NMODES };
+
+/* Modes of a scenario, as a mask of 1 << M_*: every scenario runs CORE;
+ * BASELINES adds prefetch-off and lru. */
+#define CORE ((1u << M_RESIDENT) | (1u << M_LEARNED) | (1u << M_REWRITE_OFF))
+#define BASELINES (CORE | (1u << M_PREFETCH_OFF) | (1u << M_LRU))
+
+/* --segments of the segments layout: PyTorch's caching allocator makes
+ * 20 MiB segments for tensors of 1 to 10 MiB. */
+#define SEGMENT_MIB 20
 
 typedef struct scenario {
     const char *name;
-    prog_t prog;
-    uint32_t count;   /* layers (mlp) or experts (moe) */
-    uint32_t width;   /* each layer or expert is width x width floats */
-    uint32_t batch;   /* mlp: vectors per step through sg_gemm_f32; 0: gemv */
-    bool one_buffer;  /* mlp --one-buffer */
-    uint32_t active;  /* moe: experts per step */
-    uint32_t warmup;  /* W */
-    uint32_t timed;   /* T */
-    uint64_t budget;  /* SPILLWAY_GPU_BUDGET */
-    uint64_t chunk;   /* SPILLWAY_CHUNK */
+    family_t fam;       /* also says the program: moe for FAM_MOE, else mlp */
+    uint32_t count;     /* layers (mlp) or experts (moe) */
+    uint32_t width;     /* each layer or expert is width x width floats */
+    uint32_t batch;     /* mlp: vectors per step through sg_gemm_f32; 0: gemv */
+    layout_t layout;    /* mlp: how the weights are allocated */
+    uint32_t streams;   /* mlp --streams: 1 or 2 */
+    uint32_t active;    /* moe: experts per step */
+    uint32_t warmup;    /* W */
+    uint32_t timed;     /* T */
+    uint64_t budget;    /* SPILLWAY_GPU_BUDGET */
     const char *tflops; /* SIMGPU_TFLOPS, or NULL for simgpu's default */
+    unsigned modes;     /* CORE or BASELINES */
+    bool jitter;        /* also run learned and rewrite-off under SIMGPU_JITTER */
 } scenario_t;
 
+/* Shorthands for the tables below. */
+#define PL LAYOUT_PER_LAYER
+#define ONE LAYOUT_ONE
+#define SEG LAYOUT_SEGMENTS
+
 /*
- * The full set.  Sizes are chosen so the whole run stays short on a small
- * machine: the simulated kernels really compute, on the CPU, and so does
- * each program's host reference.  prefill uses batch 16 at 0.25 TFLOPS
- * rather than batch 64 at 1 TFLOPS: the same virtual times (a layer
- * computes 2 * 1024^2 * 16 flops in 134 us, longer than the 76 us its
- * 4 MiB take at 55 GB/s; both batches are below one 128-row GEMM tile, so
- * a host-resident weight is read once either way) for a quarter of the real work.  The moe targets
- * apply to the steady state; moe-early shows what the first steps cost.
+ * The full set.  Sizes are chosen so the whole run stays within minutes on
+ * a small machine: the simulated kernels really compute, on the CPU, and
+ * so does each program's host reference.  Budgets are whole layers, so the
+ * bound's unit (a layer) loses nothing to rounding.  decode-64M has no
+ * segments variant: a 64 MiB layer is bigger than a segment and gets its
+ * own allocation, which makes the very calls of decode-64M.
+ *
+ * prefill: width 1024, batch 16 at 0.45 TFLOPS: a layer's GEMM computes
+ * 2 * 1024^2 * 16 flops in 74.6 us, plus simgpu's 2 us per kernel, 76.6 us;
+ * its 4 MiB take 76.3 us at 55 GB/s.  A batch below one 128-row GEMM tile
+ * reads a host-resident weight once, like a copy.
  */
 static const scenario_t full_set[] = {
-    {"decode", PROG_MLP, 20, 2048, 0, false, 0, 3, 5, MiB(128), MiB(16), NULL},
-    {"prefill", PROG_MLP, 20, 1024, 16, false, 0, 2, 3, MiB(32), MiB(4), "0.25"},
-    {"moe", PROG_MOE, 32, 1024, 0, false, 2, 100, 40, MiB(51), MiB(4), NULL},
-    {"moe-early", PROG_MOE, 32, 1024, 0, false, 2, 20, 40, MiB(51), MiB(4), NULL},
-    {"one-buffer", PROG_MLP, 20, 1024, 0, true, 0, 3, 5, MiB(32), MiB(2), NULL},
+    {"decode-1M", FAM_DECODE, 40, 512, 0, PL, 1, 0, 3, 4, MiB(16), NULL, CORE, false},
+    {"decode-1M-one", FAM_DECODE, 40, 512, 0, ONE, 1, 0, 3, 4, MiB(16), NULL, CORE, false},
+    {"decode-1M-seg", FAM_DECODE, 40, 512, 0, SEG, 2, 0, 3, 4, MiB(16), NULL, CORE, true},
+    {"decode-4M", FAM_DECODE, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, CORE, false},
+    {"decode-4M-one", FAM_DECODE, 20, 1024, 0, ONE, 2, 0, 3, 4, MiB(32), NULL, BASELINES, false},
+    {"decode-4M-seg", FAM_DECODE, 20, 1024, 0, SEG, 2, 0, 3, 4, MiB(32), NULL, CORE, true},
+    {"decode-16M", FAM_DECODE, 20, 2048, 0, PL, 2, 0, 3, 4, MiB(128), NULL, BASELINES, false},
+    {"decode-16M-one", FAM_DECODE, 20, 2048, 0, ONE, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
+    {"decode-16M-seg", FAM_DECODE, 20, 2048, 0, SEG, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
+    {"decode-64M", FAM_DECODE, 10, 4096, 0, PL, 1, 0, 3, 3, MiB(256), NULL, CORE, false},
+    {"decode-64M-one", FAM_DECODE, 10, 4096, 0, ONE, 2, 0, 3, 3, MiB(256), NULL, CORE, false},
+    {"graph-4M-seg", FAM_GRAPH, 20, 1024, 0, SEG, 2, 0, 3, 4, MiB(32), NULL, CORE, true},
+    {"graph-16M", FAM_GRAPH, 20, 2048, 0, PL, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
+    {"prefill", FAM_PREFILL, 20, 1024, 16, PL, 1, 0, 3, 3, MiB(32), "0.45", BASELINES, false},
+    {"train", FAM_TRAIN, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, BASELINES, false},
+    {"train-seg", FAM_TRAIN, 20, 1024, 0, SEG, 2, 0, 3, 4, MiB(32), NULL, CORE, true},
+    {"moe", FAM_MOE, 32, 1024, 0, PL, 1, 2, 100, 40, MiB(51), NULL, BASELINES, false},
+    {"moe-early", FAM_MOE, 32, 1024, 0, PL, 1, 2, 20, 40, MiB(51), NULL, BASELINES, false},
 };
 
-/* --quick: the same shapes, tiny, for the test suite (correctness only). */
+/* --quick: the same families, tiny, for the test suite (correctness
+ * only).  prefill: batch 2 at 0.056 TFLOPS keeps compute about equal to
+ * copy (2 * 1024^2 * 2 flops in 74.9 us). */
 static const scenario_t quick_set[] = {
-    {"decode", PROG_MLP, 20, 1024, 0, false, 0, 2, 2, MiB(32), MiB(4), NULL},
-    {"prefill", PROG_MLP, 20, 1024, 2, false, 0, 2, 2, MiB(32), MiB(4), "0.03125"},
-    {"moe", PROG_MOE, 16, 1024, 0, false, 2, 8, 8, MiB(26), MiB(4), NULL},
-    {"one-buffer", PROG_MLP, 20, 1024, 0, true, 0, 2, 2, MiB(32), MiB(2), NULL},
+    {"decode", FAM_DECODE, 20, 512, 0, PL, 1, 0, 2, 2, MiB(8), NULL, BASELINES, false},
+    {"decode-seg", FAM_DECODE, 20, 512, 0, SEG, 2, 0, 2, 2, MiB(8), NULL, CORE, true},
+    {"graph-one", FAM_GRAPH, 20, 512, 0, ONE, 2, 0, 2, 2, MiB(8), NULL, CORE, false},
+    {"prefill", FAM_PREFILL, 10, 1024, 2, PL, 1, 0, 2, 2, MiB(16), "0.056", CORE, false},
+    {"train", FAM_TRAIN, 10, 512, 0, SEG, 2, 0, 2, 2, MiB(4), NULL, CORE, true},
+    {"moe", FAM_MOE, 16, 1024, 0, PL, 1, 2, 8, 8, MiB(26), NULL, BASELINES, false},
 };
+
+#undef PL
+#undef ONE
+#undef SEG
 
 typedef struct bmode {
     const char *name;
     bool preload;
     const char *policy;   /* SPILLWAY_POLICY, or NULL: the default */
     const char *prefetch; /* SPILLWAY_PREFETCH_BYTES, or NULL: the default */
+    const char *rewrite;  /* SPILLWAY_REWRITE, or NULL: the default */
 } bmode_t;
 
-enum { M_RESIDENT, M_PREFETCH_OFF, M_LRU, M_LEARNED, NMODES };
-
 static const bmode_t modes[NMODES] = {
-    {"all-resident", false, NULL, NULL},
-    {"prefetch-off", true, "learned", "0"},
-    {"lru", true, "lru", "0"},
-    {"learned", true, NULL, NULL},
+    {"all-resident", false, NULL, NULL, NULL},
+    {"prefetch-off", true, "learned", "0", NULL},
+    {"lru", true, "lru", "0", NULL},
+    {"learned", true, NULL, NULL, NULL},
+    {"rewrite-off", true, NULL, NULL, "0"},
 };
 
-static uint64_t model_bytes(const scenario_t *s)
+static bool is_moe(const scenario_t *s)
 {
-    return (uint64_t)s->count * s->width * s->width * sizeof(float);
+    return s->fam == FAM_MOE;
 }
 
 static uint64_t unit_bytes(const scenario_t *s)
@@ -138,14 +202,47 @@ static uint64_t unit_bytes(const scenario_t *s)
     return (uint64_t)s->width * s->width * sizeof(float);
 }
 
+static uint64_t model_bytes(const scenario_t *s)
+{
+    return s->count * unit_bytes(s);
+}
+
+/*
+ * Device memory a run under spillway may hold beyond its budget: the
+ * program's small buffers (mlp: two activation batches and the gemv
+ * pointer table; moe: three vectors), which spillway may leave untracked
+ * (SPILLWAY_MIN_ALLOC), plus 1 MiB for spillway's own small allocations.
+ * G of --train is not in it: the bound counts G among what the budget
+ * holds.
+ */
+static uint64_t allowed_over_budget(const scenario_t *s)
+{
+    uint64_t vec = (uint64_t)s->width * sizeof(float);
+    uint64_t small = is_moe(s) ? 3 * vec
+                               : 2 * vec * (s->batch > 0 ? s->batch : 1) +
+                                     (s->batch > 0 ? 0 : (uint64_t)s->count * sizeof(uint64_t));
+
+    return small + MiB(1);
+}
+
 /* ---- one child run ---- */
+
+/* spillway report fields the bench reads.  A field missing from a report
+ * (an older or newer spillway) is shown as "-", never as a zero. */
+enum { SW_PROMOTED, SW_WRITTEN_BACK, SW_LATE, SW_STREAMED, SW_REWRITTEN, SW_WAITED,
+       SW_PREFETCHES, SW_ZERO_COPY, NSW };
+static const char *const sw_keys[NSW] = {
+    "bytes_promoted", "bytes_written_back", "prefetch_late", "bytes_streamed",
+    "rewritten_launches", "launches_waited", "prefetches", "bytes_zero_copy_estimated",
+};
 
 typedef struct run {
     /* what to run */
     const scenario_t *s;
     int mode;
     bool prefix; /* W steps only, no timing */
-    char tag[64];
+    bool jitter; /* under SIMGPU_JITTER (W + T steps, for correctness only) */
+    char tag[96];
     /* what came back */
     int wstatus;
     bool waited;
@@ -157,8 +254,10 @@ typedef struct run {
     bool have_step;
     bool have_sg;    /* simgpu report read */
     uint64_t hazards, faults, link;
+    uint64_t dev_peak; /* simgpu's device_bytes_peak */
     bool have_sw;    /* spillway report read */
-    uint64_t moved, late;
+    uint64_t sw[NSW];
+    bool sw_has[NSW]; /* the field was in the report */
     uint32_t *sched; /* moe, all-resident full run: experts of the timed steps */
     size_t nsched;
 } run_t;
@@ -230,55 +329,80 @@ static char **child_env(const run_t *r)
     env[i++] = xasprintf("SIMGPU_REPORT=%s", path_of(r, "simgpu.json"));
     if (s->tflops != NULL)
         env[i++] = xasprintf("SIMGPU_TFLOPS=%s", s->tflops);
+    if (r->jitter)
+        env[i++] = xasprintf("SIMGPU_JITTER=%s", JITTER_US);
     if (!m->preload) {
-        /* Room for everything. */
+        /* Room for everything, segments' slack included. */
         env[i++] = xasprintf("SIMGPU_MEM=%" PRIu64 "MiB", model_bytes(s) / MiB(1) * 2 + 256);
     } else {
         env[i++] = xasprintf("SIMGPU_MEM=%" PRIu64 "MiB", s->budget / MiB(1) + 256);
         env[i++] = xasprintf("LD_PRELOAD=%s/src/libspillway.so", build);
         env[i++] = xasprintf("SPILLWAY_GPU_BUDGET=%" PRIu64 "MiB", s->budget / MiB(1));
-        env[i++] = xasprintf("SPILLWAY_CHUNK=%" PRIu64 "MiB", s->chunk / MiB(1));
         env[i++] = xasprintf("SPILLWAY_REPORT=%s", path_of(r, "spillway.json"));
         env[i++] = xasprintf("SPILLWAY_STATS_DIR=%s/stats", tmpdir);
         if (m->policy != NULL)
             env[i++] = xasprintf("SPILLWAY_POLICY=%s", m->policy);
         if (m->prefetch != NULL)
             env[i++] = xasprintf("SPILLWAY_PREFETCH_BYTES=%s", m->prefetch);
+        if (m->rewrite != NULL)
+            env[i++] = xasprintf("SPILLWAY_REWRITE=%s", m->rewrite);
     }
     env[i] = NULL;
     return env;
 }
 
+/* The program's options of scenario s, less --steps and --time, into a
+ * (at least 16 entries); returns how many. */
+static int scenario_args(const scenario_t *s, char **a)
+{
+    int i = 0;
+
+    if (is_moe(s)) {
+        a[i++] = "--experts";
+        a[i++] = xasprintf("%u", s->count);
+        a[i++] = "--active";
+        a[i++] = xasprintf("%u", s->active);
+    } else {
+        a[i++] = "--layers";
+        a[i++] = xasprintf("%u", s->count);
+    }
+    a[i++] = "--width";
+    a[i++] = xasprintf("%u", s->width);
+    if (s->batch > 0) {
+        a[i++] = "--batch";
+        a[i++] = xasprintf("%u", s->batch);
+    }
+    if (s->layout == LAYOUT_ONE)
+        a[i++] = "--one-buffer";
+    if (s->layout == LAYOUT_SEGMENTS) {
+        a[i++] = "--segments";
+        a[i++] = xasprintf("%u", SEGMENT_MIB);
+    }
+    if (s->streams > 1) {
+        a[i++] = "--streams";
+        a[i++] = xasprintf("%u", s->streams);
+    }
+    if (s->fam == FAM_GRAPH)
+        a[i++] = "--graph";
+    if (s->fam == FAM_TRAIN)
+        a[i++] = "--train";
+    return i;
+}
+
 static char **child_argv(const run_t *r, char **exe)
 {
     const scenario_t *s = r->s;
-    char **a = calloc(24, sizeof(char *));
+    char **a = calloc(32, sizeof(char *));
     int i = 0;
     uint32_t steps = r->prefix ? s->warmup : s->warmup + s->timed;
 
     if (a == NULL)
         die_setup("out of memory");
-    *exe = xasprintf("%s/tests/apps/%s", build, s->prog == PROG_MLP ? "mlp" : "moe");
+    *exe = xasprintf("%s/tests/apps/%s", build, is_moe(s) ? "moe" : "mlp");
     a[i++] = *exe;
-    if (s->prog == PROG_MLP) {
-        a[i++] = "--layers";
-        a[i++] = xasprintf("%u", s->count);
-        if (s->batch > 0) {
-            a[i++] = "--batch";
-            a[i++] = xasprintf("%u", s->batch);
-        }
-        if (s->one_buffer)
-            a[i++] = "--one-buffer";
-    } else {
-        a[i++] = "--experts";
-        a[i++] = xasprintf("%u", s->count);
-        a[i++] = "--active";
-        a[i++] = xasprintf("%u", s->active);
-        if (r->mode == M_RESIDENT && !r->prefix)
-            a[i++] = "--schedule";
-    }
-    a[i++] = "--width";
-    a[i++] = xasprintf("%u", s->width);
+    i += scenario_args(s, a + i);
+    if (is_moe(s) && r->mode == M_RESIDENT && !r->prefix)
+        a[i++] = "--schedule";
     a[i++] = "--steps";
     a[i++] = xasprintf("%u", steps);
     if (!r->prefix) {
@@ -288,7 +412,6 @@ static char **child_argv(const run_t *r, char **exe)
     a[i] = NULL;
     return a;
 }
-
 static pid_t start(run_t *r)
 {
     char *exe, **argv = child_argv(r, &exe), **envp = child_env(r);
@@ -348,33 +471,43 @@ static char *slurp(const char *path)
     return buf;
 }
 
-/* An unsigned number field of a flat JSON object; 0 when it is absent
- * (spillway fields that do not exist yet read as 0). */
-static uint64_t json_u64(const char *json, const char *key)
+/* An unsigned number field of a flat JSON object into *v; false when the
+ * field is absent (*v is then 0). */
+static bool json_field(const char *json, const char *key, uint64_t *v)
 {
     char pat[128];
     const char *p;
 
+    *v = 0;
     snprintf(pat, sizeof(pat), "\"%s\"", key);
     if (json == NULL || (p = strstr(json, pat)) == NULL)
-        return 0;
+        return false;
     p += strlen(pat);
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
         p++;
     if (*p != ':')
-        return 0;
+        return false;
     p++;
     while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
         p++;
-    return strtoull(p, NULL, 10);
+    *v = strtoull(p, NULL, 10);
+    return true;
 }
 
+/* The same, 0 when absent: for simgpu's fields, which always exist. */
+static uint64_t json_u64(const char *json, const char *key)
+{
+    uint64_t v;
+
+    json_field(json, key, &v);
+    return v;
+}
 static void collect(run_t *r)
 {
     char *out = slurp(path_of(r, "out"));
     char *sg = slurp(path_of(r, "simgpu.json"));
     char *sw = slurp(path_of(r, "spillway.json"));
-    const char *prog = r->s->prog == PROG_MLP ? "mlp: " : "moe: ";
+    const char *prog = is_moe(r->s) ? "moe: " : "mlp: ";
     size_t cap = 0;
 
     r->exited0 = WIFEXITED(r->wstatus) && WEXITSTATUS(r->wstatus) == 0;
@@ -425,13 +558,14 @@ static void collect(run_t *r)
         r->have_sg = strstr(sg, "\"virtual_time_ns\"") != NULL;
         r->hazards = json_u64(sg, "hazards");
         r->faults = json_u64(sg, "faults");
+        r->dev_peak = json_u64(sg, "device_bytes_peak");
         r->link = json_u64(sg, "dma_h2d_bytes") + json_u64(sg, "dma_d2h_bytes") +
                   json_u64(sg, "kernel_bytes_host");
     }
     if (sw != NULL) {
         r->have_sw = strstr(sw, "\"pid\"") != NULL;
-        r->moved = json_u64(sw, "bytes_promoted") + json_u64(sw, "bytes_written_back");
-        r->late = json_u64(sw, "prefetch_late");
+        for (int k = 0; k < NSW; k++)
+            r->sw_has[k] = json_field(sw, sw_keys[k], &r->sw[k]);
     }
     free(out);
     free(sg);
@@ -554,62 +688,89 @@ static uint64_t opt_misses(const uint32_t *seq, size_t n, uint32_t cap, uint32_t
 }
 
 /*
- * Bytes per timed step that must reach the GPU at least: the chunk size
- * times the optimum above over the chunks the T timed steps use, for a
- * budget of floor(budget / chunk) chunks.  mlp uses every chunk of every
- * layer in order, each step, so this is (model - what the budget holds)
- * per step; moe uses the chunks of the experts its schedule names (read
- * from the all-resident run's --schedule).  Returns -1 if unknown.
+ * The least traffic per timed step that any policy needs, counted in
+ * whole layers (or experts), the unit the programs read: each access to a
+ * unit that is not on the GPU moves its bytes over the link at least once,
+ * whether it is prefetched, copied on demand or read in place.
+ *
+ * h2d: unit bytes x the optimum above over the units the timed steps use,
+ * with room for floor(budget / unit) units.  mlp reads every layer in
+ * order each step, so for decode and prefill this is (model - budget) per
+ * step; --train then reads G and updates layer 0, G and layer 1, ...; moe
+ * reads the experts its schedule names (the all-resident run's --schedule).
+ *
+ * d2h (--train only): every step writes every layer.  When a step ends at
+ * most `room` units are on the GPU, so at least layers - room of the
+ * layers it wrote have their only current copy at home: each went home,
+ * copied or written in place, after its write in that step.
+ *
+ * Returns false if the schedule needed is missing.
  */
-static double min_bytes_per_step(const scenario_t *s, const run_t *resident)
+static bool min_bytes_per_step(const scenario_t *s, const run_t *resident, double *h2d,
+                               double *d2h)
 {
-    uint32_t per_unit = (uint32_t)(unit_bytes(s) / s->chunk);
-    uint32_t nunits = s->count * per_unit, cap = (uint32_t)(s->budget / s->chunk);
+    uint32_t room = (uint32_t)(s->budget / unit_bytes(s));
+    uint32_t nunits = s->count + (s->fam == FAM_TRAIN); /* G is unit `count` */
     uint32_t *seq;
-    size_t n = 0;
-    double bytes;
+    size_t n = 0, per_step = s->fam == FAM_TRAIN ? 3 * (size_t)s->count : s->count;
 
-    if (unit_bytes(s) % s->chunk != 0)
-        die_setup("%s: layer or expert size is not a multiple of the chunk", s->name);
-    if (s->prog == PROG_MLP) {
-        seq = malloc((size_t)s->timed * nunits * sizeof(uint32_t));
+    if (!is_moe(s)) {
+        seq = malloc((size_t)s->timed * per_step * sizeof(uint32_t));
         if (seq == NULL)
             die_setup("out of memory");
-        for (uint32_t t = 0; t < s->timed; t++)
-            for (uint32_t u = 0; u < nunits; u++)
-                seq[n++] = u;
+        for (uint32_t t = 0; t < s->timed; t++) {
+            for (uint32_t l = 0; l < s->count; l++)
+                seq[n++] = l;
+            for (uint32_t l = 0; s->fam == FAM_TRAIN && l < s->count; l++) {
+                seq[n++] = s->count;
+                seq[n++] = l;
+            }
+        }
     } else {
         if (resident->nsched != (size_t)s->timed * s->active)
-            return -1;
-        seq = malloc(resident->nsched * per_unit * sizeof(uint32_t));
+            return false;
+        seq = malloc(resident->nsched * sizeof(uint32_t));
         if (seq == NULL)
             die_setup("out of memory");
         for (size_t i = 0; i < resident->nsched; i++) {
             if (resident->sched[i] >= s->count) {
                 free(seq);
-                return -1;
+                return false;
             }
-            for (uint32_t c = 0; c < per_unit; c++)
-                seq[n++] = resident->sched[i] * per_unit + c;
+            seq[n++] = resident->sched[i];
         }
     }
-    bytes = (double)opt_misses(seq, n, cap, nunits) * (double)s->chunk / s->timed;
+    *h2d = (double)opt_misses(seq, n, room, nunits) * (double)unit_bytes(s) / s->timed;
+    *d2h = s->fam == FAM_TRAIN && s->count > room
+               ? (double)(s->count - room) * (double)unit_bytes(s)
+               : 0;
     free(seq);
-    return bytes;
+    return true;
 }
 
 /* ---- the table ---- */
 
 typedef struct cell {
-    const run_t *full, *prefix;
+    bool present;        /* the scenario runs this mode */
+    run_t *full, *prefix;
     bool ok;
     char check[64];
     double step_ns;      /* <0: unknown */
     double moved, link;  /* per timed step; <0: unknown */
-    double late;         /* <0: unknown */
-    double min_bytes;    /* per timed step */
+    double sw[NSW];      /* per timed step (SW_LATE: over the timed steps); <0: unknown */
+    double min_h2d, min_d2h; /* per timed step; <0: unknown */
     double bound_ns;     /* <0: unknown */
+    double peak;         /* device memory peak of the full run; <0: unknown */
+    bool over_budget;    /* spillway modes: peak > budget + allowed_over_budget() */
 } cell_t;
+
+/* A run of a scenario under SIMGPU_JITTER, checked for correctness only. */
+typedef struct jitter_run {
+    size_t si;
+    run_t *run;
+    bool ok;
+    char check[64];
+} jitter_run_t;
 
 static void why_failed(const run_t *r, char *buf, size_t len)
 {
@@ -632,54 +793,72 @@ static void why_failed(const run_t *r, char *buf, size_t len)
         buf[0] = '\0';
 }
 
-static void fill_cell(cell_t *c, const scenario_t *s, int mode, const run_t *full,
-                      const run_t *prefix, const cell_t *resident, double min_bytes)
+/* Field k of the spillway reports per timed step ((full - prefix) / per),
+ * or -1 when a report or the field is missing. */
+static double sw_delta(const run_t *full, const run_t *prefix, int k, double per)
 {
+    if (!full->have_sw || !prefix->have_sw || !full->sw_has[k] || !prefix->sw_has[k] ||
+        full->sw[k] < prefix->sw[k])
+        return -1;
+    return (double)(full->sw[k] - prefix->sw[k]) / per;
+}
+
+/* The check of a run against the all-resident one (NULL: it is that one). */
+static bool check_run(const run_t *r, const cell_t *resident, char *why, size_t len)
+{
+    why_failed(r, why, len);
+    if (why[0] == '\0' && resident != NULL) {
+        if (!resident->ok)
+            snprintf(why, len, "no reference");
+        else if (r->checksum != (r->prefix ? resident->prefix : resident->full)->checksum)
+            snprintf(why, len, "%s: checksum differs", r->prefix ? "prefix" : "run");
+    }
+    return why[0] == '\0';
+}
+
+static void fill_cell(cell_t *c, const scenario_t *s, int mode, const cell_t *resident,
+                      double min_h2d, double min_d2h)
+{
+    const run_t *full = c->full, *prefix = c->prefix;
     char why[64];
 
-    memset(c, 0, sizeof(*c));
-    c->full = full;
-    c->prefix = prefix;
-    c->ok = true;
-    why_failed(full, why, sizeof(why));
-    if (why[0] == '\0')
-        why_failed(prefix, why, sizeof(why));
-    if (why[0] == '\0' && mode != M_RESIDENT) {
-        if (!resident->ok)
-            snprintf(why, sizeof(why), "no reference");
-        else if (full->checksum != resident->full->checksum ||
-                 prefix->checksum != resident->prefix->checksum)
-            snprintf(why, sizeof(why), "checksum differs");
-    }
-    if (why[0] == '\0' && full->exited0 && !full->have_step)
-        snprintf(why, sizeof(why), "no step_ns");
-    if (why[0] != '\0') {
+    c->ok = check_run(full, resident, why, sizeof(why)) &&
+            check_run(prefix, resident, why, sizeof(why));
+    if (c->ok && !full->have_step) {
         c->ok = false;
-        snprintf(c->check, sizeof(c->check), "%s", why);
-    } else {
-        snprintf(c->check, sizeof(c->check), "ok");
+        snprintf(why, sizeof(why), "no step_ns");
     }
+    snprintf(c->check, sizeof(c->check), "%s", c->ok ? "ok" : why);
     c->step_ns = full->have_step ? full->step_ns : -1;
-    c->moved = c->link = c->late = -1;
+    c->peak = full->have_sg ? (double)full->dev_peak : -1;
+    c->over_budget = modes[mode].preload && full->have_sg &&
+                     full->dev_peak > s->budget + allowed_over_budget(s);
+    c->link = -1;
     if (full->have_sg && prefix->have_sg && full->link >= prefix->link)
         c->link = (double)(full->link - prefix->link) / s->timed;
-    if (modes[mode].preload && full->have_sw && prefix->have_sw) {
-        if (full->moved >= prefix->moved)
-            c->moved = (double)(full->moved - prefix->moved) / s->timed;
-        if (full->late >= prefix->late)
-            c->late = (double)(full->late - prefix->late);
-    }
+    for (int k = 0; k < NSW; k++)
+        c->sw[k] = modes[mode].preload
+                       ? sw_delta(full, prefix, k, k == SW_LATE ? 1.0 : (double)s->timed)
+                       : -1;
+    c->moved = c->sw[SW_PROMOTED] >= 0 && c->sw[SW_WRITTEN_BACK] >= 0
+                   ? c->sw[SW_PROMOTED] + c->sw[SW_WRITTEN_BACK]
+                   : -1;
     if (mode == M_RESIDENT) {
-        c->min_bytes = 0;
+        c->min_h2d = c->min_d2h = 0;
         c->bound_ns = c->step_ns;
-    } else {
-        c->min_bytes = min_bytes;
-        c->bound_ns = -1;
-        if (resident->step_ns >= 0 && c->min_bytes >= 0) {
-            double xfer = c->min_bytes / H2D_BYTES_PER_NS;
+        return;
+    }
+    c->min_h2d = min_h2d;
+    c->min_d2h = min_d2h;
+    c->bound_ns = -1;
+    if (resident->step_ns >= 0 && min_h2d >= 0) {
+        double b = resident->step_ns;
 
-            c->bound_ns = resident->step_ns > xfer ? resident->step_ns : xfer;
-        }
+        if (min_h2d / H2D_BYTES_PER_NS > b)
+            b = min_h2d / H2D_BYTES_PER_NS;
+        if (min_d2h / D2H_BYTES_PER_NS > b)
+            b = min_d2h / D2H_BYTES_PER_NS;
+        c->bound_ns = b;
     }
 }
 
@@ -693,68 +872,119 @@ static const char *num(char *buf, size_t len, double v, double scale, int prec)
     return buf;
 }
 
+/* One table row: cells of text, as markdown or aligned to widths w[]
+ * (negative: left-aligned). */
+static void row(bool md, int n, const int *w, const char *const *cell)
+{
+    for (int i = 0; i < n; i++) {
+        if (md)
+            printf("%s %s", i == 0 ? "|" : " |", cell[i]);
+        else
+            printf("%s%*s", i == 0 ? "" : "  ", w[i], cell[i]);
+    }
+    printf(md ? " |\n" : "\n");
+}
+
+/* The markdown separator row: text columns left, numbers right. */
+static void md_rule(int n, const int *w)
+{
+    printf("|");
+    for (int i = 0; i < n; i++)
+        printf("%s|", w[i] < 0 ? "---" : "--:");
+    printf("\n");
+}
+
 static void print_table(const scenario_t *set, size_t nsc, cell_t (*cells)[NMODES], bool md)
 {
-    static const char *head[] = {"scenario", "mode", "step us", "bound us", "x bound",
-                                 "moved MiB/step", "link MiB/step", "min MiB/step",
-                                 "late", "check"};
+    static const char *const head[] = {"scenario", "mode", "step us", "bound us", "x bound",
+                                       "moved MiB/step", "link MiB/step", "min MiB/step",
+                                       "min wb MiB/step", "late", "peak MiB", "check"};
+    static const int w[] = {-16, -12, 9, 9, 7, 14, 13, 12, 15, 5, 9, -1};
+    enum { N = sizeof(w) / sizeof(w[0]) };
 
-    if (md) {
-        printf("|");
-        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
-            printf(" %s |", head[i]);
-        printf("\n|---|---|--:|--:|--:|--:|--:|--:|--:|---|\n");
-    } else {
-        printf("%-10s  %-12s  %9s  %9s  %7s  %14s  %13s  %12s  %5s  %s\n", head[0], head[1],
-               head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9]);
-    }
+    row(md, N, w, head);
+    if (md)
+        md_rule(N, w);
     for (size_t si = 0; si < nsc; si++)
         for (int m = 0; m < NMODES; m++) {
             const cell_t *c = &cells[si][m];
-            char a[32], b[32], r[32], mv[32], lk[32], mn[32], lt[32];
+            char a[32], b[32], r[32], mv[32], lk[32], mn[32], wb[32], lt[32], pk[40];
             double ratio = c->step_ns >= 0 && c->bound_ns > 0 ? c->step_ns / c->bound_ns : -1;
+            const char *cell[N] = {set[si].name, modes[m].name, a, b, r, mv, lk, mn, wb, lt,
+                                   pk, c->check};
 
+            if (!c->present)
+                continue;
             num(a, sizeof(a), c->step_ns, 1e3, 1);
             num(b, sizeof(b), c->bound_ns, 1e3, 1);
             num(r, sizeof(r), ratio, 1, 2);
             num(mv, sizeof(mv), c->moved, MIB, 1);
             num(lk, sizeof(lk), c->link, MIB, 1);
-            num(mn, sizeof(mn), c->min_bytes, MIB, 1);
-            num(lt, sizeof(lt), c->late, 1, 0);
-            if (md)
-                printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", set[si].name,
-                       modes[m].name, a, b, r, mv, lk, mn, lt, c->check);
-            else
-                printf("%-10s  %-12s  %9s  %9s  %7s  %14s  %13s  %12s  %5s  %s\n",
-                       set[si].name, modes[m].name, a, b, r, mv, lk, mn, lt, c->check);
+            num(mn, sizeof(mn), c->min_h2d, MIB, 1);
+            num(wb, sizeof(wb), c->min_d2h, MIB, 1);
+            num(lt, sizeof(lt), c->sw[SW_LATE], 1, 0);
+            num(pk, sizeof(pk) - 1, c->peak, MIB, 1);
+            if (c->over_budget)
+                strcat(pk, "!");
+            row(md, N, w, cell);
+        }
+}
+
+/* spillway's streaming statistics (issue 12) for the default mode and its
+ * rewrite-off fallback, per timed step. */
+static void print_stream_table(const scenario_t *set, size_t nsc, cell_t (*cells)[NMODES],
+                               bool md)
+{
+    static const char *const head[] = {"scenario", "mode", "streamed MiB/step",
+                                       "rewritten/step", "waited/step", "prefetches/step",
+                                       "zero-copy est MiB/step"};
+    static const int w[] = {-16, -12, 17, 14, 11, 15, 22};
+    static const int modes_shown[] = {M_LEARNED, M_REWRITE_OFF};
+    enum { N = sizeof(w) / sizeof(w[0]) };
+
+    printf("\nspillway's streaming statistics, per timed step:\n\n");
+    row(md, N, w, head);
+    if (md)
+        md_rule(N, w);
+    for (size_t si = 0; si < nsc; si++)
+        for (size_t k = 0; k < sizeof(modes_shown) / sizeof(modes_shown[0]); k++) {
+            int m = modes_shown[k];
+            const cell_t *c = &cells[si][m];
+            char st[32], rw[32], wt[32], pf[32], zc[32];
+            const char *cell[N] = {set[si].name, modes[m].name, st, rw, wt, pf, zc};
+
+            if (!c->present)
+                continue;
+            num(st, sizeof(st), c->sw[SW_STREAMED], MIB, 1);
+            num(rw, sizeof(rw), c->sw[SW_REWRITTEN], 1, 1);
+            num(wt, sizeof(wt), c->sw[SW_WAITED], 1, 1);
+            num(pf, sizeof(pf), c->sw[SW_PREFETCHES], 1, 1);
+            num(zc, sizeof(zc), c->sw[SW_ZERO_COPY], MIB, 1);
+            row(md, N, w, cell);
         }
 }
 
 static void print_setup(const scenario_t *set, size_t nsc, bool md)
 {
-    const char *li = md ? "- " : "  ";
-
-    printf("%sscenarios (W warm-up + T timed steps; SIMGPU_MEM = budget + 256 MiB under "
-           "spillway):\n", md ? "" : "");
-    if (md)
-        printf("\n");
+    printf("scenarios (W warm-up + T timed steps; SIMGPU_MEM = budget + 256 MiB under "
+           "spillway; modes all-resident, learned, rewrite-off, and where named "
+           "prefetch-off and lru):\n\n");
     for (size_t i = 0; i < nsc; i++) {
         const scenario_t *s = &set[i];
+        char *a[32];
+        int n = scenario_args(s, a);
 
-        printf("%s%s: ", li, s->name);
-        if (s->prog == PROG_MLP)
-            printf("mlp --layers %u --width %u%s", s->count, s->width,
-                   s->one_buffer ? " --one-buffer" : "");
-        else
-            printf("moe --experts %u --width %u --active %u (zipf 1.1, seed 1)", s->count,
-                   s->width, s->active);
-        if (s->batch > 0)
-            printf(" --batch %u", s->batch);
+        printf("%s%s: %s", md ? "- " : "  ", s->name, is_moe(s) ? "moe" : "mlp");
+        for (int k = 0; k < n; k++)
+            printf(" %s", a[k]);
+        if (is_moe(s))
+            printf(" (zipf 1.1, seed 1)");
         if (s->tflops != NULL)
             printf(", SIMGPU_TFLOPS=%s", s->tflops);
-        printf("; model %.0f MiB, budget %.0f MiB (%.2fx), chunk %.0f MiB; W=%u, T=%u\n",
+        printf("; model %.0f MiB, budget %.0f MiB (%.2fx); W=%u, T=%u%s%s\n",
                model_bytes(s) / MIB, s->budget / MIB, (double)model_bytes(s) / s->budget,
-               s->chunk / MIB, s->warmup, s->timed);
+               s->warmup, s->timed, s->modes == BASELINES ? "; prefetch-off, lru" : "",
+               s->jitter ? "; jitter runs" : "");
     }
     printf("\n");
 }
@@ -793,27 +1023,41 @@ static void note(bool md, const char *text)
 
 static void print_footer(bool md)
 {
-    char buf[512];
+    char buf[640];
 
     printf("\n");
     note(md, "step: average virtual time of the T timed steps, from events on the program's "
              "compute stream (--time W).");
     snprintf(buf, sizeof(buf),
-             "bound: max(all-resident step, min / %.0f GB/s), simgpu's H2D copy cap, the "
-             "fastest one transfer crosses; x bound: step / bound.", H2D_BYTES_PER_NS);
+             "bound: max(all-resident step, min / %.0f GB/s, min wb / %.0f GB/s): simgpu's "
+             "H2D copy cap, the fastest one transfer crosses to the GPU, and its D2H copy "
+             "cap, the fastest one goes home. The two directions are separate links, so "
+             "the bound takes the larger, not the sum. x bound: step / bound.",
+             H2D_BYTES_PER_NS, D2H_BYTES_PER_NS);
     note(md, buf);
     note(md, "min: bytes per timed step that must reach the GPU at least, whatever the policy "
-             "(prefetch, evict or read in place): chunk x Belady's offline optimum, with "
-             "bypass and the best starting set, over the chunks the timed steps use, with "
-             "room for floor(budget / chunk) chunks. For the mlp scenarios that is model - "
-             "budget; for moe it comes from the run's own expert sequence (moe --schedule).");
+             "(prefetch, stream, evict or read in place), counted in whole layers (experts): "
+             "Belady's offline optimum with bypass and the best starting set over the layers "
+             "the timed steps read, with room for floor(budget / layer) of them. For decode, "
+             "graph and prefill that is model - budget; train also reads G before each "
+             "update; for moe it comes from the run's own expert sequence (moe --schedule).");
+    note(md, "min wb: bytes per timed step that must go home at least: train writes every "
+             "layer each step and at most floor(budget / layer) layers are on the GPU when "
+             "the step ends, so the others went home after their write; 0 elsewhere.");
     note(md, "moved: spillway's bytes_promoted + bytes_written_back, per timed step: (value "
              "after W + T steps - value after a run of W steps) / T.");
     note(md, "link: simgpu's dma_h2d_bytes + dma_d2h_bytes + kernel_bytes_host (zero-copy), "
-             "the same way: every byte that crossed PCIe, demotion copies and each step's "
-             "input and output (a few KiB) included.");
-    note(md, "late: spillway's prefetch_late over the timed steps. \"-\": not measured (a "
-             "field missing from a report reads 0).");
+             "the same way: every byte that crossed PCIe, both directions, each step's input "
+             "and output (a few KiB) included.");
+    note(md, "late: spillway's prefetch_late over the timed steps.");
+    note(md, "peak: simgpu's device_bytes_peak over the full run. \"!\": above the budget "
+             "plus the program's small buffers (activations, pointer table) and 1 MiB: the "
+             "bound, which assumes the budget holds, does not apply, and the target is a "
+             "MISS.");
+    note(md, "streaming statistics: spillway's bytes_streamed, rewritten_launches, "
+             "launches_waited, prefetches and bytes_zero_copy_estimated, per timed step, "
+             "measured like moved.");
+    note(md, "\"-\": not measured (a report, or a field of it, is missing).");
     note(md, "check: both runs exit 0 with result=match and the all-resident checksums, and "
              "simgpu reports no hazards and no faults.");
 }
@@ -831,7 +1075,7 @@ static int find_scenario(const scenario_t *set, size_t nsc, const char *name)
 static void target(bool md, const char *what, double got, double base, double factor,
                    const char *base_name, const char *unit, double scale)
 {
-    int w = md ? 0 : 46;
+    int w = md ? 0 : 50;
 
     printf("%s%-*s ", md ? "- " : "  ", w, what);
     if (got < 0 || base < 0)
@@ -845,26 +1089,52 @@ static void target(bool md, const char *what, double got, double base, double fa
                base / scale, got / base, factor);
 }
 
-static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMODES], bool md)
+/* The learned step against its bound, for one scenario; a run that failed
+ * its check misses whatever its time. */
+static void bound_target(bool md, const char *name, const cell_t *c, double factor)
 {
-    int dec = find_scenario(set, nsc, "decode"), pre = find_scenario(set, nsc, "prefill"),
-        moe = find_scenario(set, nsc, "moe");
+    char what[96];
+
+    snprintf(what, sizeof(what), "%s: learned step <= %.2f x bound", name, factor);
+    if (!c->ok)
+        printf("%s%-*s MISS (%s)\n", md ? "- " : "  ", md ? 0 : 50, what, c->check);
+    else if (c->over_budget)
+        printf("%s%-*s MISS (over budget: device peak %.1f MiB)\n", md ? "- " : "  ",
+               md ? 0 : 50, what, c->peak / MIB);
+    else
+        target(md, what, c->step_ns, c->bound_ns, factor, "bound", "us", 1e3);
+}
+
+/* The targets of issue 12.  A hidden scenario family is checked the same
+ * way, so these are measurements, not something to tune for. */
+static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMODES],
+                          const jitter_run_t *jit, size_t njit, bool md)
+{
+    int moe = find_scenario(set, nsc, "moe");
     bool all_ok = true;
 
     printf("\ntargets (from the numbers above):\n");
     if (md)
         printf("\n");
-    if (dec >= 0) {
-        const cell_t *c = &cells[dec][M_LEARNED];
+    for (size_t i = 0; i < nsc; i++) {
+        const cell_t *c = &cells[i][M_LEARNED];
 
-        target(md, "decode: learned step <= 1.15 x bound", c->step_ns, c->bound_ns, 1.15,
-               "bound", "us", 1e3);
+        switch (set[i].fam) {
+        case FAM_DECODE:
+            bound_target(md, set[i].name, c, 1.10);
+            break;
+        case FAM_GRAPH:
+        case FAM_PREFILL:
+            bound_target(md, set[i].name, c, 1.15);
+            break;
+        case FAM_TRAIN:
+            bound_target(md, set[i].name, c, 1.30);
+            break;
+        case FAM_MOE:
+            break;
+        }
     }
-    if (pre >= 0)
-        target(md, "prefill: learned step <= 1.05 x all-resident",
-               cells[pre][M_LEARNED].step_ns, cells[pre][M_RESIDENT].step_ns, 1.05,
-               "all-resident", "us", 1e3);
-    if (moe >= 0) {
+    if (moe >= 0 && cells[moe][M_LRU].present) {
         const cell_t *c = &cells[moe][M_LEARNED], *l = &cells[moe][M_LRU];
 
         target(md, "moe: learned link bytes <= 0.5 x lru's", c->link, l->link, 0.5, "lru",
@@ -874,9 +1144,22 @@ static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMO
     }
     for (size_t i = 0; i < nsc; i++)
         for (int m = 0; m < NMODES; m++)
-            all_ok = all_ok && cells[i][m].ok;
-    printf("%s%-*s %s\n", md ? "- " : "  ", md ? 0 : 46,
+            all_ok = all_ok && (!cells[i][m].present || cells[i][m].ok);
+    for (size_t k = 0; k < njit; k++)
+        all_ok = all_ok && jit[k].ok;
+    printf("%s%-*s %s\n", md ? "- " : "  ", md ? 0 : 50,
            "every run: same results, no hazards or faults", all_ok ? "PASS" : "MISS");
+}
+
+/* The jitter runs' checks, one line each. */
+static void print_jitter(const scenario_t *set, const jitter_run_t *jit, size_t njit, bool md)
+{
+    if (njit == 0)
+        return;
+    printf("\njitter runs (SIMGPU_JITTER=%s, W + T steps, correctness only):\n\n", JITTER_US);
+    for (size_t k = 0; k < njit; k++)
+        printf("%s%s %s: %s\n", md ? "- " : "  ", set[jit[k].si].name,
+               modes[jit[k].run->mode].name, jit[k].check);
 }
 
 /* ---- setup ---- */
@@ -915,28 +1198,111 @@ static void rm_tree(const char *dir)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: bench-offload BUILD_DIR [--quick] [--markdown] [--jobs N] [--keep] "
-            "[--quiet]\n"
-            "  runs every scenario (decode, prefill, moe, one-buffer) in every mode\n"
-            "  (all-resident, prefetch-off, lru, learned) on simgpu and prints one table\n"
+            "usage: bench-offload BUILD_DIR [--quick] [--only NAME[,NAME...]] [--markdown]\n"
+            "                     [--jobs N] [--keep] [--quiet]\n"
+            "  runs every scenario (decode at four layer sizes and three layouts, graph,\n"
+            "  prefill, train, moe) in its modes (all-resident, learned, rewrite-off,\n"
+            "  and for some prefetch-off and lru) on simgpu and prints the tables\n"
             "  --quick     tiny sizes (a smoke test of correctness, not of speed)\n"
-            "  --markdown  the table and notes as markdown\n"
-            "  --jobs N    children at once (default: online CPUs, at most 8); the\n"
-            "              numbers do not depend on it (virtual time)\n"
+            "  --only L    only the scenarios named in the comma-separated list L\n"
+            "  --markdown  the tables and notes as markdown\n"
+            "  --jobs N    children at once, 1..64 (default: online CPUs, at most 8);\n"
+            "              the numbers do not depend on it (virtual time)\n"
             "  --keep      keep the temporary directory (outputs and reports)\n"
             "  --quiet     no progress lines on stderr\n"
             "exit status: 0 ran and every run passed its check, 1 some run failed its\n"
-            "             check, 2 setup error.  Targets never change the status.\n");
+            "             check, 2 setup error, 3 bad command line.  Targets never change\n"
+            "             the status.\n");
+}
+
+/* A bad command line: say what was wrong, then the usage, and exit 3. */
+__attribute__((format(printf, 1, 2), noreturn))
+static void bad_usage(const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "bench-offload: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    usage(stderr);
+    exit(3);
+}
+
+/* The scenarios of `from` named in the comma-separated list (all if it is
+ * NULL), in the set's order, into a new array; *n gets their number. */
+static scenario_t *select_scenarios(const scenario_t *from, size_t nfrom, const char *list,
+                                    size_t *n)
+{
+    scenario_t *set = calloc(nfrom, sizeof(scenario_t));
+    bool *want = calloc(nfrom, sizeof(bool));
+
+    if (set == NULL || want == NULL)
+        die_setup("out of memory");
+    for (size_t i = 0; i < nfrom; i++)
+        want[i] = list == NULL;
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        size_t len = strcspn(p, ",");
+        size_t i;
+
+        for (i = 0; i < nfrom; i++)
+            if (strlen(from[i].name) == len && strncmp(from[i].name, p, len) == 0)
+                break;
+        if (i == nfrom) {
+            fprintf(stderr, "bench-offload: scenarios of this set:");
+            for (size_t k = 0; k < nfrom; k++)
+                fprintf(stderr, " %s", from[k].name);
+            fprintf(stderr, "\n");
+            bad_usage("bad value for --only: no scenario '%.*s' in '%s'", (int)len, p, list);
+        }
+        want[i] = true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    *n = 0;
+    for (size_t i = 0; i < nfrom; i++)
+        if (want[i])
+            set[(*n)++] = from[i];
+    free(want);
+    return set;
+}
+
+/* A rough real cost of a run, to start the longest first so that the
+ * runs in parallel end close together: building the weights, and each
+ * step's reads (times the batch: the GEMM and its reference compute). */
+static double run_cost(const run_t *r)
+{
+    const scenario_t *s = r->s;
+    uint32_t steps = r->prefix ? s->warmup : s->warmup + s->timed;
+    double per_step = is_moe(s) ? (double)s->active * unit_bytes(s) : (double)model_bytes(s);
+
+    return (double)model_bytes(s) + per_step * steps * (s->batch > 0 ? s->batch : 1);
+}
+
+static int by_cost(const void *a, const void *b)
+{
+    double ca = run_cost(*(run_t *const *)a), cb = run_cost(*(run_t *const *)b);
+
+    return ca < cb ? 1 : ca > cb ? -1 : 0;
+}
+
+static void name_run(run_t *r, const char *what)
+{
+    snprintf(r->tag, sizeof(r->tag), "%s-%s-%s", r->s->name, modes[r->mode].name, what);
 }
 
 int main(int argc, char **argv)
 {
     bool quick = false, md = false, verbose = true;
     long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-    const scenario_t *set;
-    size_t nsc, nruns;
-    run_t *runs;
+    const char *only = NULL;
+    scenario_t *set;
+    size_t nsc, nruns = 0, njit = 0;
+    run_t *runs, **order;
     cell_t (*cells)[NMODES];
+    jitter_run_t *jit;
     struct timespec t0, t1;
     const char *tmpbase;
     char *p;
@@ -955,28 +1321,36 @@ int main(int argc, char **argv)
             keep = true;
         } else if (strcmp(argv[i], "--quiet") == 0) {
             verbose = false;
-        } else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
-            char *end;
+        } else if (strcmp(argv[i], "--jobs") == 0 || strcmp(argv[i], "--only") == 0) {
+            if (i + 1 >= argc)
+                bad_usage("%s needs a value", argv[i]);
+            if (strcmp(argv[i], "--only") == 0) {
+                only = argv[++i];
+            } else {
+                char *end;
 
-            jobs = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || jobs < 1 || jobs > 64) {
-                usage(stderr);
-                return 2;
+                jobs = strtol(argv[++i], &end, 10);
+                if (argv[i][0] < '0' || argv[i][0] > '9' || *end != '\0' || jobs < 1 ||
+                    jobs > 64)
+                    bad_usage("bad value for --jobs: '%s' (1..64)", argv[i]);
             }
         } else if (strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;
-        } else if (argv[i][0] == '-' || build != NULL) {
-            usage(stderr);
-            return 2;
+        } else if (argv[i][0] == '-') {
+            bad_usage("unknown option '%s'", argv[i]);
+        } else if (build != NULL) {
+            bad_usage("unexpected argument '%s' (BUILD_DIR is '%s')", argv[i], build);
         } else {
             build = argv[i];
         }
     }
-    if (build == NULL) {
-        usage(stderr);
-        return 2;
-    }
+    if (build == NULL)
+        bad_usage("no BUILD_DIR");
+    if (quick)
+        set = select_scenarios(quick_set, sizeof(quick_set) / sizeof(quick_set[0]), only, &nsc);
+    else
+        set = select_scenarios(full_set, sizeof(full_set) / sizeof(full_set[0]), only, &nsc);
     need("program", p = xasprintf("%s/tests/apps/mlp", build), X_OK);
     need("program", p = xasprintf("%s/tests/apps/moe", build), X_OK);
     need("library", p = xasprintf("%s/src/libspillway.so", build), R_OK);
@@ -990,65 +1364,75 @@ int main(int argc, char **argv)
     if (mkdir(p, 0700) != 0)
         die_setup("mkdir %s: %s", p, strerror(errno));
 
-    set = quick ? quick_set : full_set;
-    nsc = quick ? sizeof(quick_set) / sizeof(quick_set[0]) : sizeof(full_set) / sizeof(full_set[0]);
-    nruns = nsc * NMODES * 2;
-    runs = calloc(nruns, sizeof(run_t));
+    /* Every run: two per (scenario, mode), one per jitter run. */
+    runs = calloc(nsc * (NMODES * 2 + 2), sizeof(run_t));
+    order = calloc(nsc * (NMODES * 2 + 2), sizeof(run_t *));
     cells = calloc(nsc, sizeof(*cells));
-    if (runs == NULL || cells == NULL)
+    jit = calloc(nsc * 2, sizeof(jitter_run_t));
+    if (runs == NULL || order == NULL || cells == NULL || jit == NULL)
         die_setup("out of memory");
-    /* Longest first, so that parallel runs end together: the full runs of
-     * each scenario, then the prefixes. */
-    for (size_t si = 0; si < nsc; si++)
-        for (int m = 0; m < NMODES; m++)
-            for (int pre = 0; pre < 2; pre++) {
-                run_t *r = &runs[(si * NMODES + m) * 2 + pre];
+    for (size_t si = 0; si < nsc; si++) {
+        for (int m = 0; m < NMODES; m++) {
+            cell_t *c = &cells[si][m];
 
-                r->s = &set[si];
-                r->mode = m;
-                r->prefix = pre;
-                snprintf(r->tag, sizeof(r->tag), "%s-%s-%s", set[si].name, modes[m].name,
-                         pre ? "prefix" : "full");
-            }
+            if (!(set[si].modes & (1u << m)))
+                continue;
+            c->present = true;
+            c->full = &runs[nruns++];
+            c->prefix = &runs[nruns++];
+            *c->full = (run_t){.s = &set[si], .mode = m};
+            *c->prefix = (run_t){.s = &set[si], .mode = m, .prefix = true};
+            name_run(c->full, "full");
+            name_run(c->prefix, "prefix");
+        }
+        for (int k = 0; set[si].jitter && k < 2; k++) {
+            run_t *r = &runs[nruns++];
+
+            *r = (run_t){.s = &set[si], .mode = k == 0 ? M_LEARNED : M_REWRITE_OFF,
+                         .jitter = true};
+            name_run(r, "jitter");
+            jit[njit++] = (jitter_run_t){.si = si, .run = r};
+        }
+    }
+    for (size_t i = 0; i < nruns; i++)
+        order[i] = &runs[i];
+    qsort(order, nruns, sizeof(run_t *), by_cost);
+
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (verbose)
         fprintf(stderr, "bench-offload: %zu runs, %ld at a time, in %s\n", nruns, jobs, tmpdir);
-    {
-        /* The full runs first, then the shorter prefixes, so that runs in
-         * parallel end close together. */
-        run_t **order = calloc(nruns, sizeof(run_t *));
-        size_t k = 0;
-
-        if (order == NULL)
-            die_setup("out of memory");
-        for (int pre = 0; pre < 2; pre++)
-            for (size_t i = 0; i < nruns; i++)
-                if (runs[i].prefix == pre)
-                    order[k++] = &runs[i];
-        run_all(order, nruns, (int)jobs, verbose);
-        free(order);
-    }
+    run_all(order, nruns, (int)jobs, verbose);
     clock_gettime(CLOCK_MONOTONIC, &t1);
 
     for (size_t si = 0; si < nsc; si++) {
-        run_t *base = &runs[si * NMODES * 2];
+        cell_t *res = &cells[si][M_RESIDENT];
+        double h2d = -1, d2h = -1;
 
-        double minb = min_bytes_per_step(&set[si], &base[0]);
-
-        fill_cell(&cells[si][M_RESIDENT], &set[si], M_RESIDENT, &base[0], &base[1], NULL, 0);
+        fill_cell(res, &set[si], M_RESIDENT, NULL, 0, 0);
+        if (!min_bytes_per_step(&set[si], res->full, &h2d, &d2h))
+            h2d = d2h = -1;
         for (int m = 1; m < NMODES; m++)
-            fill_cell(&cells[si][m], &set[si], m, &base[m * 2], &base[m * 2 + 1],
-                      &cells[si][M_RESIDENT], minb);
+            if (cells[si][m].present)
+                fill_cell(&cells[si][m], &set[si], m, res, h2d, d2h);
         for (int m = 0; m < NMODES; m++)
-            all_ok = all_ok && cells[si][m].ok;
+            all_ok = all_ok && (!cells[si][m].present || cells[si][m].ok);
+    }
+    for (size_t k = 0; k < njit; k++) {
+        char why[64];
+
+        jit[k].ok = check_run(jit[k].run, &cells[jit[k].si][M_RESIDENT], why, sizeof(why));
+        snprintf(jit[k].check, sizeof(jit[k].check), "%s", jit[k].ok ? "ok" : why);
+        all_ok = all_ok && jit[k].ok;
     }
 
     printf("%sbench-offload%s: spillway offload on simgpu (virtual time), build %s%s\n\n",
            md ? "**" : "", md ? "**" : "", build, quick ? ", --quick sizes" : "");
     print_setup(set, nsc, md);
     print_table(set, nsc, cells, md);
+    print_stream_table(set, nsc, cells, md);
+    print_jitter(set, jit, njit, md);
     print_footer(md);
-    print_targets(set, nsc, cells, md);
+    print_targets(set, nsc, cells, jit, njit, md);
     printf("\n%zu runs in %.1f s of real time, %ld at a time.\n", nruns,
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9, jobs);
     if (keep)

@@ -53,6 +53,7 @@
     X(StreamDestroy, PFN_cuStreamDestroy_v4000, cuStreamDestroy, 4000, 0)      \
     X(StreamSynchronize, PFN_cuStreamSynchronize_v2000, cuStreamSynchronize,   \
       2000, 0)                                                                 \
+    X(StreamWaitEvent, PFN_cuStreamWaitEvent_v3020, cuStreamWaitEvent, 3020, 0)\
     X(LaunchKernel, PFN_cuLaunchKernel_v4000, cuLaunchKernel, 4000, 0)         \
     X(StreamBeginCapture, PFN_cuStreamBeginCapture_v10010,                     \
       cuStreamBeginCapture, 10010, 0)                                          \

@@ -11,7 +11,8 @@
  *
  * Prints one line, e.g.
  *   mlp: layers=8 width=1024 steps=4 batch=1 kernel=gemv buffers=per-layer
- *        graph=no weights=32.0MiB route=direct checksum=0x... result=match
+ *        streams=1 graph=no train=no weights=32.0MiB route=direct
+ *        checksum=0x... result=match
  * (on one line; with --time W, step_ns=<virtual ns per step after W warm-up
  * steps> is appended) and exits with one of the MLP_EXIT_* statuses (mlp.h).
  */
@@ -36,7 +37,14 @@ static void usage(FILE *f)
             "                   (default: 1 vector through the three gemv forms)\n"
             "  --one-buffer     all layers' weights in one cuMemAlloc\n"
             "                   (default: one allocation per layer)\n"
-            "  --graph          capture one forward pass and replay it each step\n"
+            "  --segments M     weights packed into allocations of M MiB holding\n"
+            "                   several layers each, as PyTorch's caching allocator\n"
+            "                   packs tensors (1..4096; not with --one-buffer)\n"
+            "  --streams N      1 (default), or 2: layers alternate between two\n"
+            "                   non-blocking streams, ordered by events\n"
+            "  --train          after the forward pass, update every layer's weights\n"
+            "                   in place on the device (W = a * G + W)\n"
+            "  --graph          capture one step's kernels and replay them each step\n"
             "  --route R        direct: call the linked driver symbols (default);\n"
             "                   loader: dlopen libcuda.so.1 + cuGetProcAddress_v2\n"
             "  --time W         after W warm-up steps, time the others with events\n"
@@ -71,14 +79,17 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
  * reported through *done). */
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
-    enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_GRAPH, OPT_ROUTE,
-           OPT_TIME, OPT_HELP };
+    enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
+           OPT_STREAMS, OPT_TRAIN, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
         {"width", required_argument, NULL, OPT_WIDTH},
         {"steps", required_argument, NULL, OPT_STEPS},
         {"batch", required_argument, NULL, OPT_BATCH},
         {"one-buffer", no_argument, NULL, OPT_ONE},
+        {"segments", required_argument, NULL, OPT_SEGMENTS},
+        {"streams", required_argument, NULL, OPT_STREAMS},
+        {"train", no_argument, NULL, OPT_TRAIN},
         {"graph", no_argument, NULL, OPT_GRAPH},
         {"route", required_argument, NULL, OPT_ROUTE},
         {"time", required_argument, NULL, OPT_TIME},
@@ -88,7 +99,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
     int c;
 
     *done = 0;
-    *o = (mlp_opts_t){.layers = 8, .width = 1024, .steps = 4, .batch = 1};
+    *o = (mlp_opts_t){.layers = 8, .width = 1024, .steps = 4, .batch = 1, .streams = 1};
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         const char *bad = NULL;
 
@@ -112,6 +123,17 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
             break;
         case OPT_ONE:
             o->one_buffer = true;
+            break;
+        case OPT_SEGMENTS:
+            if (parse_u32(optarg, 1, 4096, &o->segment_mib) != 0)
+                bad = "--segments";
+            break;
+        case OPT_STREAMS:
+            if (parse_u32(optarg, 1, 2, &o->streams) != 0)
+                bad = "--streams";
+            break;
+        case OPT_TRAIN:
+            o->train = true;
             break;
         case OPT_GRAPH:
             o->graph = true;
@@ -148,6 +170,12 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         usage(stderr);
         return MLP_EXIT_USAGE;
     }
+    if (o->one_buffer && o->segment_mib != 0) {
+        fprintf(stderr, "mlp: --one-buffer and --segments %u are two layouts; give one\n",
+                o->segment_mib);
+        usage(stderr);
+        return MLP_EXIT_USAGE;
+    }
     if (o->timed && o->warmup >= o->steps) {
         fprintf(stderr, "mlp: --time %u leaves no step to time (--steps %u)\n", o->warmup,
                 o->steps);
@@ -160,6 +188,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 /* Host buffers of one run. */
 typedef struct host_bufs {
     float *weights;
+    float *grad; /* --train only */
     float *in, *out, *ref, *tmp;
 } host_bufs_t;
 
@@ -168,11 +197,12 @@ static int host_alloc(const mlp_opts_t *o, host_bufs_t *h)
     size_t act = mlp_act_floats(o) * sizeof(float);
 
     h->weights = mlp_weights_new(o);
+    h->grad = o->train ? mlp_grad_new(o) : NULL;
     h->in = malloc(act);
     h->out = malloc(act);
     h->ref = malloc(act);
     h->tmp = malloc(act);
-    if (h->weights == NULL || h->in == NULL || h->out == NULL || h->ref == NULL ||
+    if (h->weights == NULL || (o->train && h->grad == NULL) || h->in == NULL || h->out == NULL || h->ref == NULL ||
         h->tmp == NULL) {
         fprintf(stderr, "mlp: out of host memory\n");
         return MLP_EXIT_HOST;
@@ -183,6 +213,7 @@ static int host_alloc(const mlp_opts_t *o, host_bufs_t *h)
 static void host_free(host_bufs_t *h)
 {
     free(h->weights);
+    free(h->grad);
     free(h->in);
     free(h->out);
     free(h->ref);
@@ -225,7 +256,7 @@ static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *che
         return st;
     if ((st = host_alloc(o, h)) != 0)
         return st;
-    if ((st = mlp_gpu_upload(*g, h->weights)) != 0)
+    if ((st = mlp_gpu_upload(*g, h->weights, h->grad)) != 0)
         return st;
     *checksum = MLP_FNV_BASIS;
     for (uint32_t s = 0; s < o->steps; s++) {
@@ -233,6 +264,8 @@ static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *che
         if ((st = mlp_gpu_step(*g, h->in, h->out)) != 0)
             return st;
         mlp_reference(o, h->weights, h->in, h->ref, h->tmp);
+        if (o->train)
+            mlp_update(o, h->weights, h->grad);
         if (compare(o, s, h->out, h->ref) && !*mismatch)
             *mismatch = 1;
         *checksum = mlp_fnv1a(*checksum, h->out, act_bytes);
@@ -255,6 +288,7 @@ int main(int argc, char **argv)
     uint64_t checksum = 0;
     double step_ns = 0;
     int mismatch = 0, done, st;
+    char buffers[32];
 
     st = parse_args(argc, argv, &o, &done);
     if (st != 0 || done)
@@ -264,10 +298,14 @@ int main(int argc, char **argv)
     host_free(&h);
     if (st != 0)
         return st;
-    printf("mlp: layers=%u width=%u steps=%u batch=%u kernel=%s buffers=%s graph=%s "
-           "weights=%.1fMiB route=%s checksum=0x%016" PRIx64 " result=%s",
-           o.layers, o.width, o.steps, o.batch, o.gemm ? "gemm" : "gemv",
-           o.one_buffer ? "one" : "per-layer", o.graph ? "yes" : "no",
+    if (o.segment_mib != 0)
+        snprintf(buffers, sizeof(buffers), "segments-%uMiB", o.segment_mib);
+    else
+        snprintf(buffers, sizeof(buffers), "%s", o.one_buffer ? "one" : "per-layer");
+    printf("mlp: layers=%u width=%u steps=%u batch=%u kernel=%s buffers=%s streams=%u "
+           "graph=%s train=%s weights=%.1fMiB route=%s checksum=0x%016" PRIx64 " result=%s",
+           o.layers, o.width, o.steps, o.batch, o.gemm ? "gemm" : "gemv", buffers, o.streams,
+           o.graph ? "yes" : "no", o.train ? "yes" : "no",
            (double)mlp_layer_floats(&o) * o.layers * sizeof(float) / (1024.0 * 1024.0),
            o.route_loader ? "loader" : "direct", checksum, mismatch ? "mismatch" : "match");
     if (o.timed)

@@ -4,9 +4,11 @@
  * (device side).
  *
  * The model is L square layers of width W.  One step takes a batch of B
- * input vectors and runs, for each layer i, x = relu(W_i x).  The device
- * result is compared bit for bit with a host reference summed the way the
- * simgpu contract sums (in float, in index order, from 0.0f).
+ * input vectors and runs, for each layer i, x = relu(W_i x).  With --train
+ * the step then updates every layer in place, W_i = a * G + W_i, with one
+ * fixed matrix G (a stand-in for a gradient).  The device result is
+ * compared bit for bit with a host reference summed the way the simgpu
+ * contract sums (in float, in index order, from 0.0f).
  */
 #ifndef SG_APPS_MLP_H
 #define SG_APPS_MLP_H
@@ -31,6 +33,10 @@ typedef struct mlp_opts {
     uint32_t batch;
     bool gemm;         /* --batch given: sg_gemm_f32 instead of the gemv forms */
     bool one_buffer;   /* all weights in one cuMemAlloc */
+    uint32_t segment_mib; /* --segments: weights packed into segments of this
+                           * many MiB, several layers each; 0: not given */
+    uint32_t streams;  /* 1, or 2: layers alternate between two streams */
+    bool train;        /* update every layer's weights after the forward pass */
     bool graph;        /* capture one forward pass, replay it every step */
     bool route_loader; /* dlopen + cuGetProcAddress_v2 instead of linked symbols */
     bool timed;        /* --time given: measure the steps after the warm-up */
@@ -53,6 +59,15 @@ static inline size_t mlp_act_floats(const mlp_opts_t *o)
 /* All layers' weights, layer after layer, row-major; NULL if out of
  * memory.  Free with free(). */
 float *mlp_weights_new(const mlp_opts_t *o);
+/* The fixed update matrix G of --train (width x width); NULL if out of
+ * memory.  Free with free(). */
+float *mlp_grad_new(const mlp_opts_t *o);
+/* The step of --train on the host: every layer's W = MLP_TRAIN_RATE * G + W,
+ * rounded as sg_axpy_f32 rounds.  Can't fail. */
+void mlp_update(const mlp_opts_t *o, float *weights, const float *grad);
+/* A power of two, so a * g is exact and only the add rounds; small, so the
+ * weights drift slowly over many steps. */
+#define MLP_TRAIN_RATE (-1.0f / 1024.0f)
 /* Step `step`'s input batch (batch x width) into x.  Can't fail. */
 void mlp_input(const mlp_opts_t *o, uint32_t step, float *x);
 /* The forward pass on the host: out = model(in).  tmp holds
@@ -71,10 +86,11 @@ typedef struct mlp_gpu mlp_gpu_t;
  * the built-in kernels, create the stream and allocate every buffer.  On
  * failure *out may still hold a partial state for mlp_gpu_close(). */
 int mlp_gpu_open(mlp_gpu_t **out, const mlp_opts_t *o);
-/* Upload the weights (and the gemv pointer table), then, with --graph,
- * capture one forward pass. */
-int mlp_gpu_upload(mlp_gpu_t *g, const float *weights);
-/* One step: copy in to the device, run the model, copy the result to out. */
+/* Upload the weights (and the gemv pointer table, and G with --train),
+ * then, with --graph, capture one step's kernels. */
+int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad);
+/* One step: copy in to the device, run the model (and the update, with
+ * --train), copy the result to out. */
 int mlp_gpu_step(mlp_gpu_t *g, const float *in, float *out);
 /* With --time, step number o->warmup starts by recording an event on the
  * compute stream and the last step ends by recording another, before its

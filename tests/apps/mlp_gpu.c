@@ -10,16 +10,26 @@
  *                    and writes act[(i + 1) % 2].  The input goes to
  *                    act[0], the output is act[layers % 2].
  *   weights          layers x width x width floats, either one cuMemAlloc
- *                    per layer (the default: each layer can move alone) or
- *                    one for all (--one-buffer: layers share an allocation).
+ *                    per layer (the default: each layer can move alone),
+ *                    one for all (--one-buffer: layers share an allocation)
+ *                    or packed into segments (--segments: see
+ *                    alloc_segments()).
  *   table            the layers' weight addresses, read by
  *                    sg_gemv_table_f32 from device memory: a use of the
  *                    weights that no launch argument reveals.
+ *   grad             --train only: the fixed matrix G of the update.
  *
  * Layer i runs form i % 3 of gemv (plain pointers, pointers in a by-value
  * struct, pointer in the device table), so an interposer meets all three
  * ways a kernel can reach a buffer; with --batch, every layer is one
- * sg_gemm_f32 instead.  Each layer ends with sg_relu_f32.
+ * sg_gemm_f32 instead.  Each layer ends with sg_relu_f32.  With --train,
+ * sg_axpy_f32 then updates each layer's weights in place, in layer order:
+ * kernels that write the weights every step.
+ *
+ * With --streams 2 the step's kernel work is a chain of items (the layers,
+ * then the updates); item k runs on stream k % 2 after waiting for an
+ * event recorded behind item k - 1, the way servers spread work over
+ * streams: the order, and so the result, is the same as on one stream.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,12 +59,14 @@ struct mlp_gpu {
     CUdevice dev;
     int retained;
     CUmodule mod;
-    CUfunction gemv, gemv_struct, gemv_table, gemm, relu;
-    CUstream stream;
+    CUfunction gemv, gemv_struct, gemv_table, gemm, relu, axpy;
+    CUstream stream[2];  /* [0]: copies, timing and item 0; [1]: --streams 2 */
+    CUevent done[2];     /* --streams 2: recorded behind the last item on stream i */
     CUdeviceptr act[2];
     CUdeviceptr table;   /* gemv forms only */
+    CUdeviceptr grad;    /* --train only */
     CUdeviceptr *weight; /* layers entries: where layer i's matrix starts */
-    CUdeviceptr *alloc;  /* nalloc entries: what cuMemAlloc returned */
+    CUdeviceptr *alloc;  /* nalloc entries (at most layers): what cuMemAlloc returned */
     uint32_t nalloc;
     CUgraph graph;
     CUgraphExec exec;
@@ -118,12 +130,48 @@ static int load_kernels(mlp_gpu_t *g)
         {"sg_gemv_table_f32", &g->gemv_table},
         {"sg_gemm_f32", &g->gemm},
         {"sg_relu_f32", &g->relu},
+        {"sg_axpy_f32", &g->axpy},
     };
 
     CK(g->d.ModuleLoadData(&g->mod, image), "cuModuleLoadData", "built-in kernels");
     for (size_t i = 0; i < sizeof(fn) / sizeof(fn[0]); i++)
         CK(g->d.ModuleGetFunction(fn[i].f, g->mod, fn[i].name), "cuModuleGetFunction", "%s",
            fn[i].name);
+    return MLP_EXIT_MATCH;
+}
+
+/*
+ * --segments M: pack the layers into allocations of M MiB, in layer order,
+ * as PyTorch's caching allocator packs tensors into its 20 MiB segments:
+ * each layer starts at the next 512-byte boundary (the allocator's
+ * rounding) of the current segment; a layer that does not fit in what is
+ * left starts a new segment, and one bigger than a segment gets an
+ * allocation of its own size (the segment being filled stays open).
+ */
+static int alloc_segments(mlp_gpu_t *g, size_t layer_bytes)
+{
+    const size_t align = 512;
+    size_t seg_bytes = (size_t)g->o->segment_mib << 20, used = 0;
+    CUdeviceptr seg = 0; /* the segment being filled; 0: none yet */
+
+    for (uint32_t l = 0; l < g->o->layers; l++) {
+        size_t off = (used + align - 1) / align * align;
+
+        if (layer_bytes > seg_bytes) {
+            CK(g->d.MemAlloc(&g->alloc[g->nalloc], layer_bytes), "cuMemAlloc",
+               "weights of layer %u, %.1fMiB, bigger than a segment", l, mib(layer_bytes));
+            g->weight[l] = g->alloc[g->nalloc++];
+            continue;
+        }
+        if (seg == 0 || off + layer_bytes > seg_bytes) {
+            CK(g->d.MemAlloc(&g->alloc[g->nalloc], seg_bytes), "cuMemAlloc",
+               "segment %u for layer %u, %.1fMiB", g->nalloc, l, mib(seg_bytes));
+            seg = g->alloc[g->nalloc++];
+            off = 0;
+        }
+        g->weight[l] = seg + off;
+        used = off + layer_bytes;
+    }
     return MLP_EXIT_MATCH;
 }
 
@@ -141,13 +189,18 @@ static int alloc_buffers(mlp_gpu_t *g)
     if (!o->gemm)
         CK(g->d.MemAlloc(&g->table, o->layers * sizeof(CUdeviceptr)), "cuMemAlloc",
            "weight table, %u entries", o->layers);
+    if (o->train)
+        CK(g->d.MemAlloc(&g->grad, layer_bytes), "cuMemAlloc", "update matrix G, %.1fMiB",
+           mib(layer_bytes));
 
     g->weight = calloc(o->layers, sizeof(CUdeviceptr));
-    g->alloc = calloc(o->one_buffer ? 1 : o->layers, sizeof(CUdeviceptr));
+    g->alloc = calloc(o->layers, sizeof(CUdeviceptr));
     if (g->weight == NULL || g->alloc == NULL) {
         fprintf(stderr, "mlp: out of host memory\n");
         return MLP_EXIT_HOST;
     }
+    if (o->segment_mib != 0)
+        return alloc_segments(g, layer_bytes);
     if (o->one_buffer) {
         size_t bytes = layer_bytes * o->layers;
 
@@ -188,87 +241,152 @@ int mlp_gpu_open(mlp_gpu_t **out, const mlp_opts_t *o)
     CK(g->d.CtxSetCurrent(ctx), "cuCtxSetCurrent", "primary context");
     if ((st = load_kernels(g)) != 0)
         return st;
-    /* A blocking stream (flags 0) is ordered after the legacy default
-     * stream's work, in particular the synchronous weight uploads, which
-     * may return before a pageable copy has reached the device. */
-    CK(g->d.StreamCreate(&g->stream, CU_STREAM_DEFAULT), "cuStreamCreate", "flags 0");
+    if (o->streams == 1) {
+        /* A blocking stream (flags 0) is ordered after the legacy default
+         * stream's work, in particular the synchronous weight uploads,
+         * which may return before a pageable copy has reached the device. */
+        CK(g->d.StreamCreate(&g->stream[0], CU_STREAM_DEFAULT), "cuStreamCreate", "flags 0");
+    } else {
+        /* Non-blocking, as servers make them: mlp_gpu_upload() waits for
+         * the legacy stream instead. */
+        for (int i = 0; i < 2; i++) {
+            CK(g->d.StreamCreate(&g->stream[i], CU_STREAM_NON_BLOCKING), "cuStreamCreate",
+               "stream %d, non-blocking", i);
+            CK(g->d.EventCreate(&g->done[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate",
+               "ordering event %d", i);
+        }
+    }
     return alloc_buffers(g);
 }
 
-static int launch(mlp_gpu_t *g, CUfunction f, const char *name, uint32_t layer,
+static int launch(mlp_gpu_t *g, CUstream s, CUfunction f, const char *name, uint32_t layer,
                   unsigned grid_y, void **params)
 {
     unsigned grid_x = (g->o->width + BLOCK - 1) / BLOCK;
 
-    CK(g->d.LaunchKernel(f, grid_x, grid_y, 1, BLOCK, 1, 1, 0, g->stream, params, NULL),
+    CK(g->d.LaunchKernel(f, grid_x, grid_y, 1, BLOCK, 1, 1, 0, s, params, NULL),
        "cuLaunchKernel", "%s, layer %u", name, layer);
     return MLP_EXIT_MATCH;
 }
 
-/* Queue one forward pass on the stream (or record it, under capture). */
-static int enqueue_forward(mlp_gpu_t *g)
+/* The stream of item k of a step's chain (see the top of the file); with
+ * two streams, it first waits for item k - 1. */
+static int item_stream(mlp_gpu_t *g, uint32_t k, CUstream *s)
+{
+    *s = g->stream[k % g->o->streams];
+    if (g->o->streams > 1 && k > 0)
+        CK(g->d.StreamWaitEvent(*s, g->done[(k - 1) % 2], 0), "cuStreamWaitEvent",
+           "item %u waits for item %u", k, k - 1);
+    return MLP_EXIT_MATCH;
+}
+
+/* With two streams, mark the end of item k for item k + 1. */
+static int item_done(mlp_gpu_t *g, uint32_t k, CUstream s)
+{
+    if (g->o->streams > 1)
+        CK(g->d.EventRecord(g->done[k % 2], s), "cuEventRecord", "end of item %u", k);
+    return MLP_EXIT_MATCH;
+}
+
+/* Layer l's kernels on stream s: its gemv form (or gemm), then relu. */
+static int enqueue_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
 {
     const mlp_opts_t *o = g->o;
     uint32_t n = o->width, batch = o->batch;
     uint64_t count = mlp_act_floats(o);
+    CUdeviceptr x = g->act[l % 2], y = g->act[(l + 1) % 2];
+    void *relu_p[] = {&y, &count};
     int st;
 
-    for (uint32_t l = 0; l < o->layers; l++) {
-        CUdeviceptr x = g->act[l % 2], y = g->act[(l + 1) % 2];
+    if (o->gemm) {
+        void *p[] = {&g->weight[l], &x, &y, &n, &n, &batch};
 
-        if (o->gemm) {
-            void *p[] = {&g->weight[l], &x, &y, &n, &n, &batch};
+        st = launch(g, s, g->gemm, "sg_gemm_f32", l, batch, p);
+    } else if (l % 3 == 0) {
+        void *p[] = {&g->weight[l], &x, &y, &n, &n};
 
-            st = launch(g, g->gemm, "sg_gemm_f32", l, batch, p);
-        } else if (l % 3 == 0) {
-            void *p[] = {&g->weight[l], &x, &y, &n, &n};
+        st = launch(g, s, g->gemv, "sg_gemv_f32", l, 1, p);
+    } else if (l % 3 == 1) {
+        struct gemv_args a = {g->weight[l], x, y, n, n};
+        void *p[] = {&a};
 
-            st = launch(g, g->gemv, "sg_gemv_f32", l, 1, p);
-        } else if (l % 3 == 1) {
-            struct gemv_args a = {g->weight[l], x, y, n, n};
-            void *p[] = {&a};
+        st = launch(g, s, g->gemv_struct, "sg_gemv_struct_f32", l, 1, p);
+    } else {
+        void *p[] = {&g->table, &l, &x, &y, &n, &n};
 
-            st = launch(g, g->gemv_struct, "sg_gemv_struct_f32", l, 1, p);
-        } else {
-            void *p[] = {&g->table, &l, &x, &y, &n, &n};
-
-            st = launch(g, g->gemv_table, "sg_gemv_table_f32", l, 1, p);
-        }
-        if (st != 0)
-            return st;
-        {
-            void *p[] = {&y, &count};
-
-            if ((st = launch(g, g->relu, "sg_relu_f32", l, batch, p)) != 0)
-                return st;
-        }
+        st = launch(g, s, g->gemv_table, "sg_gemv_table_f32", l, 1, p);
     }
+    return st != 0 ? st : launch(g, s, g->relu, "sg_relu_f32", l, batch, relu_p);
+}
+
+/* --train: layer l's W = MLP_TRAIN_RATE * G + W, in place, on stream s. */
+static int enqueue_update(mlp_gpu_t *g, uint32_t l, CUstream s)
+{
+    float a = MLP_TRAIN_RATE;
+    uint64_t count = mlp_layer_floats(g->o);
+    void *p[] = {&a, &g->grad, &g->weight[l], &count};
+    unsigned grid_x = (unsigned)((count + BLOCK - 1) / BLOCK);
+
+    CK(g->d.LaunchKernel(g->axpy, grid_x, 1, 1, BLOCK, 1, 1, 0, s, p, NULL), "cuLaunchKernel",
+       "sg_axpy_f32, update of layer %u", l);
     return MLP_EXIT_MATCH;
 }
 
-/* Record one forward pass into a graph.  If recording fails, the capture
+/* Queue one step's kernels (or record them, under capture): the forward
+ * pass, then with --train the updates.  Item k is layer k, then update
+ * k - layers.  Everything ends ordered before stream 0's next work. */
+static int enqueue_kernels(mlp_gpu_t *g)
+{
+    const mlp_opts_t *o = g->o;
+    uint32_t items = o->train ? 2 * o->layers : o->layers;
+    CUstream s = g->stream[0];
+    int st;
+
+    for (uint32_t k = 0; k < items; k++) {
+        if ((st = item_stream(g, k, &s)) != 0)
+            return st;
+        st = k < o->layers ? enqueue_layer(g, k, s) : enqueue_update(g, k - o->layers, s);
+        if (st != 0 || (st = item_done(g, k, s)) != 0)
+            return st;
+    }
+    /* Join the last item back into stream 0: the output copy reads its
+     * result, and a capture must end with every stream joined. */
+    if (s != g->stream[0])
+        CK(g->d.StreamWaitEvent(g->stream[0], g->done[(items - 1) % 2], 0), "cuStreamWaitEvent",
+           "stream 0 waits for item %u", items - 1);
+    return MLP_EXIT_MATCH;
+}
+
+/* What a step's kernels are, for error messages. */
+static const char *pass_name(const mlp_gpu_t *g)
+{
+    return g->o->train ? "forward pass and updates" : "forward pass";
+}
+
+/* Record one step's kernels into a graph.  If recording fails, the capture
  * is still ended so the stream is usable (and destroyable) again. */
 static int capture(mlp_gpu_t *g)
 {
+    const char *what = pass_name(g);
     int st;
 
-    CK(g->d.StreamBeginCapture(g->stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
-       "cuStreamBeginCapture_v2", "forward pass");
-    st = enqueue_forward(g);
+    CK(g->d.StreamBeginCapture(g->stream[0], CU_STREAM_CAPTURE_MODE_GLOBAL),
+       "cuStreamBeginCapture_v2", "%s", what);
+    st = enqueue_kernels(g);
     if (st != 0) {
         CUgraph partial = NULL;
 
-        if (g->d.StreamEndCapture(g->stream, &partial) == CUDA_SUCCESS && partial != NULL)
+        if (g->d.StreamEndCapture(g->stream[0], &partial) == CUDA_SUCCESS && partial != NULL)
             g->d.GraphDestroy(partial);
         return st;
     }
-    CK(g->d.StreamEndCapture(g->stream, &g->graph), "cuStreamEndCapture", "forward pass");
+    CK(g->d.StreamEndCapture(g->stream[0], &g->graph), "cuStreamEndCapture", "%s", what);
     CK(g->d.GraphInstantiateWithFlags(&g->exec, g->graph, 0), "cuGraphInstantiateWithFlags",
-       "forward pass");
+       "%s", what);
     return MLP_EXIT_MATCH;
 }
 
-int mlp_gpu_upload(mlp_gpu_t *g, const float *weights)
+int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
 {
     const mlp_opts_t *o = g->o;
     size_t layer_floats = mlp_layer_floats(o);
@@ -282,6 +400,13 @@ int mlp_gpu_upload(mlp_gpu_t *g, const float *weights)
     if (!o->gemm)
         CK(g->d.MemcpyHtoD(g->table, g->weight, o->layers * sizeof(CUdeviceptr)), "cuMemcpyHtoD",
            "weight table");
+    if (o->train)
+        CK(g->d.MemcpyHtoD(g->grad, grad, layer_floats * sizeof(float)), "cuMemcpyHtoD",
+           "update matrix G");
+    /* Non-blocking streams are not ordered after the legacy stream, where
+     * the synchronous copies above ran. */
+    if (o->streams > 1)
+        CK(g->d.StreamSynchronize(NULL), "cuStreamSynchronize", "legacy stream, after uploads");
     return o->graph ? capture(g) : MLP_EXIT_MATCH;
 }
 
@@ -298,20 +423,23 @@ int mlp_gpu_step(mlp_gpu_t *g, const float *in, float *out)
         for (int i = 0; i < 2; i++)
             CK(g->d.EventCreate(&g->mark[i], CU_EVENT_DEFAULT), "cuEventCreate",
                "timing event %d", i);
-        CK(g->d.EventRecord(g->mark[0], g->stream), "cuEventRecord", "start of step %u", step);
+        CK(g->d.EventRecord(g->mark[0], g->stream[0]), "cuEventRecord", "start of step %u",
+           step);
     }
     /* With --graph this writes into the buffer the graph captured: the
      * replay reads whatever is there when it runs. */
-    CK(g->d.MemcpyHtoDAsync(g->act[0], in, bytes, g->stream), "cuMemcpyHtoDAsync", "input");
+    CK(g->d.MemcpyHtoDAsync(g->act[0], in, bytes, g->stream[0]), "cuMemcpyHtoDAsync", "input");
     if (o->graph)
-        CK(g->d.GraphLaunch(g->exec, g->stream), "cuGraphLaunch", "forward pass");
-    else if ((st = enqueue_forward(g)) != 0)
+        CK(g->d.GraphLaunch(g->exec, g->stream[0]), "cuGraphLaunch", "%s", pass_name(g));
+    else if ((st = enqueue_kernels(g)) != 0)
         return st;
-    CK(g->d.MemcpyDtoHAsync(out, g->act[o->layers % 2], bytes, g->stream), "cuMemcpyDtoHAsync",
-       "output");
+    /* enqueue_kernels() ended with stream 0 waiting for all of the step's
+     * work, so one synchronize of stream 0 covers both streams. */
+    CK(g->d.MemcpyDtoHAsync(out, g->act[o->layers % 2], bytes, g->stream[0]),
+       "cuMemcpyDtoHAsync", "output");
     if (o->timed && step == o->steps - 1)
-        CK(g->d.EventRecord(g->mark[1], g->stream), "cuEventRecord", "end of step %u", step);
-    CK(g->d.StreamSynchronize(g->stream), "cuStreamSynchronize", "end of step");
+        CK(g->d.EventRecord(g->mark[1], g->stream[0]), "cuEventRecord", "end of step %u", step);
+    CK(g->d.StreamSynchronize(g->stream[0]), "cuStreamSynchronize", "end of step");
     return MLP_EXIT_MATCH;
 }
 
@@ -337,15 +465,20 @@ void mlp_gpu_close(mlp_gpu_t *g)
         d->GraphExecDestroy(g->exec);
     if (g->graph != NULL)
         d->GraphDestroy(g->graph);
-    if (g->stream != NULL)
-        d->StreamDestroy(g->stream);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
+        if (g->stream[i] != NULL)
+            d->StreamDestroy(g->stream[i]);
+        if (g->done[i] != NULL)
+            d->EventDestroy(g->done[i]);
         if (g->mark[i] != NULL)
             d->EventDestroy(g->mark[i]);
+    }
     for (uint32_t i = 0; i < g->nalloc; i++)
         d->MemFree(g->alloc[i]);
     if (g->table != 0)
         d->MemFree(g->table);
+    if (g->grad != 0)
+        d->MemFree(g->grad);
     for (int i = 0; i < 2; i++)
         if (g->act[i] != 0)
             d->MemFree(g->act[i]);

@@ -18,9 +18,10 @@
 
 #include "mlp.h"
 
-/* Two different salts keep weights and inputs unrelated. */
+/* Different salts keep weights, inputs and G unrelated. */
 #define WEIGHT_SALT 0x5157a11ee7ull
 #define INPUT_SALT 0x1a7e57b47c4ull
+#define GRAD_SALT 0x96adc0ffeeull
 
 /* splitmix64's finalizer: a cheap, well-mixed 64-bit hash. */
 static uint64_t mix64(uint64_t z)
@@ -57,6 +58,33 @@ float *mlp_weights_new(const mlp_opts_t *o)
                 wl[r * o->width + c] = unit(mix64(lkey ^ (r << 32 | c))) * scale;
     }
     return w;
+}
+
+float *mlp_grad_new(const mlp_opts_t *o)
+{
+    float *g = malloc(mlp_layer_floats(o) * sizeof(float));
+    uint64_t key = mix64(GRAD_SALT);
+
+    if (g == NULL)
+        return NULL;
+    for (uint64_t r = 0; r < o->width; r++)
+        for (uint64_t c = 0; c < o->width; c++)
+            g[r * o->width + c] = unit(mix64(key ^ (r << 32 | c)));
+    return g;
+}
+
+/* sg_axpy_f32's y = a*x + y, element by element (two roundings: this file
+ * is built with -ffp-contract=off). */
+void mlp_update(const mlp_opts_t *o, float *weights, const float *grad)
+{
+    size_t per_layer = mlp_layer_floats(o);
+
+    for (uint32_t l = 0; l < o->layers; l++) {
+        float *w = weights + l * per_layer;
+
+        for (size_t i = 0; i < per_layer; i++)
+            w[i] = MLP_TRAIN_RATE * grad[i] + w[i];
+    }
 }
 
 void mlp_input(const mlp_opts_t *o, uint32_t step, float *x)
