@@ -10,33 +10,34 @@
  *
  * ORDER, all on the GPU, by events:
  *   fill   spillway's stream st waits for the application's streams (so
- *          the copy reads home after every write issued to it), copies
- *          home -> window, records `filled`;
- *   read   the launch's stream waits for `filled`, the launch runs with
- *          its rewritten arguments, then `read[stream]` is recorded;
- *   evict  st waits for every `read`, then the copy goes home if it
- *          changed: spillway_fingerprint takes its fingerprint and
+ *          the copy reads home after every write issued to it) and for
+ *          the readers of what the space held, copies home -> window,
+ *          records `filled`;
+ *   read   the launch's stream s waits for `filled`, the launch runs with
+ *          its rewritten arguments;
+ *   home   right after it, on s, the copy goes home if the launch changed
+ *          it: spillway_fingerprint takes its fingerprint and
  *          spillway_copy_if_changed compares it with home's and copies
  *          only on a difference (fingerprint.cu). A range found changed
  *          once is copied home plainly from then on: it is being written
  *          (a training step), and the plain copy is cheaper than asking.
- * Fills and evictions share st, so a space is filled again only after what
- * it held went home.
+ *          Then `read[s]` is recorded.
+ * So home is current as soon as the launch's stream has passed it: any
+ * work the application orders after the launch, on any stream, by any
+ * pointer, reads right bytes at home. The copies home of one range are
+ * chained across streams (`homed`), so two streams never update its
+ * fingerprint at once.
  *
  * WHY IT STAYS CORRECT. The range's own address keeps mapping its home, so
  * a kernel that reaches it through a pointer spillway cannot see reads the
- * right bytes in place, as long as the window copy is unchanged. Writes:
- *   - through a rewritten argument, to the copy: it goes home when it is
- *     evicted, before its space is filled again, and before any copy,
- *     memset, move, capture or graph launch that may reach the range
- *     (sw_window_touch, sw_window_flush make that work wait for it);
- *   - to home, by a launch naming the range that is not rewritten, or by
- *     a copy or memset: any window copy is written back and dropped
- *     first, and home's fingerprint is forgotten.
- * Not covered (README, known limits): a kernel writing home through a
- * pointer spillway cannot see while the range has a copy in the window,
- * and a kernel that stores an argument pointer, a window address then,
- * for a later kernel.
+ * right bytes in place. Writes to home in place (a copy, a memset, a
+ * launch not rewritten, a move) drop the window copy first, after the
+ * fills that read home, and home's fingerprint is forgotten
+ * (sw_window_touch). Not covered (README, known limits): a kernel writing
+ * home through a pointer spillway cannot see while the range has a copy
+ * in the window (later rewritten launches read the old copy), and a kernel
+ * that stores an argument pointer, a window address then, for a later
+ * kernel.
  *
  * WHAT IS STREAMED. A range an argument names, [P, the next learned
  * segment start) of a tracked allocation, all of whose chunks are on the
@@ -68,8 +69,8 @@ typedef struct {
     bool live;
     bool written;        /* a copy was found changed: copy home plainly */
     bool fp_known;       /* fp_home holds the fingerprint of home */
-    bool homing;         /* its copy's way home is queued on st, and work
-                          * that reads home in place was not yet joined */
+    CUevent homed;       /* after its latest copy home (made on first use) */
+    CUstream homed_on;   /* the stream that copy home ran on */
 } unit_t;
 
 typedef struct {
@@ -104,7 +105,6 @@ static struct {
     entry_t entries[MAX_ENTRIES];
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
-    int homing;          /* units homing (atomic reads outside the lock) */
     int last;            /* the unit used last, for the chain */
 } w = {.lock = PTHREAD_MUTEX_INITIALIZER, .last = -1};
 
@@ -214,7 +214,7 @@ static int unit_get(uint64_t start, uint64_t len)
     if (ui == MAX_UNITS)
         return -1;
     if (ui == w.nunits)
-        w.nunits++;
+        __atomic_store_n(&w.nunits, w.nunits + 1, __ATOMIC_RELAXED);
     w.units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true};
     if (w.fp_on)
         w.changed[ui] = 0;
@@ -236,45 +236,18 @@ static CUresult after_app(void)
     return e;
 }
 
-/* Queues e's way home on st, after its readers; e is free once queued.
- * On failure e is kept, copy and all, and its space is not reused. */
+/* Frees e's space for a fill on the copies' stream: that stream waits
+ * for every launch that read e (and its copy home after it). Home is
+ * current already. On failure e is kept and its space is not reused. */
 static CUresult evict(entry_t *e)
 {
     const sw_real_t *r = sw_real();
-    unit_t *u = &w.units[e->unit];
-    CUdeviceptr copy = w.base + e->off;
     CUresult c = CUDA_SUCCESS;
     for (int i = 0; i < e->nread && c == CUDA_SUCCESS; i++)
         c = r->cuStreamWaitEvent(w.side, e->read[i], 0);
-    if (c != CUDA_SUCCESS)
-        return c;
-    if (u->written || !w.fp_on || !u->fp_known) {
-        c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, w.side);
-        if (c == CUDA_SUCCESS)
-            sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
-    } else {
-        int ui = (int)(u - w.units);
-        c = sw_fp_queue(copy, u->len, fp_now(ui), w.side);
-        if (c == CUDA_SUCCESS)
-            c = sw_fp_copy_if_changed(copy, u->start, u->len, fp_home(ui), fp_now(ui),
-                                      (CUdeviceptr)(uintptr_t)&w.changed[ui], w.side);
-        /* Home now holds the copy's bytes either way. */
-        if (c == CUDA_SUCCESS)
-            c = r->cuMemcpyDtoDAsync_v2(fp_home(ui), fp_now(ui), SW_FP_BYTES, w.side);
-    }
-    if (c != CUDA_SUCCESS)
-        return c;
-    u->entry = -1;
-    if (!u->homing) {
-        u->homing = true;
-        __atomic_add_fetch(&w.homing, 1, __ATOMIC_RELAXED);
-    }
-    e->unit = -1;
-    e->nread = 0;
-    e->ahead = false;
-    __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
-    sw_stat_add(SW_STAT_window_bytes, -(int64_t)u->len);
-    return CUDA_SUCCESS;
+    if (c == CUDA_SUCCESS)
+        drop_entry(e);
+    return c;
 }
 
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
@@ -382,50 +355,71 @@ static void copy_ahead(int ui)
     }
 }
 
-/* Writes back and drops every copy overlapping [lo, lo + len) that this
- * launch does not read; *queued: work that reads home there must wait
- * for st (a copy of it is on its way home, now or from before). false if
- * a copy could not be sent home. */
-static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, bool *queued)
+/* Home in [lo, lo + len) is about to be read or written in place by work
+ * on s: every copy of an overlapping range but `keep` is dropped, with s
+ * after its fill (which reads home) and after the launches that read it
+ * (with their copies home). false, dropping nothing more, if s cannot be
+ * ordered so; a copy about to be read (pinned) is left alone. */
+static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, CUstream s)
 {
-    if (__atomic_load_n(&w.homing, __ATOMIC_RELAXED))
-        for (int i = 0; i < w.nunits; i++)
-            if (w.units[i].live && w.units[i].homing &&
-                overlaps(lo, len, w.units[i].start, w.units[i].len))
-                *queued = true;
+    const sw_real_t *r = sw_real();
     for (int i = 0; i < MAX_ENTRIES; i++) {
         entry_t *e = &w.entries[i];
-        if (e->unit < 0 || e->unit == keep ||
+        if (e->unit < 0 || e->unit == keep || e->pins ||
             !overlaps(lo, len, w.units[e->unit].start, w.units[e->unit].len))
             continue;
-        if (e->pins || evict(e) != CUDA_SUCCESS)
+        if (r->cuStreamWaitEvent(s, e->filled, 0) != CUDA_SUCCESS)
             return false;
-        *queued = true;
+        for (int k = 0; k < e->nread; k++)
+            if (e->reader[k] != s && r->cuStreamWaitEvent(s, e->read[k], 0) != CUDA_SUCCESS)
+                return false;
+        drop_entry(e);
     }
     return true;
 }
 
-/* Makes s wait for everything queued on st so far; without an event,
- * the host waits for st instead. Units are then no longer homing for s,
- * but s is one stream of many: they stay homing for the others, unless
- * the host waited. */
-static void join(CUstream s)
+/* Queues on s, right after the launch that read e, e's way home if that
+ * launch changed it (see "home" above), after the range's previous copy
+ * home on another stream. Lock held. */
+static CUresult send_home(entry_t *e, CUstream s)
 {
     const sw_real_t *r = sw_real();
-    if (r->cuEventRecord(w.done, w.side) == CUDA_SUCCESS &&
-        r->cuStreamWaitEvent(s, w.done, 0) == CUDA_SUCCESS)
-        return;
-    if (w.origin || r->cuStreamSynchronize(w.side) != CUDA_SUCCESS)
-        return; /* a capture may not synchronize; it fails instead */
-    for (int i = 0; i < w.nunits; i++)
-        w.units[i].homing = false;
-    __atomic_store_n(&w.homing, 0, __ATOMIC_RELAXED);
+    int ui = e->unit;
+    unit_t *u = &w.units[ui];
+    CUdeviceptr copy = w.base + e->off;
+    CUresult c = CUDA_SUCCESS;
+    if (!u->homed && r->cuEventCreate(&u->homed, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        u->homed = NULL;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (u->homed_on && u->homed_on != s)
+        c = r->cuStreamWaitEvent(s, u->homed, 0);
+    if (c == CUDA_SUCCESS && (u->written || !w.fp_on || !u->fp_known)) {
+        c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, s);
+        if (c == CUDA_SUCCESS) {
+            sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
+            /* home's fingerprint is now the copy's: taken on the way */
+            u->fp_known = w.fp_on && !u->written &&
+                          sw_fp_queue(copy, u->len, fp_home(ui), s) == CUDA_SUCCESS;
+        }
+    } else if (c == CUDA_SUCCESS) {
+        c = sw_fp_queue(copy, u->len, fp_now(ui), s);
+        if (c == CUDA_SUCCESS)
+            c = sw_fp_copy_if_changed(copy, u->start, u->len, fp_home(ui), fp_now(ui),
+                                      (CUdeviceptr)(uintptr_t)&w.changed[ui], s);
+        /* Home now holds the copy's bytes either way. */
+        if (c == CUDA_SUCCESS)
+            c = r->cuMemcpyDtoDAsync_v2(fp_home(ui), fp_now(ui), SW_FP_BYTES, s);
+    }
+    if (c == CUDA_SUCCESS && (c = r->cuEventRecord(u->homed, s)) == CUDA_SUCCESS)
+        u->homed_on = s;
+    return c;
 }
 
 bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint64_t *copy)
 {
     pthread_mutex_lock(&w.lock);
-    bool ok = false, queued = false;
+    bool ok = false;
     /* In a capture, only the stream the window serves (w.origin). */
     if (sw_capturing() && w.origin != s) {
         pthread_mutex_unlock(&w.lock);
@@ -436,25 +430,26 @@ bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint6
         goto out;
     unit_t *u = &w.units[ui];
     if (u->len != len) { /* a new segment start split it: a new shape */
-        if (u->entry >= 0 && evict(&w.entries[u->entry]) != CUDA_SUCCESS)
+        if (u->entry >= 0 && w.entries[u->entry].pins)
+            goto out;
+        if (!drop_overlaps(u->start, u->len, -1, s))
             goto out;
         u->len = len;
         u->fp_known = false;
-        queued = true;
     }
     if (w.fp_on && !u->written && __atomic_load_n(&w.changed[ui], __ATOMIC_RELAXED)) {
         u->written = true;
         sw_debug("range 0x%llx +%llu was written: it goes home by a plain copy from now on",
                  (unsigned long long)u->start, (unsigned long long)u->len);
     }
-    if (!drop_overlaps(start, len, ui, &queued))
+    if (!drop_overlaps(start, len, ui, s))
         goto out;
     /* A range a pointer table reaches is read there in place; that is
      * right only while the copy stays unchanged, so one kernels write
      * stops streaming. */
     if (len > w.size || (pointed && u->written)) {
-        if (u->entry >= 0 && evict(&w.entries[u->entry]) == CUDA_SUCCESS)
-            queued = true;
+        if (u->entry >= 0 && !w.entries[u->entry].pins)
+            drop_overlaps(start, len, -1, s);
         goto out;
     }
     if (w.last >= 0 && w.last != ui)
@@ -484,10 +479,6 @@ bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint6
     if (ordered)
         copy_ahead(ui);
 out:
-    /* A copy that went home must be there before this launch reads it in
-     * place. */
-    if (!ok && queued)
-        join(s);
     pthread_mutex_unlock(&w.lock);
     return ok;
 }
@@ -501,8 +492,7 @@ void sw_window_unuse(uint64_t start, CUstream s)
         if (pending.e[k] == ei) {
             pending.e[k] = pending.e[--pending.n];
             w.entries[ei].pins--;
-            if (!w.entries[ei].pins && evict(&w.entries[ei]) == CUDA_SUCCESS)
-                join(s);
+            drop_overlaps(start, w.units[ui].len, -1, s);
             break;
         }
     pthread_mutex_unlock(&w.lock);
@@ -516,6 +506,14 @@ void sw_window_read(CUstream s)
     pthread_mutex_lock(&w.lock);
     for (int k = 0; k < pending.n; k++) {
         entry_t *e = &w.entries[pending.e[k]];
+        unit_t *u = &w.units[e->unit];
+        /* Should the copy home not be queued, the host takes it home
+         * itself: no byte the launch wrote may be lost. */
+        if (send_home(e, s) != CUDA_SUCCESS &&
+            (w.origin || r->cuStreamSynchronize(s) != CUDA_SUCCESS ||
+             r->cuMemcpyDtoD_v2(u->start, w.base + e->off, u->len) != CUDA_SUCCESS))
+            sw_error("range 0x%llx: its window copy at 0x%llx could not go home",
+                     (unsigned long long)u->start, (unsigned long long)(w.base + e->off));
         int i = 0;
         while (i < e->nread && e->reader[i] != s)
             i++;
@@ -525,8 +523,8 @@ void sw_window_read(CUstream s)
                 e->read[i] = NULL;
             e->reader[i] = s;
         }
-        /* Without its read recorded, an eviction could not wait for this
-         * launch: the host waits for it here instead (rare). */
+        /* Without its read recorded, a fill could not wait for this launch
+         * and its copy home: the host waits for them here instead (rare). */
         if (!e->read[i] || r->cuEventRecord(e->read[i], s) != CUDA_SUCCESS) {
             r->cuStreamSynchronize(s);
         } else if (i == e->nread) {
@@ -544,8 +542,7 @@ void sw_window_read(CUstream s)
 
 bool sw_window_busy(void)
 {
-    return __atomic_load_n(&w.live, __ATOMIC_RELAXED) > 0 ||
-           __atomic_load_n(&w.homing, __ATOMIC_RELAXED) > 0;
+    return __atomic_load_n(&w.nunits, __ATOMIC_RELAXED) > 0;
 }
 
 /* Work on s during a capture the window serves on another stream: the
@@ -555,14 +552,10 @@ static bool foreign(CUstream s)
     return w.origin && s != w.origin;
 }
 
-/* Every copy goes home, s after them. Lock held. */
+/* Every copy is dropped, s after its fill and its readers. Lock held. */
 static void flush_all(CUstream s)
 {
-    for (int i = 0; i < MAX_ENTRIES; i++)
-        if (w.entries[i].unit >= 0 && !w.entries[i].pins)
-            evict(&w.entries[i]);
-    if (__atomic_load_n(&w.homing, __ATOMIC_RELAXED))
-        join(s);
+    drop_overlaps(0, UINT64_MAX, -1, s);
 }
 
 void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
@@ -570,19 +563,14 @@ void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
     if (!sw_window_busy() || !len)
         return;
     pthread_mutex_lock(&w.lock);
-    if (foreign(s)) {
-        pthread_mutex_unlock(&w.lock);
-        return;
+    if (!foreign(s)) {
+        /* Home may be written: copies of it are stale once it is, and its
+         * fingerprint is no longer known. */
+        drop_overlaps(lo, len, -1, s);
+        for (int i = 0; i < w.nunits; i++)
+            if (w.units[i].live && overlaps(lo, len, w.units[i].start, w.units[i].len))
+                w.units[i].fp_known = false;
     }
-    bool queued = false;
-    /* Home is about to be read or written: copies go home first, and a
-     * written home's fingerprint is no longer known. */
-    drop_overlaps(lo, len, -1, &queued);
-    for (int i = 0; i < w.nunits; i++)
-        if (w.units[i].live && overlaps(lo, len, w.units[i].start, w.units[i].len))
-            w.units[i].fp_known = false;
-    if (queued)
-        join(s);
     pthread_mutex_unlock(&w.lock);
 }
 
@@ -605,8 +593,6 @@ void sw_window_forget(uint64_t lo, uint64_t len)
         unit_t *u = &w.units[i];
         if (!u->live || !overlaps(lo, len, u->start, u->len))
             continue;
-        if (u->homing)
-            __atomic_sub_fetch(&w.homing, 1, __ATOMIC_RELAXED);
         if (u->entry >= 0)
             drop_entry(&w.entries[u->entry]);
         u->live = false;
@@ -632,6 +618,15 @@ void sw_window_forget(uint64_t lo, uint64_t len)
  * among them (its stream is noted), and each replay waits for eager copies
  * and for the replay before it that used the window.
  */
+/* The chains of copies home start again: an event recorded inside a
+ * capture may not be waited for outside it, nor one from outside inside.
+ * Lock held. */
+static void unchain(void)
+{
+    for (int i = 0; i < w.nunits; i++)
+        w.units[i].homed_on = NULL;
+}
+
 void sw_window_capture_begins(CUstream s)
 {
     if (!w.on || !sw_gate_rd())
@@ -649,6 +644,7 @@ void sw_window_captured(CUstream s, CUresult r)
         return;
     pthread_mutex_lock(&w.lock);
     if (!w.origin && w.cst && __atomic_load_n(&w.live, __ATOMIC_RELAXED) == 0) {
+        unchain();
         w.origin = s;
         w.cst_in = false;
         w.side = w.cst;
@@ -661,21 +657,22 @@ void sw_window_capture_ends(CUstream s)
 {
     if (!w.on)
         return;
+    const sw_real_t *r = sw_real();
     pthread_mutex_lock(&w.lock);
     if (w.origin && w.origin == s) {
         bool used = false;
+        /* Home is current (each read sent its copy home on s); the copies
+         * belong to the graph from now on. */
         for (int i = 0; i < MAX_ENTRIES; i++)
             if (w.entries[i].unit >= 0) {
                 used = true;
-                if (evict(&w.entries[i]) != CUDA_SUCCESS) /* the capture fails: drop it */
-                    drop_entry(&w.entries[i]);
+                drop_entry(&w.entries[i]);
             }
         /* cst rejoins the origin, or the capture would end unjoined. */
-        if (w.cst_in)
-            join(s);
-        for (int i = 0; i < w.nunits; i++)
-            w.units[i].homing = false;
-        __atomic_store_n(&w.homing, 0, __ATOMIC_RELAXED);
+        if (w.cst_in && (r->cuEventRecord(w.done, w.cst) != CUDA_SUCCESS ||
+                         r->cuStreamWaitEvent(s, w.done, 0) != CUDA_SUCCESS))
+            sw_error("cannot join spillway's capture stream back: the capture will fail");
+        unchain();
         w.graphs |= used;
         w.origin = NULL;
         w.side = w.st;
