@@ -624,9 +624,8 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     int served = 0;
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        bool pointed;
-        if (sw_window_streamable(u->word, u->len, &pointed) &&
-            sw_window_use(u->word, u->len, pointed, s, &u->copy)) {
+        if (sw_window_streamable(u->word, u->len) &&
+            sw_window_use(u->word, u->len, s, &u->copy)) {
             u->served = true;
             served++;
         } else {

@@ -278,16 +278,14 @@ uint64_t sw_window_size(void); /* 0 while off */
 /* Makes the window once a GPU budget is known, for the allocations of t;
  * the bytes it took. */
 uint64_t sw_window_setup(uint64_t budget, const sw_table_t *t);
-/* Whether [start, +len) may be streamed: every chunk on the host;
- * *pointed: a pointer table in device memory points into one of them. */
-bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed);
-/* A launch on s names the host range [start, +len), streamable (pointed
- * as sw_window_streamable said): true and
+/* Whether [start, +len) may be streamed: every chunk on the host. */
+bool sw_window_streamable(uint64_t start, uint64_t len);
+/* A launch on s names the host range [start, +len), streamable: true and
  * *copy (the copy's address, for start) when it may read the window copy
  * instead. s then waits for the copy on the GPU; the caller launches and
  * calls sw_window_read(s) before releasing the gate. false: read in place
  * (any copy of an overlapping range went home first, ordered before s). */
-bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint64_t *copy);
+bool sw_window_use(uint64_t start, uint64_t len, CUstream s, uint64_t *copy);
 /* The launch will not read the copy of the range at start after all
  * (its arguments could not be pointed at it): the copy goes home, with s
  * after it, and is not counted as read. */

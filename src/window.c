@@ -41,8 +41,9 @@
  *
  * WHAT IS STREAMED. A range an argument names, [P, the next learned
  * segment start) of a tracked allocation, all of whose chunks are on the
- * host, no bigger than the window, and not both reached through a device
- * pointer table (`pointed`) and found written (see `written`). The order ranges are used in is learned as a
+ * host and no bigger than the window. One a pointer table in device memory
+ * also reaches is streamed too: its copy goes home after each launch, on
+ * the launch's stream, before any kernel ordered after it reads the table. The order ranges are used in is learned as a
  * successor chain: after range u, the ranges used after u last time are
  * copied ahead, as far as the window goes without evicting a copy that was
  * made ahead and not read yet. A copy is never slower than reading in
@@ -95,6 +96,7 @@ static struct {
     CUstream cst;        /* spillway's stream for captures, made on first use */
     CUstream origin;     /* the capturing stream the window serves, or NULL */
     bool cst_in;         /* cst joined that capture: it must rejoin the origin */
+    bool dirty;          /* in it, a home was written in place since cst last joined */
     bool graphs;         /* some graph holds copies: replays take turns */
     CUevent replayed;    /* after the latest such replay */
     CUevent done;        /* after the latest evictions, for others to wait on */
@@ -180,15 +182,13 @@ static void drop_entry(entry_t *e)
     __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
 }
 
-bool sw_window_streamable(uint64_t start, uint64_t len, bool *pointed)
+bool sw_window_streamable(uint64_t start, uint64_t len)
 {
     const sw_table_t *t = w.table;
-    *pointed = false;
     for (uint64_t p = start; p < start + len;) {
         const sw_chunk_t *c = sw_table_lookup(t, p);
         if (!c || c->where != SW_ON_HOST || c->slot >= 0)
             return false;
-        *pointed |= __atomic_load_n(&c->pointed, __ATOMIC_RELAXED);
         p = c->va + c->size;
     }
     return true;
@@ -229,10 +229,18 @@ static CUresult after_app(void)
 {
     if (!w.origin)
         return sw_streams_order(w.st);
+    /* In a capture, cst joins it once, and again only after work that
+     * wrote a home in place (sw_window_touch); a range's own copies home
+     * are waited for by its fill. So a replay's copies run as early as
+     * their space allows, beside the kernels before them. */
+    if (w.cst_in && !w.dirty)
+        return CUDA_SUCCESS;
     const sw_real_t *r = sw_real();
     CUresult e = r->cuEventRecord(w.done, w.origin);
-    if (e == CUDA_SUCCESS && (e = r->cuStreamWaitEvent(w.cst, w.done, 0)) == CUDA_SUCCESS)
+    if (e == CUDA_SUCCESS && (e = r->cuStreamWaitEvent(w.cst, w.done, 0)) == CUDA_SUCCESS) {
         w.cst_in = true;
+        w.dirty = false;
+    }
     return e;
 }
 
@@ -304,6 +312,9 @@ static entry_t *fill(int ui, bool ahead)
     if (!e || !make_room(at, u->len, ahead))
         return NULL;
     CUdeviceptr copy = w.base + at;
+    /* In a capture, after the range's latest copy home in it. */
+    if (w.origin && u->homed_on && r->cuStreamWaitEvent(w.side, u->homed, 0) != CUDA_SUCCESS)
+        return NULL;
     if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w.side) != CUDA_SUCCESS)
         return NULL;
     /* home's fingerprint: the bytes just copied, taken from the window at
@@ -347,9 +358,7 @@ static void copy_ahead(int ui)
         unit_t *u = &w.units[v];
         if (u->entry >= 0)
             continue;
-        bool pointed;
-        if (u->len > room || !sw_window_streamable(u->start, u->len, &pointed) ||
-            (pointed && u->written) || !fill(v, true))
+        if (u->len > room || !sw_window_streamable(u->start, u->len) || !fill(v, true))
             break;
         room -= u->len;
     }
@@ -416,7 +425,7 @@ static CUresult send_home(entry_t *e, CUstream s)
     return c;
 }
 
-bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint64_t *copy)
+bool sw_window_use(uint64_t start, uint64_t len, CUstream s, uint64_t *copy)
 {
     pthread_mutex_lock(&w.lock);
     bool ok = false;
@@ -444,14 +453,8 @@ bool sw_window_use(uint64_t start, uint64_t len, bool pointed, CUstream s, uint6
     }
     if (!drop_overlaps(start, len, ui, s))
         goto out;
-    /* A range a pointer table reaches is read there in place; that is
-     * right only while the copy stays unchanged, so one kernels write
-     * stops streaming. */
-    if (len > w.size || (pointed && u->written)) {
-        if (u->entry >= 0 && !w.entries[u->entry].pins)
-            drop_overlaps(start, len, -1, s);
+    if (len > w.size)
         goto out;
-    }
     if (w.last >= 0 && w.last != ui)
         w.units[w.last].next = ui;
     w.last = ui;
@@ -570,6 +573,7 @@ void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
         for (int i = 0; i < w.nunits; i++)
             if (w.units[i].live && overlaps(lo, len, w.units[i].start, w.units[i].len))
                 w.units[i].fp_known = false;
+        w.dirty = true;
     }
     pthread_mutex_unlock(&w.lock);
 }
@@ -647,6 +651,7 @@ void sw_window_captured(CUstream s, CUresult r)
         unchain();
         w.origin = s;
         w.cst_in = false;
+        w.dirty = false;
         w.side = w.cst;
         w.head = 0;
     }
