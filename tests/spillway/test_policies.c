@@ -31,7 +31,7 @@ static void run_policy(swt_run_t *r, const char *prog, const char *policy, bool 
         prefetch ? prefetch : "SPILLWAY_PREFETCH_BYTES",
         /* mlp: 40 MiB of weights; moe: 96 MiB of experts. */
         budget ? "SIMGPU_MEM=1GiB" : is_moe ? "SIMGPU_MEM=40MiB" : "SIMGPU_MEM=16MiB",
-        budget ? (is_moe ? "SPILLWAY_GPU_BUDGET=40MiB" : "SPILLWAY_GPU_BUDGET=12MiB")
+        budget ? (is_moe ? "SPILLWAY_GPU_BUDGET=24MiB" : "SPILLWAY_GPU_BUDGET=12MiB")
                : "SPILLWAY_GPU_BUDGET",
         NULL,
     };
