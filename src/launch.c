@@ -495,25 +495,41 @@ static bool not_streamable(const sw_chunk_t *c, void *arg)
  * under one synchronization, at most every ADOPT_EVERY launches. Called with
  * the gate shared; returns with it shared. */
 #define ADOPT_EVERY 64
+#define ADOPT_RETRY 8 /* when no trade was possible: no victim qualified yet */
+
+/* The next trade adoption would make, asked under any hold of the gate:
+ * a host chunk only a pointer table reaches, and the resident chunk it
+ * would replace. false: none. */
+static bool adoption(uint64_t now, sw_chunk_t **in, sw_chunk_t **out)
+{
+    uint64_t freed;
+    return (*in = sw_policy_unseen(sw_tracked())) &&
+           sw_policy_victims_learned(sw_tracked(), (*in)->size, now, not_streamable, &now, out,
+                                     1, &freed) == 1 &&
+           freed >= (*in)->size;
+}
+
 static void adopt(uint64_t now)
 {
     /* Not before the loop has come round twice: until then a chunk no
-     * argument named yet may simply not have had its turn. */
+     * argument named yet may simply not have had its turn. A victim is a
+     * chunk the launch does not use, so at some launches there is none:
+     * then adoption asks again soon. */
     static uint64_t next;
     uint64_t period = sw_period(now);
-    if (!period || now < 2 * period || now < __atomic_load_n(&next, __ATOMIC_RELAXED) ||
-        !sw_policy_unseen(sw_tracked()))
+    sw_chunk_t *in, *out;
+    if (!period || now < 2 * period || now < __atomic_load_n(&next, __ATOMIC_RELAXED))
         return;
+    if (!adoption(now, &in, &out)) {
+        __atomic_store_n(&next, now + ADOPT_RETRY, __ATOMIC_RELAXED);
+        return;
+    }
     __atomic_store_n(&next, now + ADOPT_EVERY, __ATOMIC_RELAXED);
     sw_gate_unrd();
     sw_gate_wr();
     bool synced = false;
-    sw_chunk_t *in, *out;
-    uint64_t freed;
-    while (!sw_capturing() && (in = sw_policy_unseen(sw_tracked())) &&
-           sw_policy_victims_learned(sw_tracked(), in->size, now, not_streamable, &now, &out, 1,
-                                     &freed) == 1 &&
-           freed >= in->size && (synced || sw_safe_sync() == CUDA_SUCCESS)) {
+    while (!sw_capturing() && adoption(now, &in, &out) &&
+           (synced || sw_safe_sync() == CUDA_SUCCESS)) {
         synced = true;
         if (sw_move(out, SW_ON_HOST) != CUDA_SUCCESS || sw_move(in, SW_ON_DEVICE) != CUDA_SUCCESS)
             break;
