@@ -359,8 +359,18 @@ static void mark_pointed(uint64_t word, void *arg)
 {
     (void)arg;
     sw_chunk_t *c = sw_table_lookup(sw_tracked(), word);
-    if (c) /* copies on other threads may mark it at once */
-        __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED);
+    if (!c)
+        return;
+    /* copies on other threads may mark it at once */
+    __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED);
+    /* A pointer in a table is a tensor's start as much as an argument is:
+     * the segment before it ends there, so the window copies no more than
+     * the tensor a kernel is given. */
+    if (c->alloc->nchunks > 1 && word < c->alloc->va + c->alloc->size) {
+        pthread_mutex_lock(&segment_lock);
+        sw_segment_note(c->alloc, word);
+        pthread_mutex_unlock(&segment_lock);
+    }
 }
 
 void sw_note_pointers(const void *src, size_t n)
@@ -630,21 +640,6 @@ static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const vo
     return done;
 }
 
-/* Whether the range at p follows the launch loop: its first chunk's gap
- * between uses is within 1/8 of the period. Only such ranges are
- * streamed, as a copy the loop does not repay is a copy wasted; the rest
- * (a random pick of experts) are read in place until they prove popular
- * and take a colder chunk's resident place (bring_in). */
-static bool follows_loop(uint64_t p, uint64_t period)
-{
-    const sw_chunk_t *c = sw_table_lookup(sw_tracked(), p);
-    uint64_t gap = c ? sw_learn_state(c)->gap : 0;
-    if (!period || !gap)
-        return false;
-    uint64_t d = gap > period ? gap - period : period - gap;
-    return d * 8 <= period;
-}
-
 /* The window's part of a launch on s: each named range wholly on the host
  * is read from its window copy if the window can serve it (the launch's
  * arguments are then rewritten into this thread's room, *params or *extra
@@ -656,10 +651,8 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     uint64_t period = sw_period(m->seq);
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        /* What a capture records is replayed as a loop by construction. */
-        if ((sw_capturing() || follows_loop(u->word, period)) &&
-            sw_window_streamable(u->word, u->len) &&
-            sw_window_use(u->word, u->len, s, &u->copy)) {
+        if (sw_window_streamable(u->word, u->len) &&
+            sw_window_use(u->word, u->len, m->seq, period, s, &u->copy)) {
             u->served = true;
             served++;
         } else {

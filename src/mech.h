@@ -280,12 +280,16 @@ uint64_t sw_window_size(void); /* 0 while off */
 uint64_t sw_window_setup(uint64_t budget, const sw_table_t *t);
 /* Whether [start, +len) may be streamed: every chunk on the host. */
 bool sw_window_streamable(uint64_t start, uint64_t len);
-/* A launch on s names the host range [start, +len), streamable: true and
+/* Launch `now` on s names the host range [start, +len), streamable, in a
+ * loop of `period` launches (0: unknown): true and
  * *copy (the copy's address, for start) when it may read the window copy
  * instead. s then waits for the copy on the GPU; the caller launches and
  * calls sw_window_read(s) before releasing the gate. false: read in place
- * (any copy of an overlapping range went home first, ordered before s). */
-bool sw_window_use(uint64_t start, uint64_t len, CUstream s, uint64_t *copy);
+ * (any copy of an overlapping range dropped first, s ordered after it):
+ * also for a range that does not recur with the loop, since a copy it
+ * does not repay is a copy wasted. */
+bool sw_window_use(uint64_t start, uint64_t len, uint64_t now, uint64_t period, CUstream s,
+                   uint64_t *copy);
 /* The launch will not read the copy of the range at start after all
  * (its arguments could not be pointed at it): the copy goes home, with s
  * after it, and is not counted as read. */

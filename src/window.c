@@ -39,7 +39,9 @@
  * that stores an argument pointer, a window address then, for a later
  * kernel.
  *
- * WHAT IS STREAMED. A range an argument names, [P, the next learned
+ * WHAT IS STREAMED. A range that recurs with the launch loop (one of its
+ * last uses lies one period back; in a capture, any), that an argument
+ * names, [P, the next learned
  * segment start) of a tracked allocation, all of whose chunks are on the
  * host and no bigger than the window. One a pointer table in device memory
  * also reaches is streamed too: its copy goes home after each launch, on
@@ -63,8 +65,11 @@
 #define READERS 4   /* streams that may read one copy before it is evicted */
 #define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
 
+#define RECALL 4 /* uses a range remembers, to see it recur with the loop */
+
 typedef struct {
     uint64_t start, len; /* home: [start, start + len) */
+    uint64_t used[RECALL]; /* its latest uses (launch numbers), newest first */
     int next;            /* the unit used after it last time, -1 none */
     int entry;           /* its copy in the window, -1 none */
     bool live;
@@ -425,7 +430,26 @@ static CUresult send_home(entry_t *e, CUstream s)
     return c;
 }
 
-bool sw_window_use(uint64_t start, uint64_t len, CUstream s, uint64_t *copy)
+/* Notes use `now` of u; whether one of its earlier uses lies one loop
+ * period back (within 1/8): then u recurs with the loop and is worth a
+ * copy each time. A range used twice a step (a weight read forward and
+ * updated) recurs too. */
+static bool recurs(unit_t *u, uint64_t now, uint64_t period)
+{
+    bool yes = false;
+    for (int i = 0; i < RECALL && u->used[i] && period; i++) {
+        uint64_t gap = now - u->used[i], d = gap > period ? gap - period : period - gap;
+        yes |= d * 8 <= period;
+    }
+    if (u->used[0] != now) {
+        memmove(u->used + 1, u->used, (RECALL - 1) * sizeof u->used[0]);
+        u->used[0] = now;
+    }
+    return yes;
+}
+
+bool sw_window_use(uint64_t start, uint64_t len, uint64_t now, uint64_t period, CUstream s,
+                   uint64_t *copy)
 {
     pthread_mutex_lock(&w.lock);
     bool ok = false;
@@ -452,6 +476,9 @@ bool sw_window_use(uint64_t start, uint64_t len, CUstream s, uint64_t *copy)
                  (unsigned long long)u->start, (unsigned long long)u->len);
     }
     if (!drop_overlaps(start, len, ui, s))
+        goto out;
+    /* What a capture records is replayed as a loop by construction. */
+    if (!recurs(u, now, period) && !w.origin)
         goto out;
     if (len > w.size)
         goto out;
