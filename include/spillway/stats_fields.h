@@ -13,7 +13,7 @@
 
 #define SW_STATS_FIELDS(X)                                                              \
     X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
-    X(GAUGE, device_bytes, "bytes", "tracked bytes resident on the GPU, prefetch window included") \
+    X(GAUGE, device_bytes, "bytes", "tracked bytes resident on the GPU, streaming window included") \
     X(GAUGE, host_bytes, "bytes", "tracked bytes in pinned host memory (zero-copy)")     \
     X(GAUGE, host_copy_bytes, "bytes", "host copies kept of chunks on the GPU: unchanged, they go home by a remap") \
     X(GAUGE, tracked_allocs, "count", "live tracked allocations")                        \
