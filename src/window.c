@@ -39,18 +39,21 @@
  * that stores an argument pointer, a window address then, for a later
  * kernel.
  *
- * WHAT IS STREAMED. A range that recurs with the launch loop (one of its
- * last uses lies one period back; in a capture, any), that an argument
- * names, [P, the next learned
+ * WHAT IS STREAMED. A range an argument names, [P, the next learned
  * segment start) of a tracked allocation, all of whose chunks are on the
- * host and no bigger than the window. One a pointer table in device memory
- * also reaches is streamed too: its copy goes home after each launch, on
- * the launch's stream, before any kernel ordered after it reads the table. The order ranges are used in is learned as a
- * successor chain: after range u, the ranges used after u last time are
- * copied ahead, as far as the window goes without evicting a copy that was
- * made ahead and not read yet. A copy is never slower than reading in
- * place (55 against 35 GB/s on PCIe Gen5, docs/cuda-facts.md §4), so a
- * range the chain did not predict is still copied when its launch comes.
+ * host, no bigger than the window, and that recurs with the launch loop
+ * (one of its last uses lies one period back; in a capture, any range,
+ * since a graph is replayed as a loop). A copy the loop does not repay
+ * is a copy wasted: the rest (a random pick of experts) are read in place
+ * until popular enough to become resident (launch.c). A range a pointer
+ * table in device memory also reaches is streamed too: its copy goes home
+ * right after each launch, before anything ordered after it reads the
+ * table. The order ranges are used in is learned as a successor chain:
+ * after range u, the ranges used after u last time are copied ahead, as
+ * far as the window goes without evicting a copy that was made ahead and
+ * not read yet. A copy is faster than reading in place (55 against 35
+ * GB/s on PCIe Gen5, docs/cuda-facts.md §4), so a recurring range the
+ * chain did not predict is still copied when its launch comes.
  *
  * LOCKING. One mutex, `lock`, guards everything here. Callers hold the
  * gate (shared or exclusive), so no chunk moves meanwhile.
