@@ -326,7 +326,7 @@ static entry_t *fill(int ui, bool ahead)
     if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w.side) != CUDA_SUCCESS)
         return NULL;
     /* home's fingerprint: the bytes just copied, taken from the window at
-     * device speed, once; later write-backs keep it (evict). */
+     * device speed, once; each copy home keeps it current (send_home). */
     if (!u->fp_known && w.fp_on)
         u->fp_known = sw_fp_queue(copy, u->len, fp_home(ui), w.side) == CUDA_SUCCESS;
     if (r->cuEventRecord(e->filled, w.side) != CUDA_SUCCESS)
