@@ -232,10 +232,16 @@ typedef struct {
     bool applied;                  /* and the arguments were pointed at it */
 } stream_use_t;
 
+/* At most this many descriptors are learned from, or retargeted, per
+ * launch: a GEMM passes two or three. */
+#define MAX_DESCRIPTORS 16
+
 typedef struct {
     uint64_t seq;
     int nuse;
     stream_use_t use[SW_WINDOW_MAX_USES];
+    size_t ndesc;                  /* recognised TMA descriptors: where they lie */
+    sw_tmap_at_t desc[MAX_DESCRIPTORS];
     bool host;                     /* touches a host chunk */
     bool window;                   /* touches a chunk the window brought in */
     int nhost;
@@ -602,20 +608,15 @@ static void unnote(marks_t *m, uint64_t lo, uint64_t len)
     m->host = m->nhost > 0;
 }
 
-/* At most this many descriptors are learned from, or retargeted, per
- * launch: a GEMM passes two or three. */
-#define MAX_DESCRIPTORS 16
-
 /* Points the TMA descriptors of the launch that name a served range at
  * its copy, in this thread's room: each descriptor's parameter is copied
  * there first if the word pass did not copy it already (params form), or
  * patched in the copied buffer (extra form). How many were retargeted. */
-static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const void *buf,
-                       size_t len)
+static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const void *buf)
 {
-    sw_tmap_at_t at[MAX_DESCRIPTORS];
-    size_t n = sw_tmap_locate(sw_tmaps(), l, params, buf, len, at, MAX_DESCRIPTORS), done = 0;
-    for (size_t k = 0; k < n; k++) {
+    const sw_tmap_at_t *at = m->desc;
+    size_t done = 0;
+    for (size_t k = 0; k < m->ndesc; k++) {
         stream_use_t *u = NULL;
         for (int i = 0; i < m->nuse && !u; i++)
             if (m->use[i].served && at[k].v.addr >= m->use[i].word &&
@@ -670,12 +671,12 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     if (rw && *params) {
         size_t changed =
             sw_rewrite_params(l, *params, rw->params, rw->store, PARAM_BYTES, substitute, m);
-        changed += retarget(m, l, *params, NULL, 0);
+        changed += retarget(m, l, *params, NULL);
         if (changed)
             *params = rw->params;
     } else if (rw && *extra && sw_extra_buffer(*extra, &buf, &len) && len <= PARAM_BYTES) {
         size_t changed = sw_rewrite_buffer(l, buf, len, rw->store, substitute, m);
-        changed += retarget(m, l, NULL, buf, len);
+        changed += retarget(m, l, NULL, buf);
         rw->len = len;
         void *ex[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, rw->store, CU_LAUNCH_PARAM_BUFFER_SIZE,
                        &rw->len, CU_LAUNCH_PARAM_END};
@@ -696,16 +697,16 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
 }
 
 /* A TMA descriptor spillway saw made names its tensor's address where no
- * word of the arguments does: learned from as a pointer word is. */
+ * word of the arguments does: learned from as a pointer word is. Where
+ * each lies is kept in m, for retarget() to re-make it for a window copy. */
 static void learn_descriptors(const sw_layout_t *l, void **params, const void *buf, size_t len,
                               marks_t *m)
 {
-    sw_tmap_at_t at[MAX_DESCRIPTORS];
-    size_t n = sw_tmap_locate(sw_tmaps(), l, params, buf, len, at, MAX_DESCRIPTORS);
-    for (size_t i = 0; i < n; i++)
-        hit(at[i].v.addr, m);
-    if (n)
-        sw_stat_add(SW_STAT_descriptors_recognised, (int64_t)n);
+    m->ndesc = sw_tmap_locate(sw_tmaps(), l, params, buf, len, m->desc, MAX_DESCRIPTORS);
+    for (size_t i = 0; i < m->ndesc; i++)
+        hit(m->desc[i].v.addr, m);
+    if (m->ndesc)
+        sw_stat_add(SW_STAT_descriptors_recognised, (int64_t)m->ndesc);
 }
 
 uint64_t sw_launch_now(void)

@@ -428,7 +428,7 @@ static void plan(plan_t *p, const uint64_t *need, int n)
 }
 
 /* Step 1, with the victims' fingerprints. spillway's stream waits for the
- * application's work (order_after_app), takes the fingerprints of the
+ * application's work (sw_streams_order_all), takes the fingerprints of the
  * slots about to be emptied and reads them back; then the host waits once,
  * for all of it. A slot counts as unchanged only if both its fingerprints
  * were taken and read back and they agree (*read_back, emptied_fp[slot]);
