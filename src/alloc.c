@@ -325,18 +325,23 @@ static bool on_tracked_device(const sw_vmm_info_t *vi)
 
 /* An allocation spillway does not track still competes with tracked
  * chunks for the device: when the driver refuses it for lack of memory,
- * tracked chunks make room, as they would for a tracked allocation, until
- * the driver accepts or nothing more can be demoted. Failure: the driver's
- * own answer. */
-static CUresult passthrough(CUdeviceptr *dptr, size_t bytesize)
+ * completed stream-ordered frees are released, then tracked chunks make
+ * room, as they would for a tracked allocation, until the driver accepts
+ * or nothing more can be demoted. Failure: the driver's own answer. */
+CUresult sw_passthrough(sw_route_t route, CUdeviceptr *dptr, size_t bytesize,
+                        sw_alloc_again_t again, void *ctx)
 {
     sw_stat_add(SW_STAT_passthrough_allocs, 1);
-    if (!SW_REAL(cuMemAlloc_v2))
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult r = SW_REAL(cuMemAlloc_v2)(dptr, bytesize);
+    CUresult r = again(dptr, bytesize, ctx);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && dptr && !sw_opts()->disable && !sw_capturing() &&
+        sw_tracking_any() && sw_ordered_reap(true) > 0)
+        r = again(dptr, bytesize, ctx);
     if (r != CUDA_ERROR_OUT_OF_MEMORY || !dptr || sw_opts()->disable || sw_capturing() ||
-        !sw_tracking_any())
+        !sw_tracking_any()) {
+        if (r == CUDA_SUCCESS)
+            sw_untracked(route, bytesize);
         return r;
+    }
     sw_gate_wr();
     const sw_vmm_info_t *vi;
     bool synced = false;
@@ -347,48 +352,81 @@ static CUresult passthrough(CUdeviceptr *dptr, size_t bytesize)
      * the moves pooled, are released before each retry. */
     while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(need, &synced) > 0) {
         sw_pool_drain(SW_ON_DEVICE);
-        r = SW_REAL(cuMemAlloc_v2)(dptr, bytesize);
+        r = again(dptr, bytesize, ctx);
     }
     sw_gate_unwr();
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         sw_stat_add(SW_STAT_oom_recoveries, 1);
+        sw_untracked(route, bytesize);
+    }
+    return r;
+}
+
+static CUresult alloc_again(CUdeviceptr *dptr, size_t bytesize, void *ctx)
+{
+    return SW_CALL(cuMemAlloc_v2, (dptr, bytesize));
+}
+
+/* Tracks under the exclusive gate; declines (NOT_SUPPORTED, *route) when
+ * the allocation is not one spillway can take. */
+static CUresult track_or_decline(CUdeviceptr *dptr, size_t bytesize, sw_route_t *route)
+{
+    const sw_vmm_info_t *vi;
+    sw_gate_wr();
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    *route = SW_ROUTE_off;
+    if (ready(&vi)) {
+        *route = SW_ROUTE_device;
+        if (on_tracked_device(vi))
+            r = track(dptr, bytesize, vi);
+        /* Anything but out-of-memory (an impossible size, say) is for
+         * the driver to answer, in its own words. */
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY)
+            r = CUDA_ERROR_NOT_SUPPORTED;
+    }
+    /* Device handles that demotions pooled and the new chunks did not
+     * take are device memory no count shows: none outlives the hold. */
+    sw_pool_drain(SW_ON_DEVICE);
+    sw_gate_unwr();
+    return r;
+}
+
+CUresult sw_try_track(CUdeviceptr *dptr, size_t bytesize, sw_route_t *route)
+{
+    const sw_options_t *o = sw_opts();
+    *route = bytesize < o->min_alloc ? SW_ROUTE_small
+             : sw_capturing()        ? SW_ROUTE_capture
+                                     : SW_ROUTE_off;
+    if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing() || fork_child)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    /* Memory freed in stream order and already reached is released
+     * before more is taken; when the budget is short, it is waited for:
+     * cheaper than demoting live chunks, which synchronizes anyway. */
+    sw_ordered_reap(sw_budget_set() && sw_device_room() < bytesize);
+    CUresult r = track_or_decline(dptr, bytesize, route);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_ordered_reap(true) > 0)
+        r = track_or_decline(dptr, bytesize, route);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        sw_info("allocation of %zu bytes failed: %s", bytesize, sw_cu_name(r));
     return r;
 }
 
 CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
 {
-    const sw_options_t *o = sw_opts();
-    const sw_vmm_info_t *vi;
-    if (o->disable || !dptr || bytesize < o->min_alloc || sw_capturing() || fork_child)
-        return passthrough(dptr, bytesize);
-    sw_gate_wr();
-    CUresult r = ready(&vi) && on_tracked_device(vi) ? track(dptr, bytesize, vi)
-                                                     : CUDA_ERROR_NOT_SUPPORTED;
-    /* Device handles that demotions pooled and the new chunks did not
-     * take are device memory no count shows: none outlives the hold. */
-    sw_pool_drain(SW_ON_DEVICE);
-    sw_gate_unwr();
-    /* Anything but out-of-memory (an impossible size, say) is for the
-     * driver to answer, in its own words. */
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY)
-        return passthrough(dptr, bytesize);
-    if (r != CUDA_SUCCESS)
-        sw_info("allocation of %zu bytes failed: %s", bytesize, sw_cu_name(r));
-    return r;
+    sw_route_t route;
+    CUresult r = sw_try_track(dptr, bytesize, &route);
+    return r == CUDA_ERROR_NOT_SUPPORTED ? sw_passthrough(route, dptr, bytesize, alloc_again, NULL)
+                                         : r;
 }
 
-/* What dptr is to the table, looked up under the shared gate: a tracked
- * base, inside a tracked allocation but not its base, or neither. */
-typedef enum { FREE_UNTRACKED, FREE_INSIDE, FREE_TRACKED } free_kind_t;
-
-static free_kind_t free_kind(CUdeviceptr dptr)
+sw_free_kind_t sw_free_kind(CUdeviceptr dptr)
 {
     if (!sw_gate_rd())
-        return FREE_UNTRACKED;
-    free_kind_t k = !table                          ? FREE_UNTRACKED
-                    : sw_table_find_base(table, dptr) ? FREE_TRACKED
-                    : sw_table_lookup(table, dptr)    ? FREE_INSIDE
-                                                      : FREE_UNTRACKED;
+        return SW_FREE_UNTRACKED;
+    sw_free_kind_t k = !table                            ? SW_FREE_UNTRACKED
+                       : sw_table_find_base(table, dptr) ? SW_FREE_TRACKED
+                       : sw_table_lookup(table, dptr)    ? SW_FREE_INSIDE
+                                                         : SW_FREE_UNTRACKED;
     sw_gate_unrd();
     return k;
 }
@@ -403,48 +441,63 @@ void sw_alloc_fork_child(void)
     __atomic_store_n(&tracking, 0, __ATOMIC_RELEASE);
 }
 
+/* Releases a, found in the table; gate held exclusively, device
+ * synchronized (the safety rule's synchronization for the unmaps). */
+static void free_tracked(sw_alloc_t *a)
+{
+    sw_window_forget(a->va, a->reserved);
+    sw_table_remove(table, a);
+    release_chunks(a, a->nchunks);
+    sw_vmm_unreserve(a->va, a->reserved);
+    /* With nothing tracked, nothing will move: the pools go too, so a
+     * program that freed everything holds nothing through spillway. */
+    if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
+        sw_pool_drain(SW_ON_DEVICE);
+        sw_pool_drain(SW_ON_HOST);
+    }
+    sw_stat_add(SW_STAT_tracked_bytes, -(int64_t)a->reserved);
+    sw_stat_add(SW_STAT_tracked_allocs, -1);
+    free(a->chunks);
+    free(a);
+}
+
+CUresult sw_mem_free_tracked(const CUdeviceptr *v, size_t n)
+{
+    sw_gate_wr();
+    /* cuMemFree synchronizes the device; this keeps that behaviour, and
+     * is the safety rule's synchronization for the unmaps. */
+    CUresult r = table ? sw_safe_sync() : CUDA_SUCCESS;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+        sw_alloc_t *a = sw_table_find_base(table, v[i]);
+        if (a)
+            free_tracked(a);
+    }
+    sw_gate_unwr();
+    return r;
+}
+
 CUresult sw_mem_free(CUdeviceptr dptr)
 {
     /* Only a tracked allocation needs the gate exclusively: the lookup
      * takes it shared, so freeing untracked memory never waits for, nor
      * holds up, the launches of other threads. */
-    switch (free_kind(dptr)) {
-    case FREE_UNTRACKED:
-        return SW_REAL(cuMemFree_v2)(dptr);
-    case FREE_INSIDE:
+    switch (sw_free_kind(dptr)) {
+    case SW_FREE_UNTRACKED:
+        return SW_CALL(cuMemFree_v2, (dptr));
+    case SW_FREE_INSIDE:
         return CUDA_ERROR_INVALID_VALUE; /* inside a tracked block, not its base */
-    case FREE_TRACKED:
+    case SW_FREE_TRACKED:
         break;
     }
+    /* Already freed in stream order: a second free, the driver's error. */
+    if (sw_ordered_pending(dptr))
+        return CUDA_ERROR_INVALID_VALUE;
     sw_gate_wr();
     /* Looked up again: another thread may have freed it in between, and
      * then the driver gives its own answer to a second free. */
-    sw_alloc_t *a = sw_table_find_base(table, dptr);
-    if (!a) {
-        sw_gate_unwr();
-        return SW_REAL(cuMemFree_v2)(dptr);
-    }
-    /* cuMemFree synchronizes the device; this keeps that behaviour, and
-     * is the safety rule's synchronization for the unmaps below. */
-    CUresult r = sw_safe_sync();
-    if (r == CUDA_SUCCESS) {
-        sw_window_forget(a->va, a->reserved);
-        sw_table_remove(table, a);
-        release_chunks(a, a->nchunks);
-        sw_vmm_unreserve(a->va, a->reserved);
-        /* With nothing tracked, nothing will move: the pools go too, so a
-         * program that freed everything holds nothing through spillway. */
-        if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
-            sw_pool_drain(SW_ON_DEVICE);
-            sw_pool_drain(SW_ON_HOST);
-        }
-        sw_stat_add(SW_STAT_tracked_bytes, -(int64_t)a->reserved);
-        sw_stat_add(SW_STAT_tracked_allocs, -1);
-        free(a->chunks);
-        free(a);
-    }
+    bool gone = !sw_table_find_base(table, dptr);
     sw_gate_unwr();
-    return r;
+    return gone ? SW_CALL(cuMemFree_v2, (dptr)) : sw_mem_free_tracked(&dptr, 1);
 }
 
 /* Frameworks that size themselves from cuMemGetInfo see the host budget

@@ -22,7 +22,7 @@
     X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
     X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing) \
-    X(cuEventQuery) X(cuEventDestroy_v2)
+    X(cuEventQuery) X(cuEventDestroy_v2) X(cuDeviceGetMemPool)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
@@ -104,6 +104,42 @@ CUresult sw_on_init(unsigned int flags);
 /* Started once after the driver's cuInit succeeded: logging, stats. */
 void sw_start(void);
 
+/* ---- untracked.c: what spillway does not manage, by route ---- */
+typedef enum {
+#define SW_ROUTE_ENUM(X, name, help) SW_ROUTE_##name,
+    SW_PASSTHROUGH_ROUTES(SW_ROUTE_ENUM, _)
+#undef SW_ROUTE_ENUM
+    SW_ROUTE_COUNT
+} sw_route_t;
+/* Counts bytes handed out untracked by route; the first time a route is
+ * taken it is named once, at info level. Can't fail. */
+void sw_untracked(sw_route_t route, uint64_t bytes);
+/* cuMemAllocManaged and cuMemAllocPitch: the driver's, counted. */
+CUresult sw_alloc_managed(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+CUresult sw_alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                        unsigned int elemsize);
+
+/* ---- ordered.c: the stream-ordered allocator ----
+ * cuMemAllocAsync/cuMemAllocFromPoolAsync of at least SPILLWAY_MIN_ALLOC
+ * are tracked like cuMemAlloc; cuMemFreeAsync of tracked memory is
+ * released once its stream has reached the free. The pool hooks keep
+ * track of pools whose memory spillway must not replace. */
+CUresult sw_mem_alloc_async(CUresult (*real)(CUdeviceptr *, size_t, CUstream), CUdeviceptr *dptr,
+                            size_t bytesize, CUstream st);
+CUresult sw_mem_alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
+                                CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream st);
+CUresult sw_mem_free_async(CUresult (*real)(CUdeviceptr, CUstream), CUdeviceptr dptr, CUstream st);
+CUresult sw_mempool_created(CUresult r, const CUmemoryPool *pool, const CUmemPoolProps *props);
+CUresult sw_mempool_destroy(CUmemoryPool pool);
+CUresult sw_mempool_trim(CUmemoryPool pool, size_t keep);
+/* Releases the stream-ordered frees whose streams have reached them;
+ * with wait, waits for every pending one first. Returns how many were
+ * released. Takes the gate itself: never call it holding the gate. */
+size_t sw_ordered_reap(bool wait);
+/* Whether a stream-ordered free of the allocation based at va is pending
+ * (a second free of it is the application's error). */
+bool sw_ordered_pending(CUdeviceptr va);
+
 /* ---- alloc.c: tracked allocations ---- */
 CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize);
 CUresult sw_mem_free(CUdeviceptr dptr);
@@ -141,6 +177,24 @@ void sw_budgets_get(uint64_t *gpu, uint64_t *host, bool *resolved);
 int sw_budgets_change(uint64_t gpu, uint64_t host);
 int sw_hint_range(uint64_t ptr, uint64_t bytes, int hint);
 void sw_phase(void);
+
+/* The tracked path of every allocation route: tracks bytesize bytes at
+ * *dptr, or declines with CUDA_ERROR_NOT_SUPPORTED and *route saying why
+ * (nothing done: the caller passes the allocation to the driver). Out of
+ * memory only when neither device nor host memory could take it, with
+ * nothing leaked. Stream-ordered frees that have completed are released
+ * first, and waited for when the memory is short (ordered.c). */
+CUresult sw_try_track(CUdeviceptr *dptr, size_t bytesize, sw_route_t *route);
+/* Allocates through `again` untracked, counted under route; when the
+ * driver answers out of memory, tracked chunks make room (completed
+ * stream-ordered frees first, then demotions) and it is asked again. */
+typedef CUresult (*sw_alloc_again_t)(CUdeviceptr *dptr, size_t bytesize, void *ctx);
+CUresult sw_passthrough(sw_route_t route, CUdeviceptr *dptr, size_t bytesize,
+                        sw_alloc_again_t again, void *ctx);
+/* Frees the tracked allocations based at v[0..n) with one synchronization
+ * (the safety rule's). Those no longer tracked are skipped. On a failed
+ * synchronization nothing is freed (the bytes stay mapped, nothing lost). */
+CUresult sw_mem_free_tracked(const CUdeviceptr *v, size_t n);
 
 /* v rounded up to a multiple of a (a > 0): sizes to granularities. */
 static inline uint64_t sw_round_up(uint64_t v, uint64_t a)
@@ -437,6 +491,10 @@ cudaError_t sw_rt_launch_ex(const void *caller, int variant, const cudaLaunchCon
                             const void *func, void **args);
 /* alloc.c helpers the runtime wrappers share */
 bool sw_is_tracked_base(CUdeviceptr p);
+/* What p is to the table, looked up under the shared gate: a tracked
+ * base, inside a tracked allocation but not its base, or neither. */
+typedef enum { SW_FREE_UNTRACKED, SW_FREE_INSIDE, SW_FREE_TRACKED } sw_free_kind_t;
+sw_free_kind_t sw_free_kind(CUdeviceptr p);
 void sw_meminfo_adjust(size_t *free, size_t *total);
 
 #endif

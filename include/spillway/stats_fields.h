@@ -9,7 +9,21 @@
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
 
-#define SW_STATS_VERSION 5
+#define SW_STATS_VERSION 6
+
+/* The routes by which memory reaches the application without spillway
+ * tracking it: R(X, name, help), one per route. Each becomes a counter,
+ * passthrough_bytes_<name>: the bytes ever handed out that way. */
+#define SW_PASSTHROUGH_ROUTES(R, X)                                                      \
+    R(X, small, "bytes allocated below SPILLWAY_MIN_ALLOC, untracked")                   \
+    R(X, capture, "bytes allocated during a stream capture (graph memory), untracked")   \
+    R(X, device, "bytes allocated on a device spillway does not track")                  \
+    R(X, pool, "bytes from memory pools spillway cannot track (exportable, not device memory)") \
+    R(X, vmm, "bytes of the application's own VMM handles spillway cannot move (exported, imported, host)") \
+    R(X, managed, "bytes of managed memory (cuMemAllocManaged), untracked")              \
+    R(X, pitch, "bytes of pitched allocations (cuMemAllocPitch), untracked")             \
+    R(X, off, "bytes allocated while spillway was off: disabled, VMM unusable, a fork child")
+#define SW_PASSTHROUGH_FIELD(X, name, help) X(COUNTER, passthrough_bytes_##name, "bytes", help)
 
 #define SW_STATS_FIELDS(X)                                                              \
     X(GAUGE, tracked_bytes, "bytes", "bytes in allocations spillway tracks")             \
@@ -40,7 +54,9 @@
     X(GAUGE, window_bytes, "bytes", "streaming window bytes holding a copy (filled or being filled)") \
     X(COUNTER, rewritten_launches, "count", "launches whose arguments were rewritten to point at window copies") \
     X(COUNTER, launches_waited, "count", "rewritten launches issued before their window copy had landed (the GPU waits, the host does not)") \
-    X(COUNTER, descriptors_recognised, "count", "TMA descriptors in launch arguments matched to a cuTensorMapEncode* call")
+    X(COUNTER, descriptors_recognised, "count", "TMA descriptors in launch arguments matched to a cuTensorMapEncode* call") \
+    X(COUNTER, ordered_frees_deferred, "count", "stream-ordered frees of tracked memory, released once the stream reached them") \
+    SW_PASSTHROUGH_ROUTES(SW_PASSTHROUGH_FIELD, X)
 
 typedef enum {
 #define SW_STAT_ENUM(kind, name, unit, help) SW_STAT_##name,

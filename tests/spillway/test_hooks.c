@@ -9,7 +9,9 @@
  *   memops.c   stream memory operations hold the gate like copies do;
  *   tma.c      TMA descriptors the encode calls made are recognised in
  *              launch arguments, and their tensors learned from;
- *   retarget.c the descriptor mechanism a rewriter uses, on its own.
+ *   retarget.c the descriptor mechanism a rewriter uses, on its own;
+ *   ordered.c  stream-ordered frees of tracked memory wait for their
+ *              stream, answer errors as the driver would, and make room.
  */
 #include "swt.h"
 
@@ -40,6 +42,49 @@ static void run_jit(const char *mode)
     ck_assert_msg(!swt_file_has(r.out, "recycled=0"), "no handle recycled: %s", swt_describe(&r));
     ck_assert_msg(swt_sw(&r, "tracked_allocs_peak") == 2, "%s", swt_describe(&r));
 }
+
+static void run_ordered(swt_run_t *r, const char *mode, const char *extra)
+{
+    const char *env[] = {"SPILLWAY_MIN_ALLOC=1MiB", extra, NULL};
+    const char *argv[] = {swt_path("SWT_ORDERED"), mode, NULL};
+    swt_run(r, true, env, argv);
+    assert_ok(r, "ordered: ok");
+}
+
+/* The stream is slowed (jitter) so that the kernel reading the buffer is
+ * still queued when it is freed and more memory is asked for. */
+START_TEST(stream_ordered_free_waits_for_its_stream)
+{
+    swt_run_t r;
+    run_ordered(&r, "order", "SIMGPU_JITTER=3000");
+    ck_assert_msg(swt_sw(&r, "tracked_allocs_peak") == 2, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "ordered_frees_deferred") == 2, "%s", swt_describe(&r));
+}
+END_TEST
+
+START_TEST(stream_ordered_free_errors_are_the_drivers)
+{
+    swt_run_t r;
+    run_ordered(&r, "errors", "SIMGPU_JITTER=0");
+    ck_assert_msg(swt_sw(&r, "ordered_frees_deferred") == 2, "%s", swt_describe(&r));
+}
+END_TEST
+
+/* 24 MiB holds the window, the live buffer and one scratch buffer: each
+ * new scratch buffer needs the last one's memory, and must wait for it
+ * rather than demote the live buffer. */
+START_TEST(stream_ordered_free_makes_room_before_demotion_does)
+{
+    swt_run_t r;
+    const char *env[] = {"SPILLWAY_MIN_ALLOC=1MiB", "SPILLWAY_GPU_BUDGET=24MiB", "SIMGPU_JITTER=500",
+                         NULL};
+    const char *argv[] = {swt_path("SWT_ORDERED"), "reuse", NULL};
+    swt_run(&r, true, env, argv);
+    assert_ok(&r, "ordered: ok");
+    ck_assert_msg(swt_sw(&r, "ordered_frees_deferred") == 11, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "demotions") == 0, "live memory demoted: %s", swt_describe(&r));
+}
+END_TEST
 
 START_TEST(module_unload_forgets_layouts)
 {
@@ -245,5 +290,11 @@ Suite *hooks_suite(void)
     tcase_add_test(tma, tma_retargeted_copy_reads_the_new_address);
     tcase_add_test(tma, tma_descriptors_are_retargeted_to_window_copies);
     suite_add_tcase(s, tma);
+    TCase *ordered = tcase_create("ordered");
+    tcase_set_timeout(ordered, 120);
+    tcase_add_test(ordered, stream_ordered_free_waits_for_its_stream);
+    tcase_add_test(ordered, stream_ordered_free_errors_are_the_drivers);
+    tcase_add_test(ordered, stream_ordered_free_makes_room_before_demotion_does);
+    suite_add_tcase(s, ordered);
     return s;
 }
