@@ -126,6 +126,8 @@ CUresult sw_safe_sync(void)
 CUresult sw_move(sw_chunk_t *c, sw_where_t to)
 {
     bool down = to == SW_ON_HOST;
+    if (c->fixed)
+        return CUDA_ERROR_NOT_PERMITTED; /* its handle is mapped elsewhere, or exported */
     /* A chunk with a copy needs no more host memory to go home. */
     if (down && !c->home && !host_room_for(c->size))
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -313,6 +315,47 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     return CUDA_SUCCESS;
 }
 
+/* ---- the application's own handles (appvmm.c); gate held exclusively ---- */
+
+const sw_vmm_info_t *sw_alloc_ready(void)
+{
+    const sw_vmm_info_t *vi;
+    return !sw_opts()->disable && !fork_child && ready(&vi) ? vi : NULL;
+}
+
+bool sw_room_for(uint64_t size, bool *synced)
+{
+    uint64_t room = sw_device_room();
+    if (room < size && !sw_capturing())
+        room += demote(size - room, synced);
+    return room >= size;
+}
+
+uint64_t sw_demote_some(uint64_t need, bool *synced)
+{
+    return sw_capturing() ? 0 : demote(need, synced);
+}
+
+int sw_alloc_register(sw_alloc_t *a)
+{
+    if (sw_table_insert(table, a) != 0)
+        return -1;
+    __atomic_add_fetch(&tracking, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void sw_alloc_unregister(sw_alloc_t *a)
+{
+    sw_window_forget(a->va, a->reserved);
+    sw_table_remove(table, a);
+    for (uint32_t i = 0; i < a->nchunks; i++)
+        drop_copy(&a->chunks[i]);
+    if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
+        sw_pool_drain(SW_ON_DEVICE);
+        sw_pool_drain(SW_ON_HOST);
+    }
+}
+
 /* spillway tracks one device, the one current at its first tracked
  * allocation: the chunks' device memory and their access grants are that
  * device's. An allocation on another device passes through untouched,
@@ -423,10 +466,11 @@ sw_free_kind_t sw_free_kind(CUdeviceptr dptr)
 {
     if (!sw_gate_rd())
         return SW_FREE_UNTRACKED;
-    sw_free_kind_t k = !table                            ? SW_FREE_UNTRACKED
-                       : sw_table_find_base(table, dptr) ? SW_FREE_TRACKED
-                       : sw_table_lookup(table, dptr)    ? SW_FREE_INSIDE
-                                                         : SW_FREE_UNTRACKED;
+    sw_chunk_t *c = table ? sw_table_lookup(table, dptr) : NULL;
+    /* An application's own mapping is the driver's to refuse to free. */
+    sw_free_kind_t k = !c || c->alloc->app   ? SW_FREE_UNTRACKED
+                       : c->alloc->va == dptr ? SW_FREE_TRACKED
+                                              : SW_FREE_INSIDE;
     sw_gate_unrd();
     return k;
 }
@@ -526,11 +570,7 @@ CUresult sw_mem_get_info(size_t *free_b, size_t *total)
 
 bool sw_is_tracked_base(CUdeviceptr p)
 {
-    if (!sw_gate_rd())
-        return false;
-    bool t = table && sw_table_find_base(table, p);
-    sw_gate_unrd();
-    return t;
+    return sw_free_kind(p) == SW_FREE_TRACKED;
 }
 
 /* The tracked allocation whose reservation holds p, read under the gate.
@@ -541,6 +581,10 @@ static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size)
     if (!sw_gate_rd())
         return false;
     sw_chunk_t *c = table ? sw_table_lookup(table, p) : NULL;
+    /* An application's own mapping: the driver knows it as well, since
+     * the same address always maps one of its handles. */
+    if (c && c->alloc->app)
+        c = NULL;
     if (c) {
         *base = c->alloc->va;
         *size = c->alloc->size;

@@ -15,7 +15,7 @@
 
 /* Driver functions spillway calls on its own behalf but does not wrap. */
 #define SW_USES(X)                                                          \
-    X(cuMemCreate) X(cuMemRelease) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess) \
+    X(cuMemSetAccess)                                                       \
     X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemGetAllocationGranularity) \
     X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuCtxGetDevice)        \
     X(cuCtxSynchronize) X(cuStreamSynchronize)                              \
@@ -246,6 +246,36 @@ CUresult sw_vmm_wait(CUstream st, bool *pending);
  *              fingerprint unchanged; a changed one is copied, and its
  *              old copy released. */
 CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied);
+
+/* ---- appvmm.c: the application's own VMM handles ----
+ * The hooks of cuMemCreate, cuMemMap, cuMemUnmap, cuMemRelease,
+ * cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle and
+ * cuMemExportToShareableHandle. Each answers as the driver would; a
+ * handle spillway stands in for is moved like any tracked chunk while it
+ * is mapped once, whole. */
+CUresult sw_app_create(CUmemGenericAllocationHandle *out, size_t size,
+                       const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult sw_app_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle key,
+                    unsigned long long flags);
+CUresult sw_app_unmap(CUdeviceptr va, size_t size);
+CUresult sw_app_release(CUmemGenericAllocationHandle key);
+CUresult sw_app_retain(CUmemGenericAllocationHandle *out, void *addr);
+CUresult sw_app_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandle key);
+CUresult sw_app_export(void *shareable, CUmemGenericAllocationHandle key,
+                       CUmemAllocationHandleType type, unsigned long long flags);
+/* What appvmm.c needs of alloc.c; gate held exclusively for all.
+ * sw_alloc_ready: the VMM and budget state, resolved on first use; NULL
+ * when spillway is off or VMM unusable. sw_room_for: room under the GPU
+ * budget for size bytes, demoting to make it; false when even that
+ * cannot. sw_demote_some: demotes about need bytes; the bytes freed.
+ * sw_alloc_register: puts a built allocation in the table (-1: out of
+ * memory or overlap, nothing changed); sw_alloc_unregister: takes it out,
+ * its window copies and host copies dropped, its handles kept. */
+const sw_vmm_info_t *sw_alloc_ready(void);
+bool sw_room_for(uint64_t size, bool *synced);
+uint64_t sw_demote_some(uint64_t need, bool *synced);
+int sw_alloc_register(sw_alloc_t *a);
+void sw_alloc_unregister(sw_alloc_t *a);
 
 /* ---- pool.c: handles moves released, kept for the next move ----
  * Gate held exclusively for all three; see pool.c for the accounting.

@@ -149,6 +149,8 @@ typedef struct sw_chunk {
                                  * kernels may read it where no argument shows */
     bool resident;              /* the program asked to keep it on the device
                                  * (spillway_hint): never a victim */
+    bool fixed;                 /* never moves: an application's own handle that is
+                                 * mapped elsewhere too, or exported (appvmm.c) */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
     /* Mechanism state (launch.c/prefetch.c), opaque to the core. */
@@ -179,6 +181,11 @@ typedef struct sw_alloc {
     /* Mechanism state: a second reservation where host copies are also
      * mapped, so they can be read while the chunk's own address moves. */
     uint64_t mirror;
+    /* An application's own VMM mapping (appvmm.c), not a reservation of
+     * spillway's: its record there, and the CUmemAllocationProp device
+     * handles of it are made with. NULL for spillway's allocations. */
+    void *app;
+    const void *dev_prop;
     /* Bumped whenever one of its chunks changes place (where, slot); with
      * it launch.c remembers a range it found wholly on the device and in
      * no slot, [clean_first, clean_end) as of moved == clean_moved. */

@@ -47,6 +47,9 @@ static CUdeviceptr staging;      /* a spare range to fill a new handle through *
 static uint64_t staging_size;
 static CUstream copy_stream;
 
+static CUresult create_as(sw_where_t where, uint64_t size, const CUmemAllocationProp *dprop,
+                          CUmemGenericAllocationHandle *h);
+
 static uint64_t gran_of(const CUmemAllocationProp *p)
 {
     size_t g = 0;
@@ -169,6 +172,19 @@ static CUresult map_at(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHand
  * budgets still bound what is held). */
 static CUresult create(sw_where_t where, uint64_t size, CUmemGenericAllocationHandle *h)
 {
+    return create_as(where, size, NULL, h);
+}
+
+/* The same, for a chunk whose device handles must have the application's
+ * properties (dprop: an application's own handle, which it may export):
+ * those never come from the pool, whose handles are spillway's. */
+static CUresult create_as(sw_where_t where, uint64_t size, const CUmemAllocationProp *dprop,
+                          CUmemGenericAllocationHandle *h)
+{
+    if (where == SW_ON_DEVICE && dprop) {
+        sw_pool_drain(where);
+        return SW_REAL(cuMemCreate)(h, size, dprop, 0);
+    }
     uint64_t p;
     if (sw_pool_take(where, size, &p)) {
         *h = p;
@@ -181,7 +197,7 @@ static CUresult create(sw_where_t where, uint64_t size, CUmemGenericAllocationHa
 CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where)
 {
     CUmemGenericAllocationHandle h;
-    CUresult r = create(where, c->size, &h);
+    CUresult r = create_as(where, c->size, c->alloc->dev_prop, &h);
     if (r != CUDA_SUCCESS)
         return r;
     r = map_at(c->va, c->size, h);
@@ -276,7 +292,24 @@ static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, bool *pend
 static void replace_staging(void)
 {
     if (SW_REAL(cuMemAddressReserve)(&staging, staging_size, 0, 0, 0) != CUDA_SUCCESS)
-        staging_size = 0; /* no more moves */
+        staging_size = 0; /* the next move tries again (staging_fits) */
+}
+
+/* A chunk larger than the staging range (an application's own handle,
+ * appvmm.c) gets a range of its size in its place: nothing is mapped in
+ * the old one between moves. False: no range (the move is off). */
+static bool staging_fits(uint64_t size)
+{
+    if (size <= staging_size)
+        return true;
+    CUdeviceptr va;
+    if (SW_REAL(cuMemAddressReserve)(&va, size, 0, 0, 0) != CUDA_SUCCESS)
+        return false;
+    if (staging_size)
+        SW_REAL(cuMemAddressFree)(staging, staging_size);
+    staging = va;
+    staging_size = size;
+    return true;
 }
 
 /* Sends c, on the device with an exact host copy, home by a remap if its
@@ -321,10 +354,10 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
     }
     CUmemGenericAllocationHandle h;
     uint64_t fp[2] = {0, 0};
-    if (c->size > staging_size)
+    if (!staging_fits(c->size))
         return CUDA_ERROR_INVALID_VALUE;
     keep_copy = keep_copy && to == SW_ON_DEVICE;
-    CUresult r = create(to, c->size, &h);
+    CUresult r = create_as(to, c->size, c->alloc->dev_prop, &h);
     if (r != CUDA_SUCCESS)
         return r;
     /* Fill the new handle through the staging range. */

@@ -35,7 +35,7 @@ static bool wanted(const cands_t *cs, const sw_chunk_t *c)
 {
     if (cs->host)
         return c->where == SW_ON_HOST && c->slot < 0;
-    return c->where == SW_ON_DEVICE && !c->resident;
+    return c->where == SW_ON_DEVICE && !c->resident && !c->fixed;
 }
 
 static void collect(sw_alloc_t *a, void *arg)
@@ -234,7 +234,7 @@ static void find_coldest(sw_alloc_t *a, void *arg)
     bool young = d->now - a->born < SW_UNSEEN_GRACE;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_DEVICE || c->resident || c->size < d->hot->size)
+        if (c->where != SW_ON_DEVICE || c->resident || c->fixed || c->size < d->hot->size)
             continue;
         const sw_sched_t *s = sw_learn_state(c);
         if ((s->uses == 0 && (young || c->pointed)) || (d->keep && d->keep(c, d->arg)))

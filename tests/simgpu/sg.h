@@ -146,6 +146,7 @@ bool sg_device_ok(CUdevice dev);
     X(cuMemGetAllocationGranularity, CUDA_ERROR_INVALID_VALUE, API)          \
     X(cuMemGetAllocationPropertiesFromHandle, CUDA_ERROR_INVALID_VALUE, API) \
     X(cuMemRetainAllocationHandle, CUDA_ERROR_INVALID_VALUE, API)            \
+    X(cuMemExportToShareableHandle, CUDA_ERROR_INVALID_VALUE, API)           \
     X(cuStreamCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                         \
     X(cuStreamCreateWithPriority, CUDA_ERROR_OUT_OF_MEMORY, API)             \
     X(cuStreamDestroy, CUDA_ERROR_INVALID_HANDLE, API)                       \

@@ -14,6 +14,7 @@
  */
 #include "sg.h"
 
+#include <fcntl.h>
 #include <string.h>
 
 /* cuMemUnmap and cuMemSetAccess are synchronous: NVIDIA's API reference
@@ -269,4 +270,31 @@ SG_EXPORT CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation
                                                : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     sg_mem_unlock();
     return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Export to a POSIX file descriptor, the one type simgpu offers: allowed
+ * only for a handle created asking for it (as the driver requires), and
+ * answered with a descriptor of /dev/null, which is all a process of its
+ * own could share. */
+SG_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                                CUmemGenericAllocationHandle handle,
+                                                CUmemAllocationHandleType handleType,
+                                                unsigned long long flags)
+{
+    SG_ENTER(cuMemExportToShareableHandle, API);
+    if (!shareableHandle || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    sg_mem_rdlock();
+    sg_phys_t *p = sg_phys_find(handle);
+    bool ok = p && p->handle_refs > 0 && (p->prop.requestedHandleTypes & handleType);
+    sg_mem_unlock();
+    if (!ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *(int *)shareableHandle = fd;
+    return CUDA_SUCCESS;
 }

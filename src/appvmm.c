@@ -1,0 +1,442 @@
+/*
+ * The application's own VMM: cuMemCreate, cuMemMap, cuMemUnmap,
+ * cuMemRelease and the calls that ask about handles, as PyTorch's
+ * expandable segments, vLLM's cumem allocator and torch_memory_saver use
+ * them (one reservation of their own, grown and shrunk by mapping and
+ * unmapping handles they create).
+ *
+ * To move those bytes spillway must be free to change the physical memory
+ * behind an address the application mapped itself. The design: the
+ * application never holds a real handle. cuMemCreate makes the real one
+ * (on the device if the budget allows, else in pinned host memory) and
+ * answers with a handle of spillway's, the address of a record:
+ *
+ *   the application's handle --> record { props, size, references,
+ *                                         the real handle and where it is
+ *                                         while unmapped, or the mapping }
+ *   its mapping (cuMemMap, whole handle, once) --> a tracked allocation
+ *                                         of one chunk at the application's
+ *                                         address, moved like any other
+ *
+ * Each chunk is one whole handle, so a handle keeps one real handle that
+ * can be exported, and the properties it was made with: its device
+ * handles are always made with the application's own properties (vmm.c
+ * create_as), so a handle that went to host memory and back can still be
+ * exported. The alternative, letting the application's handles through
+ * and remapping their addresses behind its back, would leave it holding a
+ * handle whose bytes spillway had moved elsewhere: a cuMemMap of it at a
+ * second address, or an export, would show stale memory.
+ *
+ * What keeps working, and how:
+ *   cuMemMap of a handle a second time, or of part of it: the real handle
+ *     is mapped there too and the handle is pinned (never moved again);
+ *   cuMemUnmap: the mapping leaves the table (after the safety rule's
+ *     synchronization: window copies go home first); the handle keeps its
+ *     bytes, wherever they are;
+ *   cuMemRelease: the last reference releases the real handle, or, while
+ *     it is mapped, at its unmap (the driver's rule);
+ *   cuMemRetainAllocationHandle: a tracked address answers the
+ *     application's handle, with one more reference;
+ *   cuMemGetAllocationPropertiesFromHandle: the properties it was made
+ *     with;
+ *   cuMemExportToShareableHandle: the handle is brought to the device and
+ *     pinned there, then the real one is exported (another process then
+ *     shares its memory, which must not move).
+ * Not tracked (counted as passthrough_bytes_vmm): host or other-device
+ * handles, sizes or addresses off the VMM granularity, and everything
+ * under SPILLWAY_REWRITE=0 (the remapping window does not write back a
+ * slot whose address the application unmaps). Imported handles are real
+ * ones: they pass through. Access granted to other devices (peers) is
+ * not carried over when a chunk moves (README, known limits).
+ *
+ * Every record change is made holding the gate exclusively, as is every
+ * table change.
+ */
+#include "mech.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HASH_NONFATAL_OOM 1
+static bool hash_oom;
+#define uthash_nonfatal_oom(obj) (hash_oom = true)
+#include <uthash.h>
+
+typedef struct app_handle {
+    uint64_t key;               /* what the application holds: this record's address */
+    CUmemAllocationProp prop;
+    uint64_t size;
+    int refs;                   /* cuMemCreate's, and each cuMemRetainAllocationHandle */
+    uint64_t real;              /* while unmapped: the real handle, */
+    sw_where_t where;           /* and where it is */
+    sw_alloc_t *mapping;        /* the tracked mapping, or NULL */
+    bool pinned;                /* mapped twice, partly, or exported: never moves */
+    UT_hash_handle hh;
+} app_handle_t;
+
+static app_handle_t *handles; /* gate held exclusively to change */
+
+/* Until the first handle of spillway's, every call is the driver's alone,
+ * with no gate: other libraries (NCCL, say) use these calls too. */
+static bool any_handles(void)
+{
+    return __atomic_load_n(&handles, __ATOMIC_ACQUIRE) != NULL;
+}
+
+static app_handle_t *find(uint64_t key)
+{
+    app_handle_t *h;
+    HASH_FIND(hh, handles, &key, sizeof key, h);
+    return h;
+}
+
+/* The real handle behind h now, and where it is. */
+static uint64_t real_of(const app_handle_t *h, sw_where_t *where)
+{
+    if (h->mapping) {
+        const sw_chunk_t *c = &h->mapping->chunks[0];
+        *where = c->where;
+        return c->handle;
+    }
+    *where = h->where;
+    return h->real;
+}
+
+static void count(sw_where_t where, int64_t bytes)
+{
+    sw_stats_batch_begin();
+    sw_stat_add(where == SW_ON_DEVICE ? SW_STAT_device_bytes : SW_STAT_host_bytes, bytes);
+    sw_stat_add(SW_STAT_tracked_bytes, bytes);
+    sw_stat_add(SW_STAT_tracked_allocs, bytes > 0 ? 1 : -1);
+    sw_stats_batch_end();
+}
+
+/* ---- cuMemCreate ---- */
+
+/* Whether spillway can stand in for a handle of these properties. */
+static bool trackable(const CUmemAllocationProp *p, size_t size, unsigned long long flags,
+                      const sw_vmm_info_t *vi)
+{
+    return p && flags == 0 && p->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+           p->location.type == CU_MEM_LOCATION_TYPE_DEVICE && p->location.id == vi->device &&
+           p->allocFlags.compressionType == 0 && !p->win32HandleMetaData && size > 0 &&
+           size % vi->granularity == 0 && sw_opts()->rewrite;
+}
+
+/* Makes the real handle: on the device when the budget has room (making
+ * it by demotion), else in pinned host memory. */
+static CUresult make_real(const CUmemAllocationProp *prop, size_t size, uint64_t *real,
+                          sw_where_t *where)
+{
+    bool synced = false;
+    CUmemGenericAllocationHandle h;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (sw_room_for(size, &synced)) {
+        r = SW_CALL(cuMemCreate, (&h, size, prop, 0));
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(size, &synced) > 0) {
+            sw_pool_drain(SW_ON_DEVICE);
+            r = SW_CALL(cuMemCreate, (&h, size, prop, 0));
+        }
+    }
+    sw_pool_drain(SW_ON_DEVICE);
+    if (r == CUDA_SUCCESS) {
+        *real = h;
+        *where = SW_ON_DEVICE;
+        return r;
+    }
+    if (r != CUDA_ERROR_OUT_OF_MEMORY)
+        return r;
+    *where = SW_ON_HOST;
+    return sw_vmm_create(SW_ON_HOST, size, real);
+}
+
+CUresult sw_app_create(CUmemGenericAllocationHandle *out, size_t size,
+                       const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    if (!out || !prop)
+        return SW_CALL(cuMemCreate, (out, size, prop, flags));
+    sw_gate_wr();
+    const sw_vmm_info_t *vi = sw_alloc_ready();
+    app_handle_t *h = NULL;
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (vi && trackable(prop, size, flags, vi) && (h = calloc(1, sizeof *h))) {
+        h->prop = *prop;
+        h->size = size;
+        h->refs = 1;
+        h->key = (uint64_t)(uintptr_t)h;
+        r = make_real(prop, size, &h->real, &h->where);
+        hash_oom = false;
+        if (r == CUDA_SUCCESS)
+            HASH_ADD(hh, handles, key, sizeof h->key, h);
+        if (r == CUDA_SUCCESS && hash_oom) {
+            sw_vmm_release(h->real);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        if (r == CUDA_SUCCESS) {
+            count(h->where, (int64_t)size);
+            *out = h->key;
+        } else {
+            free(h);
+        }
+    }
+    sw_gate_unwr();
+    if (r != CUDA_ERROR_NOT_SUPPORTED)
+        return r;
+    r = SW_CALL(cuMemCreate, (out, size, prop, flags));
+    if (r == CUDA_SUCCESS)
+        sw_untracked(SW_ROUTE_vmm, size);
+    return r;
+}
+
+/* ---- mappings ---- */
+
+/* A tracked allocation of one chunk: the whole handle at va. */
+static sw_alloc_t *track_mapping(app_handle_t *h, CUdeviceptr va)
+{
+    sw_alloc_t *a = calloc(1, sizeof *a);
+    if (!a || !(a->chunks = calloc(1, sizeof *a->chunks))) {
+        free(a);
+        return NULL;
+    }
+    a->va = va;
+    a->size = a->reserved = h->size;
+    a->nchunks = 1;
+    a->born = sw_launch_now();
+    a->app = h;
+    a->dev_prop = &h->prop;
+    sw_chunk_t *c = &a->chunks[0];
+    *c = (sw_chunk_t){.va = va, .size = h->size, .where = h->where, .handle = h->real,
+                      .alloc = a, .slot = -1, .fixed = h->pinned};
+    if (sw_alloc_register(a) != 0) {
+        free(a->chunks);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void pin(app_handle_t *h)
+{
+    h->pinned = true;
+    if (h->mapping)
+        h->mapping->chunks[0].fixed = true;
+}
+
+CUresult sw_app_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllocationHandle key,
+                    unsigned long long flags)
+{
+    if (!any_handles())
+        return SW_CALL(cuMemMap, (va, size, offset, key, flags));
+    sw_gate_wr();
+    app_handle_t *h = find(key);
+    sw_where_t where;
+    CUresult r = SW_CALL(cuMemMap, (va, size, offset, h ? real_of(h, &where) : key, flags));
+    if (h && r == CUDA_SUCCESS) {
+        const sw_vmm_info_t *vi = sw_alloc_ready();
+        bool whole = offset == 0 && size == h->size && vi && va % vi->granularity == 0;
+        if (whole && !h->mapping && !h->pinned && (h->mapping = track_mapping(h, va)))
+            h->real = 0;
+        else
+            pin(h); /* mapped where spillway cannot follow it: it stays put */
+    }
+    sw_gate_unwr();
+    return r;
+}
+
+/* Gives h its real handle back from its mapping, which leaves the table.
+ * Window copies go home first and the device is synchronized (the
+ * safety rule: the address will be unmapped). Failure: the
+ * synchronization's, with nothing changed. */
+static CUresult untrack_mapping(app_handle_t *h)
+{
+    sw_alloc_t *a = h->mapping;
+    sw_window_touch(a->va, a->size, CU_STREAM_LEGACY);
+    CUresult r = sw_safe_sync();
+    if (r != CUDA_SUCCESS)
+        return r;
+    sw_alloc_unregister(a);
+    h->real = a->chunks[0].handle;
+    h->where = a->chunks[0].where;
+    h->mapping = NULL;
+    free(a->chunks);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+/* Releases h's real handle and the record once the application holds no
+ * reference and no tracked mapping uses it. An untracked mapping (of a
+ * pinned handle) may remain: the driver keeps the memory until it is
+ * unmapped. */
+static void release_if_done(app_handle_t *h)
+{
+    if (h->refs > 0 || h->mapping)
+        return;
+    count(h->where, -(int64_t)h->size);
+    sw_vmm_release(h->real);
+    HASH_DELETE(hh, handles, h);
+    free(h);
+}
+
+/* Records of tracked mappings in [lo, hi), a batch at a time. */
+typedef struct {
+    uint64_t lo, hi;
+    app_handle_t *found[64];
+    int n;
+} overlap_t;
+
+static void collect(sw_alloc_t *a, void *arg)
+{
+    overlap_t *o = arg;
+    if (a->app && a->va < o->hi && o->lo < a->va + a->size && o->n < 64)
+        o->found[o->n++] = a->app;
+}
+
+CUresult sw_app_unmap(CUdeviceptr va, size_t size)
+{
+    if (!any_handles())
+        return SW_CALL(cuMemUnmap, (va, size));
+    sw_gate_wr();
+    CUresult r = CUDA_SUCCESS;
+    overlap_t o = {.lo = va, .hi = va + size};
+    do {
+        o.n = 0;
+        if (handles && sw_tracked())
+            sw_table_each(sw_tracked(), collect, &o);
+        /* A handle the application already released goes now: the
+         * driver keeps its memory until the unmap below. */
+        for (int i = 0; i < o.n && r == CUDA_SUCCESS; i++)
+            if ((r = untrack_mapping(o.found[i])) == CUDA_SUCCESS)
+                release_if_done(o.found[i]);
+    } while (r == CUDA_SUCCESS && o.n > 0);
+    if (r == CUDA_SUCCESS)
+        r = SW_CALL(cuMemUnmap, (va, size));
+    sw_gate_unwr();
+    return r;
+}
+
+CUresult sw_app_release(CUmemGenericAllocationHandle key)
+{
+    if (!any_handles())
+        return SW_CALL(cuMemRelease, (key));
+    sw_gate_wr();
+    app_handle_t *h = find(key);
+    CUresult r = CUDA_SUCCESS;
+    if (!h)
+        r = SW_CALL(cuMemRelease, (key));
+    else if (h->refs <= 0)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else {
+        h->refs--;
+        release_if_done(h);
+    }
+    sw_gate_unwr();
+    return r;
+}
+
+/* ---- questions about handles ---- */
+
+CUresult sw_app_retain(CUmemGenericAllocationHandle *out, void *addr)
+{
+    if (!any_handles())
+        return SW_CALL(cuMemRetainAllocationHandle, (out, addr));
+    sw_gate_wr();
+    sw_table_t *t = handles ? sw_tracked() : NULL;
+    sw_chunk_t *c = t && out ? sw_table_lookup(t, (uint64_t)(uintptr_t)addr) : NULL;
+    app_handle_t *h = c ? c->alloc->app : NULL;
+    CUresult r = CUDA_SUCCESS;
+    if (h) {
+        h->refs++;
+        *out = h->key;
+    } else {
+        r = SW_CALL(cuMemRetainAllocationHandle, (out, addr));
+    }
+    sw_gate_unwr();
+    return r;
+}
+
+CUresult sw_app_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandle key)
+{
+    if (!any_handles())
+        return SW_CALL(cuMemGetAllocationPropertiesFromHandle, (prop, key));
+    sw_gate_wr();
+    app_handle_t *h = find(key);
+    if (h && prop)
+        *prop = h->prop;
+    sw_gate_unwr();
+    return h ? (prop ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE)
+             : SW_CALL(cuMemGetAllocationPropertiesFromHandle, (prop, key));
+}
+
+/* Brings an unmapped host handle to the device through a range of its
+ * own, as a move would (vmm.c): on failure it is where it was. */
+static CUresult promote_unmapped(app_handle_t *h)
+{
+    CUdeviceptr va;
+    CUresult r = sw_vmm_reserve(h->size, &va);
+    if (r != CUDA_SUCCESS)
+        return r;
+    sw_alloc_t a = {.va = va, .size = h->size, .reserved = h->size, .nchunks = 1,
+                    .dev_prop = &h->prop};
+    sw_chunk_t c = {.va = va, .size = h->size, .where = SW_ON_HOST, .handle = h->real,
+                    .alloc = &a, .slot = -1};
+    a.chunks = &c;
+    bool copied;
+    if ((r = sw_vmm_map(va, h->size, h->real)) == CUDA_SUCCESS) {
+        r = sw_vmm_move(&c, SW_ON_DEVICE, false, &copied);
+        sw_vmm_unmap(va, h->size);
+    }
+    sw_vmm_unreserve(va, h->size);
+    if (r == CUDA_SUCCESS) {
+        h->real = c.handle;
+        h->where = SW_ON_DEVICE;
+    }
+    return r;
+}
+
+static CUresult promote(app_handle_t *h)
+{
+    return h->mapping ? sw_move(&h->mapping->chunks[0], SW_ON_DEVICE) : promote_unmapped(h);
+}
+
+/* Exported memory is shared with whoever imports it: it goes to the
+ * device, over the budget if need be, and stays there. */
+static CUresult pin_on_device(app_handle_t *h)
+{
+    CUresult r = CUDA_SUCCESS;
+    sw_where_t where;
+    real_of(h, &where);
+    if (where == SW_ON_HOST) {
+        bool synced = false;
+        sw_room_for(h->size, &synced); /* else over the budget: it must go */
+        if (!synced && (r = sw_safe_sync()) != CUDA_SUCCESS)
+            return r;
+        r = promote(h);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(h->size, &synced) > 0) {
+            sw_pool_drain(SW_ON_DEVICE);
+            r = promote(h);
+        }
+        if (r == CUDA_SUCCESS && !h->mapping) {
+            sw_stat_add(SW_STAT_host_bytes, -(int64_t)h->size);
+            sw_stat_add(SW_STAT_device_bytes, (int64_t)h->size);
+        }
+    }
+    if (r == CUDA_SUCCESS)
+        pin(h);
+    return r;
+}
+
+CUresult sw_app_export(void *shareable, CUmemGenericAllocationHandle key,
+                       CUmemAllocationHandleType type, unsigned long long flags)
+{
+    if (!any_handles())
+        return SW_CALL(cuMemExportToShareableHandle, (shareable, key, type, flags));
+    sw_gate_wr();
+    app_handle_t *h = find(key);
+    sw_where_t where;
+    CUresult r = h ? pin_on_device(h) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        r = SW_CALL(cuMemExportToShareableHandle,
+                    (shareable, h ? real_of(h, &where) : key, type, flags));
+    sw_gate_unwr();
+    return r;
+}

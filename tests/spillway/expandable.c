@@ -1,0 +1,219 @@
+/*
+ * swt-expandable: an application that manages its own VMM the way
+ * PyTorch's expandable segments do (CUDACachingAllocator's
+ * ExpandableSegment), on simgpu's built-in kernels.
+ *
+ *   - one large reservation, grown by creating 20 MiB handles (asking
+ *     for POSIX file descriptor export, as PyTorch does) and mapping each
+ *     at the end of what is mapped, with cuMemSetAccess after;
+ *   - a tensor that spans two segments;
+ *   - shrunk by unmapping and releasing the last segments, then grown
+ *     again at the same addresses with new handles;
+ *   - cuMemRetainAllocationHandle and
+ *     cuMemGetAllocationPropertiesFromHandle on a mapped address;
+ *   - one handle exported (cuMemExportToShareableHandle), one mapped at a
+ *     second address too, written through one and read through the other.
+ * Every segment is checksummed on the device after each phase and
+ * checked against the host; the checksums make the "result:" line, which
+ * must be the same plain and under spillway (tests/cudart/run.sh).
+ * Exit 0 right answers, 1 a wrong one, 2 a CUDA error (its message
+ * printed: "out of memory" when the footprint does not fit).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda.h>
+
+#define MIB (1024ull * 1024ull)
+#define SEG (20 * MIB)
+#define NSEG 4
+
+static CUfunction fill, checksum;
+static CUdeviceptr sums;
+static uint64_t result = 0xcbf29ce484222325ull;
+
+#define CK(call)                                                                    \
+    do {                                                                            \
+        CUresult e_ = (call);                                                       \
+        if (e_ != CUDA_SUCCESS) {                                                   \
+            const char *s_ = NULL;                                                  \
+            cuGetErrorString(e_, &s_);                                              \
+            fprintf(stderr, "expandable:%d: %s: %s\n", __LINE__, #call, s_ ? s_ : "?"); \
+            exit(2);                                                                \
+        }                                                                           \
+    } while (0)
+
+static void fill_words(CUdeviceptr p, uint32_t value, uint64_t bytes)
+{
+    uint64_t n = bytes / 4;
+    void *params[] = {&p, &value, &n};
+    CK(cuLaunchKernel(fill, 64, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+}
+
+/* The FNV-1a 64 of [p, +bytes), taken on the device. */
+static uint64_t device_sum(CUdeviceptr p, uint64_t bytes)
+{
+    void *params[] = {&p, &bytes, &sums};
+    uint64_t v;
+    CK(cuLaunchKernel(checksum, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CK(cuMemcpyDtoH(&v, sums, sizeof v));
+    return v;
+}
+
+/* The same of `bytes` bytes of words equal to value, on the host. */
+static uint64_t host_sum(uint32_t value, uint64_t bytes)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (uint64_t i = 0; i < bytes; i++) {
+        h ^= (value >> (8 * (i % 4))) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static int check(const char *what, CUdeviceptr p, uint64_t bytes, uint32_t value)
+{
+    uint64_t got = device_sum(p, bytes), want = host_sum(value, bytes);
+    result = (result ^ got) * 0x100000001b3ull;
+    if (got == want)
+        return 0;
+    fprintf(stderr, "expandable: %s: checksum %016llx, want %016llx\n", what,
+            (unsigned long long)got, (unsigned long long)want);
+    return 1;
+}
+
+static CUmemAllocationProp seg_prop(void)
+{
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = 0;
+    p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return p;
+}
+
+static void map_segment(CUdeviceptr at, CUmemGenericAllocationHandle *h)
+{
+    CUmemAllocationProp p = seg_prop();
+    CUmemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = 0;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CK(cuMemCreate(h, SEG, &p, 0));
+    CK(cuMemMap(at, SEG, 0, *h, 0));
+    CK(cuMemSetAccess(at, SEG, &d, 1));
+}
+
+static void unmap_segment(CUdeviceptr at, CUmemGenericAllocationHandle h)
+{
+    CK(cuCtxSynchronize()); /* PyTorch synchronizes before it unmaps */
+    CK(cuMemUnmap(at, SEG));
+    CK(cuMemRelease(h));
+}
+
+static int check_all(const char *phase, CUdeviceptr base, const uint32_t *value)
+{
+    int bad = 0;
+    char what[64];
+    for (int i = 0; i < NSEG; i++) {
+        snprintf(what, sizeof what, "%s, segment %d", phase, i);
+        bad |= check(what, base + i * SEG, SEG, value[i]);
+    }
+    return bad;
+}
+
+/* Retain answers the handle that was created, with its properties. */
+static int check_handle(CUdeviceptr at, CUmemGenericAllocationHandle want)
+{
+    CUmemGenericAllocationHandle got;
+    CUmemAllocationProp p, w = seg_prop();
+    CK(cuMemRetainAllocationHandle(&got, (void *)(uintptr_t)(at + 5 * MIB)));
+    CK(cuMemGetAllocationPropertiesFromHandle(&p, got));
+    CK(cuMemRelease(got));
+    if (got == want && p.requestedHandleTypes == w.requestedHandleTypes &&
+        p.location.type == w.location.type && p.type == w.type)
+        return 0;
+    fprintf(stderr, "expandable: retain answered handle %llx (created %llx), handle types %d\n",
+            (unsigned long long)got, (unsigned long long)want, (int)p.requestedHandleTypes);
+    return 1;
+}
+
+int main(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&dev, 0));
+    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CK(cuCtxSetCurrent(ctx));
+    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    CK(cuModuleGetFunction(&fill, mod, "sg_fill_u32"));
+    CK(cuModuleGetFunction(&checksum, mod, "sg_checksum_u64"));
+    CK(cuMemAlloc(&sums, sizeof(uint64_t)));
+
+    CUdeviceptr base;
+    CUmemGenericAllocationHandle h[NSEG];
+    uint32_t value[NSEG];
+    CK(cuMemAddressReserve(&base, 16 * SEG, 0, 0, 0));
+    int bad = 0;
+
+    /* Grow, a segment at a time, each filled as it comes. */
+    for (int i = 0; i < NSEG; i++) {
+        map_segment(base + i * SEG, &h[i]);
+        fill_words(base + i * SEG, value[i] = 100 + i, SEG);
+    }
+    bad |= check_all("grown", base, value);
+    /* A tensor across the boundary of segments 1 and 2. */
+    fill_words(base + SEG + SEG / 2, 7, SEG);
+    bad |= check("across two segments", base + SEG + SEG / 2, SEG, 7);
+    value[1] = value[2] = 0; /* now mixed: checked whole below */
+    bad |= check_handle(base, h[0]);
+
+    /* Shrink by two segments, grow again at the same addresses. */
+    for (int i = NSEG - 1; i >= NSEG - 2; i--)
+        unmap_segment(base + i * SEG, h[i]);
+    for (int i = NSEG - 2; i < NSEG; i++) {
+        map_segment(base + i * SEG, &h[i]);
+        fill_words(base + i * SEG, value[i] = 200 + i, SEG);
+    }
+    fill_words(base + SEG, value[1] = 300, SEG);
+    bad |= check_all("regrown", base, value);
+    bad |= check_handle(base + 3 * SEG, h[3]);
+
+    /* Export one handle; map another at a second address. */
+    int fd = -1;
+    CK(cuMemExportToShareableHandle(&fd, h[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    close(fd);
+    CUdeviceptr alias;
+    CUmemAccessDesc d;
+    memset(&d, 0, sizeof d);
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CK(cuMemAddressReserve(&alias, SEG, 0, 0, 0));
+    CK(cuMemMap(alias, SEG, 0, h[2], 0));
+    CK(cuMemSetAccess(alias, SEG, &d, 1));
+    /* Written through one address, read through the other, while the
+     * other segments keep moving in and out. */
+    for (uint32_t pass = 0; pass < 3; pass++) {
+        fill_words(alias, value[2] = 40 + pass, SEG);
+        bad |= check_all("written through the alias", base, value);
+        fill_words(base + 2 * SEG, value[2] = 50 + pass, SEG);
+        bad |= check("read through the alias", alias, SEG, value[2]);
+    }
+
+    CK(cuCtxSynchronize());
+    CK(cuMemUnmap(alias, SEG));
+    CK(cuMemAddressFree(alias, SEG));
+    for (int i = NSEG - 1; i >= 0; i--)
+        unmap_segment(base + i * SEG, h[i]);
+    CK(cuMemAddressFree(base, 16 * SEG));
+    CK(cuMemFree(sums));
+    printf("result: %016llx\n", (unsigned long long)result);
+    return bad;
+}
