@@ -11,7 +11,9 @@
  * application get the driver's CUDA_ERROR_OUT_OF_MEMORY, with nothing
  * leaked. Allocations made during a stream capture, below MIN_ALLOC, on
  * another device than the tracked one, or while VMM is unusable pass
- * through untouched.
+ * through untouched, counted by route (untracked.c). The stream-ordered
+ * allocator (ordered.c) and the application's own handles (appvmm.c) come
+ * through here too.
  */
 #include "mech.h"
 

@@ -170,8 +170,9 @@ size_t sw_policy_victims_learned(const sw_table_t *t, uint64_t need, uint64_t no
 
 sw_verdict_t sw_policy_on_touch(const sw_chunk_t *c, uint64_t device_free, bool capturing)
 {
-    /* Promoting needs a device synchronization, which a capture forbids. */
-    if (capturing || device_free < c->size)
+    /* Promoting needs a device synchronization, which a capture forbids;
+     * a fixed chunk never moves. */
+    if (capturing || device_free < c->size || c->fixed)
         return SW_VERDICT_ZERO_COPY;
     return SW_VERDICT_PROMOTE;
 }
@@ -254,7 +255,7 @@ sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint6
                                bool (*keep)(const sw_chunk_t *c, void *arg), void *arg)
 {
     uint64_t heat = sw_learn_heat(hot, now);
-    if (hot->where != SW_ON_HOST || sw_learn_state(hot)->uses < SW_HOT_USES)
+    if (hot->where != SW_ON_HOST || hot->fixed || sw_learn_state(hot)->uses < SW_HOT_USES)
         return NULL;
     displace_t d = {.hot = hot, .now = now, .keep = keep, .arg = arg};
     sw_table_each(t, find_coldest, &d);
@@ -268,7 +269,8 @@ static void find_unseen(sw_alloc_t *a, void *arg)
     sw_chunk_t **best = arg;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where == SW_ON_HOST && c->slot < 0 && c->pointed && sw_learn_state(c)->uses == 0 &&
+        if (c->where == SW_ON_HOST && c->slot < 0 && c->pointed && !c->fixed &&
+            sw_learn_state(c)->uses == 0 &&
             (!*best || c->va < (*best)->va))
             *best = c;
     }

@@ -256,6 +256,40 @@ START_TEST(policy_victims_never_take_a_resident_chunk)
 }
 END_TEST
 
+/* A fixed chunk (an application's handle mapped twice, or exported) is
+ * neither a victim, nor promoted, nor adopted. */
+START_TEST(policy_never_moves_a_fixed_chunk)
+{
+    sw_table_t *t = new_table();
+    sw_alloc_t *a = mk_even(BASE, 4, G);
+    for (uint32_t i = 0; i < 4; i++)
+        set_use(&a->chunks[i], 1 + i, 1);
+    a->chunks[0].fixed = true; /* the coldest */
+    a->chunks[3].where = SW_ON_HOST;
+    a->chunks[3].fixed = true;
+    a->chunks[3].pointed = true;
+    a->chunks[3].uses = 0;
+    insert(t, a);
+    keep_set_t *k = unit_keep_none();
+    sw_chunk_t *out[8];
+    uint64_t freed;
+    size_t n = victims(t, 100 * G, k, out, 8, &freed);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(!unit_contains(out, n, &a->chunks[0]));
+    n = sw_policy_victims_learned(t, 100 * G, 10, NULL, NULL, out, 8, &freed);
+    ck_assert_uint_eq(n, 2);
+    ck_assert(!unit_contains(out, n, &a->chunks[0]));
+    ck_assert_int_eq(sw_policy_on_touch(&a->chunks[3], 100 * G, false), SW_VERDICT_ZERO_COPY);
+    ck_assert_ptr_null(sw_policy_unseen(t));
+    a->chunks[3].fixed = false;
+    ck_assert_ptr_eq(sw_policy_unseen(t), &a->chunks[3]);
+    ck_assert_int_eq(sw_policy_on_touch(&a->chunks[3], 100 * G, false), SW_VERDICT_PROMOTE);
+    sw_table_free(t);
+    unit_free_alloc(a);
+    free(k);
+}
+END_TEST
+
 /* --- victims: how many ------------------------------------------------- */
 
 START_TEST(policy_victims_stops_as_soon_as_need_is_met)
@@ -632,5 +666,6 @@ Suite *policy_suite(void)
     add_case(s, policy_on_touch_promotes_when_room_exactly_fits);
     add_case(s, policy_on_touch_zero_copy_while_capturing);
     add_case(s, policy_on_touch_zero_copy_without_room);
+    add_case(s, policy_never_moves_a_fixed_chunk);
     return s;
 }
