@@ -3,8 +3,10 @@
  * differential runs: the same seed all-resident and under spillway must
  * print the same line.
  *
- *   sg-diff [--seed N] [--ops N] [--cap MiB] [--route direct|loader] [--trace]
+ *   sg-diff [--seed N] [--ops N] [--cap MiB] [--route direct|loader] [--slices]
+ *           [--trace]
  *
+ * --slices gives kernels any range instead of tensors (diff.h).
  * --trace prints each operation's number on stderr (with SIMGPU_TRACE=1,
  * the calls it made follow it).
  * --seed (1) picks the sequence, --ops (300) its length, --cap (64) the
@@ -38,6 +40,7 @@ typedef struct {
     uint64_t cap_mib;
     bool loader;
     bool trace; /* each operation's number on stderr, for SIMGPU_TRACE */
+    bool slices;
 } opts_t;
 
 int diff_cuda_fail(diff_t *st, CUresult rc, const char *call)
@@ -50,7 +53,8 @@ int diff_cuda_fail(diff_t *st, CUresult rc, const char *call)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: sg-diff [--seed N] [--ops N] [--cap MiB] [--route direct|loader] [--trace]\n");
+    fprintf(stderr, "usage: sg-diff [--seed N] [--ops N] [--cap MiB] [--route direct|loader] "
+                    "[--slices] [--trace]\n");
     return DIFF_USAGE;
 }
 
@@ -70,8 +74,8 @@ static int parse(int argc, char **argv, opts_t *o)
     *o = (opts_t){.seed = 1, .ops = 300, .cap_mib = 64};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(arg, "--trace") == 0) {
-            o->trace = true;
+        if (strcmp(arg, "--trace") == 0 || strcmp(arg, "--slices") == 0) {
+            *(arg[2] == 't' ? &o->trace : &o->slices) = true;
             continue;
         }
         if (!val)
@@ -216,6 +220,7 @@ int main(int argc, char **argv)
     st->hash = 0xCBF29CE484222325ull;
     st->cap = o.cap_mib << 20;
     st->trace = o.trace;
+    st->slices = o.slices;
     snprintf(st->where, sizeof st->where, "setup");
     rc = setup(st, o.loader);
     for (int i = 0; i < o.ops && rc == DIFF_OK; i++) {
@@ -234,10 +239,11 @@ int main(int argc, char **argv)
     if (rc != DIFF_OK)
         return rc;
     const uint64_t *c = st->counts;
-    printf("diff: seed=%llu ops=%d launches=%llu allocs=%llu frees=%llu htod=%llu dtoh=%llu "
+    printf("diff: seed=%llu ops=%d%s launches=%llu allocs=%llu frees=%llu htod=%llu dtoh=%llu "
            "dtod=%llu memsets=%llu queries=%llu captures=%llu replays=%llu live=%d bytes=%llu "
            "checksum=0x%016llx\n",
-           (unsigned long long)o.seed, o.ops, (unsigned long long)c[0], (unsigned long long)c[1],
+           (unsigned long long)o.seed, o.ops, o.slices ? " slices" : "", (unsigned long long)c[0],
+           (unsigned long long)c[1],
            (unsigned long long)c[2], (unsigned long long)c[3], (unsigned long long)c[4],
            (unsigned long long)c[5], (unsigned long long)c[6], (unsigned long long)c[7],
            (unsigned long long)c[8], (unsigned long long)c[9], live, (unsigned long long)bytes,

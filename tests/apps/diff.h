@@ -23,7 +23,10 @@
  *     when the program synchronizes their stream, in issue order;
  *   - kernels are given only tensor starts (a buffer is cut into a few
  *     tensors when it is made) and stay inside the tensor, as a program's
- *     kernels do; copies, memsets and queries take any range;
+ *     kernels do; copies, memsets and queries take any range. With
+ *     --slices kernels take any range too: pointers into the middle of
+ *     what other kernels were given, reads past them (right under
+ *     spillway only without argument rewriting);
  *   - device addresses never enter the checksum: pointer tables are
  *     buffers of their own, never read back, and pointer queries are
  *     folded as offsets from the allocation's base.
@@ -125,6 +128,7 @@ typedef struct {
     uint64_t counts[32]; /* operations done, by kind (diff.c) */
     int op;              /* the operation under way, from 0 */
     bool trace;          /* --trace: operations, touches, launches on stderr */
+    bool slices;         /* --slices: kernels take any range, not tensors */
     char where[160];     /* the failed call's context */
 } diff_t;
 

@@ -428,11 +428,27 @@ int diff_transfer_on(diff_t *st, int s)
 
 /* ---- kernels ---- */
 
+/* With --slices: any word of a buffer of at least min bytes, up to the
+ * buffer's end. */
+static diff_buf_t *pick_slice(diff_t *st, uint64_t min, const diff_buf_t *not, CUdeviceptr *p,
+                              uint64_t *len)
+{
+    diff_buf_t *b = pick_buf(st, min, not);
+    if (!b)
+        return NULL;
+    uint64_t off = diff_range(st, 0, (b->bytes - min) / 4) * 4;
+    *p = b->ptr + off;
+    *len = b->bytes - off;
+    return b;
+}
+
 /* A tensor of at least min bytes in a buffer other than not: its buffer
  * (NULL when there is none), start and length. */
 static diff_buf_t *pick_tensor(diff_t *st, uint64_t min, const diff_buf_t *not, CUdeviceptr *p,
                                uint64_t *len)
 {
+    if (st->slices)
+        return pick_slice(st, min, not, p, len);
     if (st->nbufs == 0)
         return NULL;
     int start = (int)diff_range(st, 0, (uint64_t)st->nbufs - 1);
