@@ -4,9 +4,12 @@
  * print the same line.
  *
  *   sg-diff [--seed N] [--ops N] [--cap MiB] [--route direct|loader] [--slices]
- *           [--trace]
+ *           [--loops] [--trace]
  *
  * --slices gives kernels any range instead of tensors (diff.h).
+ * --loops adds loops (diff_ops.c): a few launches on fixed operands run
+ * several times in a row, so ranges recur and the learned policy streams
+ * them eagerly; without it the sequence of a seed is what it always was.
  * --trace prints each operation's number on stderr (with SIMGPU_TRACE=1,
  * the calls it made follow it).
  * --seed (1) picks the sequence, --ops (300) its length, --cap (64) the
@@ -14,7 +17,8 @@
  * buffers first). It prints one line:
  *
  *   diff: seed=1 ops=300 launches=.. allocs=.. frees=.. htod=.. dtoh=..
- *   dtod=.. memsets=.. queries=.. captures=.. replays=.. live=.. bytes=..
+ *   dtod=.. memsets=.. queries=.. captures=.. replays=.. loops=.. live=..
+ *   bytes=..
  *   checksum=0x...
  *
  * The checksum (FNV-1a 64) covers every byte read back during the run,
@@ -41,6 +45,7 @@ typedef struct {
     bool loader;
     bool trace; /* each operation's number on stderr, for SIMGPU_TRACE */
     bool slices;
+    bool loops;
 } opts_t;
 
 int diff_cuda_fail(diff_t *st, CUresult rc, const char *call)
@@ -54,7 +59,7 @@ int diff_cuda_fail(diff_t *st, CUresult rc, const char *call)
 static int usage(void)
 {
     fprintf(stderr, "usage: sg-diff [--seed N] [--ops N] [--cap MiB] [--route direct|loader] "
-                    "[--slices] [--trace]\n");
+                    "[--slices] [--loops] [--trace]\n");
     return DIFF_USAGE;
 }
 
@@ -74,8 +79,9 @@ static int parse(int argc, char **argv, opts_t *o)
     *o = (opts_t){.seed = 1, .ops = 300, .cap_mib = 64};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(arg, "--trace") == 0 || strcmp(arg, "--slices") == 0) {
-            *(arg[2] == 't' ? &o->trace : &o->slices) = true;
+        if (strcmp(arg, "--trace") == 0 || strcmp(arg, "--slices") == 0 ||
+            strcmp(arg, "--loops") == 0) {
+            *(arg[2] == 't' ? &o->trace : arg[2] == 's' ? &o->slices : &o->loops) = true;
             continue;
         }
         if (!val)
@@ -160,8 +166,10 @@ static int step(diff_t *st)
         return diff_op_dtod(st);
     if (r < 52)
         return diff_op_memset(st);
-    if (r < 77)
+    if (r < 71 || (r < 77 && !st->loops))
         return diff_op_kernel(st);
+    if (r < 77)
+        return diff_op_loop(st);
     if (r < 82)
         return diff_op_query(st);
     if (r < 85)
@@ -221,6 +229,7 @@ int main(int argc, char **argv)
     st->cap = o.cap_mib << 20;
     st->trace = o.trace;
     st->slices = o.slices;
+    st->loops = o.loops;
     snprintf(st->where, sizeof st->where, "setup");
     rc = setup(st, o.loader);
     for (int i = 0; i < o.ops && rc == DIFF_OK; i++) {
@@ -239,14 +248,15 @@ int main(int argc, char **argv)
     if (rc != DIFF_OK)
         return rc;
     const uint64_t *c = st->counts;
-    printf("diff: seed=%llu ops=%d%s launches=%llu allocs=%llu frees=%llu htod=%llu dtoh=%llu "
-           "dtod=%llu memsets=%llu queries=%llu captures=%llu replays=%llu live=%d bytes=%llu "
-           "checksum=0x%016llx\n",
-           (unsigned long long)o.seed, o.ops, o.slices ? " slices" : "", (unsigned long long)c[0],
-           (unsigned long long)c[1],
-           (unsigned long long)c[2], (unsigned long long)c[3], (unsigned long long)c[4],
-           (unsigned long long)c[5], (unsigned long long)c[6], (unsigned long long)c[7],
-           (unsigned long long)c[8], (unsigned long long)c[9], live, (unsigned long long)bytes,
+    printf("diff: seed=%llu ops=%d%s%s launches=%llu allocs=%llu frees=%llu htod=%llu dtoh=%llu "
+           "dtod=%llu memsets=%llu queries=%llu captures=%llu replays=%llu loops=%llu live=%d "
+           "bytes=%llu checksum=0x%016llx\n",
+           (unsigned long long)o.seed, o.ops, o.slices ? " slices" : "", o.loops ? " loops" : "",
+           (unsigned long long)c[0],
+           (unsigned long long)c[1], (unsigned long long)c[2], (unsigned long long)c[3],
+           (unsigned long long)c[4], (unsigned long long)c[5], (unsigned long long)c[6],
+           (unsigned long long)c[7], (unsigned long long)c[8], (unsigned long long)c[9],
+           (unsigned long long)c[10], live, (unsigned long long)bytes,
            (unsigned long long)st->hash);
     return DIFF_OK;
 }

@@ -129,6 +129,7 @@ typedef struct {
     int op;              /* the operation under way, from 0 */
     bool trace;          /* --trace: operations, touches, launches on stderr */
     bool slices;         /* --slices: kernels take any range, not tensors */
+    bool loops;          /* --loops: diff_op_loop among the operations */
     char where[160];     /* the failed call's context */
 } diff_t;
 
@@ -176,6 +177,7 @@ int diff_op_dtod(diff_t *st);
 int diff_op_memset(diff_t *st);
 int diff_op_kernel(diff_t *st);
 int diff_op_query(diff_t *st);
+int diff_op_loop(diff_t *st);
 /* Frees the eager launches' pointer tables (the caller synchronizes). */
 int diff_free_tables(diff_t *st);
 /* Frees buffer i of the table (it must have no graph_refs). */

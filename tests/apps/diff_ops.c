@@ -669,6 +669,64 @@ int diff_kernel_on(diff_t *st, int s)
     }
 }
 
+/* One launch of a loop's body: fixed operands, replayed as they are. */
+typedef struct {
+    int kind; /* K_GEMV, K_RELU or K_AXPY */
+    int s;
+    diff_mv_t m; /* gemv's operands; relu and axpy use x (read) and y */
+    uint64_t n;
+    float a;
+} loop_step_t;
+
+static bool loop_step_new(diff_t *st, loop_step_t *p)
+{
+    p->s = (int)diff_range(st, 0, DIFF_STREAMS - 1);
+    p->kind = (int)diff_range(st, 0, 2) == 0 ? K_RELU : diff_chance(st, 50) ? K_GEMV : K_AXPY;
+    p->a = (float)((int)diff_range(st, 0, 8) - 4) / 8.0f;
+    if (!pick_mv(st, &p->m, 256, 1))
+        return false;
+    p->n = p->kind == K_GEMV ? 0 : prefix_words(st, 4ull * p->m.rows) ;
+    return true;
+}
+
+static int loop_step_run(diff_t *st, loop_step_t *p)
+{
+    int rc = p->kind == K_GEMV ? touch_mv(st, p->s, &p->m) : diff_touch(st, p->s, p->m.yb);
+    if (rc == DIFF_OK && p->kind == K_AXPY)
+        rc = diff_touch(st, p->s, p->m.xb);
+    if (rc != DIFF_OK)
+        return rc;
+    if (p->kind == K_GEMV) {
+        void *q[] = {&p->m.W, &p->m.x, &p->m.y, &p->m.rows, &p->m.cols};
+        return LAUNCH(st, gemv, p->m.rows, p->s, q);
+    }
+    if (p->kind == K_RELU) {
+        void *q[] = {&p->m.y, &p->n};
+        return LAUNCH(st, relu, p->n, p->s, q);
+    }
+    uint64_t n = p->n < p->m.cols ? p->n : p->m.cols; /* x holds cols words */
+    void *q[] = {&p->a, &p->m.x, &p->m.y, &n};
+    return LAUNCH(st, axpy, n, p->s, q);
+}
+
+/* A loop, as a model's steps are: two to six launches on fixed operands,
+ * run three to eight times in a row, so ranges recur with a period and the
+ * learned policy streams them eagerly (elsewhere only captures are
+ * streamed: a random sequence has no period). */
+int diff_op_loop(diff_t *st)
+{
+    loop_step_t body[6];
+    int n = (int)diff_range(st, 2, 6), k = 0;
+    for (int i = 0; i < n; i++)
+        k += loop_step_new(st, &body[k]);
+    int times = (int)diff_range(st, 3, 8), rc = DIFF_OK;
+    st->counts[10]++;
+    for (int t = 0; t < times && rc == DIFF_OK; t++)
+        for (int i = 0; i < k && rc == DIFF_OK; i++)
+            rc = loop_step_run(st, &body[i]);
+    return rc;
+}
+
 int diff_op_kernel(diff_t *st)
 {
     return diff_kernel_on(st, pick_stream(st));

@@ -8,7 +8,8 @@
 #   e.g. tests/spillway/diff.sh build 1 500            (a long run)
 #        tests/spillway/diff.sh build 17 17 tiny      (one seed, one mode)
 # Environment: DIFF_OPS (operations per run, 300), DIFF_CAP (live data
-# bytes at most, MiB, 64). The GPU the modes leave is 3/8 of the cap, far
+# bytes at most, MiB, 64), DIFF_EXTRA (more sg-diff options for every
+# run, such as --loops). The GPU the modes leave is 3/8 of the cap, far
 # below the footprint. Exits 0 when every run agreed, 1 otherwise; each
 # failure is printed with the command that reproduces it.
 #
@@ -33,7 +34,7 @@ set -u
 build=$(cd "$1" && pwd) first=$2 last=$3
 shift 3
 modes=${*:-oom lru learned tiny jitter remap}
-ops=${DIFF_OPS:-300} cap=${DIFF_CAP:-64}
+ops=${DIFF_OPS:-300} cap=${DIFF_CAP:-64} all=${DIFF_EXTRA:-}
 gpu=$((cap * 3 / 8))MiB
 prog=$build/tests/apps/sg-diff
 lib=$build/src/libspillway.so
@@ -76,11 +77,11 @@ run() {
     route=direct
     [ "$mode" = learned ] && route=loader
     rm -f "$tmp/sg.json" "$tmp/sw.json"
-    cmd="env LD_LIBRARY_PATH=$simgpu $preload $settings $prog --seed $seed --ops $ops --cap $cap --route $route $extra"
+    cmd="env LD_LIBRARY_PATH=$simgpu $preload $settings $prog --seed $seed --ops $ops --cap $cap --route $route $extra $all"
     # shellcheck disable=SC2086 # one word a setting
     env SIMGPU_REPORT="$tmp/sg.json" SPILLWAY_REPORT="$tmp/sw.json" SPILLWAY_STATS_DIR="$tmp/stats" \
         LD_LIBRARY_PATH="$simgpu" $preload $settings \
-        "$prog" --seed "$seed" --ops "$ops" --cap "$cap" --route "$route" $extra \
+        "$prog" --seed "$seed" --ops "$ops" --cap "$cap" --route "$route" $extra $all \
         >"$tmp/$mode$extra.line" 2>"$tmp/err"
     rc=$?
     why=""
