@@ -104,7 +104,7 @@ static struct {
     CUstream cst;        /* spillway's stream for captures, made on first use */
     CUstream origin;     /* the capturing stream the window serves, or NULL */
     bool cst_in;         /* cst joined that capture: it must rejoin the origin */
-    bool dirty;          /* in it, a home was written in place since cst last joined */
+    bool dirty;          /* in it, since cst last joined: a home written in place, or a copy dropped */
     bool graphs;         /* some graph holds copies: replays take turns */
     CUevent replayed;    /* after the latest such replay */
     CUevent done;        /* after the latest evictions, for others to wait on */
@@ -393,6 +393,11 @@ static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, CUstream s)
             if (e->reader[k] != s && r->cuStreamWaitEvent(s, e->read[k], 0) != CUDA_SUCCESS)
                 return false;
         drop_entry(e);
+        /* Its space is free at once, but only s waited for its readers.
+         * An eager fill waits for every application stream (after_app);
+         * in a capture, cst must rejoin the origin before its next fill,
+         * or a fill into this space races with the launch reading it. */
+        w.dirty |= w.origin != NULL;
     }
     return true;
 }

@@ -71,7 +71,20 @@
       2000, 0)                                                                 \
     X(EventElapsedTime, PFN_cuEventElapsedTime_v12080, cuEventElapsedTime,     \
       12080, 0)                                                                \
-    X(EventDestroy, PFN_cuEventDestroy_v4000, cuEventDestroy, 4000, 0)
+    X(EventDestroy, PFN_cuEventDestroy_v4000, cuEventDestroy, 4000, 0)         \
+    X(CtxSynchronize, PFN_cuCtxSynchronize_v2000, cuCtxSynchronize, 2000, 0)   \
+    X(MemcpyDtoD, PFN_cuMemcpyDtoD_v3020, cuMemcpyDtoD, 3020, 0)               \
+    X(MemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020, cuMemcpyDtoDAsync, 3020, 0)\
+    X(MemsetD8, PFN_cuMemsetD8_v3020, cuMemsetD8, 3020, 0)                     \
+    X(MemsetD32, PFN_cuMemsetD32_v3020, cuMemsetD32, 3020, 0)                  \
+    X(MemsetD8Async, PFN_cuMemsetD8Async_v3020, cuMemsetD8Async, 3020, 0)      \
+    X(MemsetD32Async, PFN_cuMemsetD32Async_v3020, cuMemsetD32Async, 3020, 0)   \
+    X(MemAllocHost, PFN_cuMemAllocHost_v3020, cuMemAllocHost, 3020, 0)         \
+    X(MemFreeHost, PFN_cuMemFreeHost_v2000, cuMemFreeHost, 2000, 0)            \
+    X(MemGetAddressRange, PFN_cuMemGetAddressRange_v3020, cuMemGetAddressRange,\
+      3020, 0)                                                                 \
+    X(PointerGetAttribute, PFN_cuPointerGetAttribute_v4000,                    \
+      cuPointerGetAttribute, 4000, 0)
 
 /*
  * Reachable through the loader only: per-thread-default-stream variants

@@ -20,8 +20,19 @@
  *   forkrace   the same child, forked 20 times while a second thread
  *              allocates two 4 MiB buffers, writes and frees them in a
  *              loop, so that fork often finds spillway's locks held.
- * Exits 0, 1 when a child did not exit 0 (it says how), 2 on a CUDA error
- * in the parent.
+ *   forkexec   allocates three 4 MiB buffers, each filled with its own
+ *              byte, then forks a child that execs this program in mode
+ *              fresh, still preloaded (the environment is inherited), with
+ *              SPILLWAY_REPORT and SIMGPU_REPORT moved to <path>.child so
+ *              the two processes' reports can be told apart. After the
+ *              child exited 0 the parent prints "child_pid=N",
+ *              "parent_pid=N", "parent_stats=0|1", then checks every byte
+ *              of its buffers ("parent_data=ok" or exit 1) and frees them.
+ *   fresh      what the exec'd child runs: a process of its own that
+ *              allocates two 4 MiB buffers, fills and checks them, and
+ *              prints "fresh: ok stats=0|1" (its own stats file exists).
+ * Exits 0, 1 when a child did not exit 0 (it says how) or a byte was
+ * wrong, 2 on a CUDA error in the parent.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -185,10 +196,96 @@ static int forks(bool race)
     return bad;
 }
 
+/* Every byte of n bytes at p equals v. */
+static int check_bytes(CUdeviceptr p, size_t n, unsigned char v, const char *what)
+{
+    unsigned char *h = malloc(n);
+    if (!h)
+        return 2;
+    CUresult r = cuMemcpyDtoH(h, p, n);
+    size_t i = 0;
+    while (r == CUDA_SUCCESS && i < n && h[i] == v)
+        i++;
+    free(h);
+    if (r != CUDA_SUCCESS)
+        return fail("cuMemcpyDtoH", r);
+    if (i < n) {
+        printf("proc: %s byte %zu is wrong\n", what, i);
+        return 1;
+    }
+    return 0;
+}
+
+static int fresh(void)
+{
+    CUdeviceptr p[2];
+    for (int i = 0; i < 2; i++) {
+        CHECK(cuMemAlloc(&p[i], 4 * MIB));
+        CHECK(cuMemsetD8(p[i], (unsigned char)(0x50 + i), 4 * MIB));
+    }
+    int bad = 0;
+    for (int i = 0; i < 2 && !bad; i++)
+        bad = check_bytes(p[i], 4 * MIB, (unsigned char)(0x50 + i), "fresh buffer");
+    for (int i = 0; i < 2; i++)
+        CHECK(cuMemFree(p[i]));
+    char path[4096];
+    struct stat st;
+    if (!bad)
+        printf("fresh: ok stats=%d\n", stats_path(path, sizeof path) == 0 && stat(path, &st) == 0);
+    return bad;
+}
+
+/* In the child: the reports move to <path>.child, then this program again. */
+static void exec_fresh(void)
+{
+    static const char *const vars[] = {"SPILLWAY_REPORT", "SIMGPU_REPORT"};
+    char moved[2][4096];
+    for (int i = 0; i < 2; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && snprintf(moved[i], sizeof moved[i], "%s.child", v) < (int)sizeof moved[i])
+            setenv(vars[i], moved[i], 1);
+    }
+    execl("/proc/self/exe", "swt-proc", "fresh", (char *)NULL);
+    _exit(127);
+}
+
+static int forkexec(void)
+{
+    CUdeviceptr p[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK(cuMemAlloc(&p[i], 4 * MIB));
+        CHECK(cuMemsetD8(p[i], (unsigned char)(0x10 + i), 4 * MIB));
+    }
+    CHECK(cuCtxSynchronize());
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0)
+        exec_fresh();
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        printf("proc: the exec'd child failed (status 0x%x)\n", status);
+        return 1;
+    }
+    char path[4096];
+    struct stat st;
+    printf("child_pid=%d\nparent_pid=%d\n", (int)pid, (int)getpid());
+    printf("parent_stats=%d\n", stats_path(path, sizeof path) == 0 && stat(path, &st) == 0);
+    int bad = 0;
+    for (int i = 0; i < 3 && !bad; i++)
+        bad = check_bytes(p[i], 4 * MIB, (unsigned char)(0x10 + i), "parent buffer");
+    if (!bad)
+        printf("parent_data=ok\n");
+    for (int i = 0; i < 3; i++)
+        CHECK(cuMemFree(p[i]));
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: swt-proc scribble|fork|forkrace\n");
+        fprintf(stderr, "usage: swt-proc scribble|fork|forkrace|forkexec|fresh\n");
         return 2;
     }
     CUdevice dev;
@@ -203,6 +300,10 @@ int main(int argc, char **argv)
         return forks(false);
     if (strcmp(argv[1], "forkrace") == 0)
         return forks(true);
+    if (strcmp(argv[1], "forkexec") == 0)
+        return forkexec();
+    if (strcmp(argv[1], "fresh") == 0)
+        return fresh();
     fprintf(stderr, "swt-proc: unknown mode %s\n", argv[1]);
     return 2;
 }

@@ -10,7 +10,9 @@
  *   - The stats file is a mirror: scribbling on it changes no budget.
  *   - fork (fork.c, stats.c): a child that calls CUDA gets the driver's
  *     own answers, promptly, even when fork found spillway's locks held;
- *     its exit leaves the parent's report and stats file alone.
+ *     its exit leaves the parent's report and stats file alone; a child
+ *     that execs a CUDA program, still preloaded, starts clean: its own
+ *     stats, report and budget, and the parent undisturbed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +243,47 @@ START_TEST(fork_while_another_thread_allocates_never_hangs_the_child)
 }
 END_TEST
 
+/* A child that execs a CUDA program, still preloaded, is a process of its
+ * own: its spillway starts from nothing (its own budget, stats file and
+ * report, none of the parent's allocations), works (its memory demoted
+ * under the budget, its bytes right), and leaves the parent's memory,
+ * stats file and report alone. Under a 6 MiB budget the parent holds
+ * 12 MiB and the child 8 MiB, so both demote. */
+START_TEST(fork_exec_child_starts_clean)
+{
+    const char *env[] = {"SPILLWAY_GPU_BUDGET=6MiB", "SPILLWAY_CHUNK=2MiB",
+                         "SPILLWAY_PREFETCH_BYTES=0", NULL};
+    const char *argv[] = {swt_path("SWT_PROC"), "forkexec", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_status(&r, 0);
+    swt_assert_clean(&r);
+    ck_assert_msg(swt_file_has(r.out, "fresh: ok stats=1"), "%s", swt_describe(&r));
+    ck_assert_msg(swt_file_has(r.out, "parent_data=ok"), "%s", swt_describe(&r));
+    ck_assert_msg(probe_flag(&r, "parent_stats") == 1, "%s", swt_describe(&r));
+    /* The parent's report: its own three buffers, nothing of the child. */
+    ck_assert_uint_eq(swt_sw(&r, "pid"), probe_flag(&r, "parent_pid"));
+    ck_assert_uint_eq(swt_sw(&r, "tracked_allocs_peak"), 3);
+    ck_assert_msg(swt_sw(&r, "demotions") > 0, "%s", swt_describe(&r));
+    /* The child's: two buffers, its own demotions, a clean simgpu. */
+    swt_run_t c = r;
+    ck_assert_int_lt(snprintf(c.sw_report, sizeof c.sw_report, "%s.child", r.sw_report),
+                     (int)sizeof c.sw_report);
+    ck_assert_int_lt(snprintf(c.sg_report, sizeof c.sg_report, "%s.child", r.sg_report),
+                     (int)sizeof c.sg_report);
+    ck_assert_msg(swt_exists(c.sw_report), "the exec'd child wrote no report: %s",
+                  swt_describe(&r));
+    ck_assert_uint_eq(swt_sw(&c, "pid"), probe_flag(&r, "child_pid"));
+    ck_assert_uint_eq(swt_sw(&c, "tracked_allocs_peak"), 2);
+    ck_assert_uint_eq(swt_sw(&c, "tracked_allocs"), 0);
+    ck_assert_msg(swt_sw(&c, "demotions") > 0, "the child's budget did nothing: %s",
+                  swt_describe(&r));
+    swt_assert_clean(&c);
+    /* Both stats files removed at their exits. */
+    ck_assert_int_eq(swt_dir_entries(r.stats_dir), 0);
+}
+END_TEST
+
 Suite *process_suite(void)
 {
     Suite *s = suite_create("process");
@@ -258,6 +301,7 @@ Suite *process_suite(void)
     tcase_add_test(tc, fork_child_gets_the_drivers_answers);
     tcase_add_test(tc, fork_child_leaves_the_parents_report_and_stats_file);
     tcase_add_test(tc, fork_while_another_thread_allocates_never_hangs_the_child);
+    tcase_add_test(tc, fork_exec_child_starts_clean);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -4,7 +4,8 @@
  * 3-5 MiB vectors while one thread's allocation demotes another's chunks:
  * the gate and the synchronization of vmm.c's safety rule must hold across
  * threads. A wrong value makes sg-mt exit 1; an unmap under queued work
- * shows as a hazard (or a fault) in simgpu's report.
+ * shows as a hazard (or a fault) in simgpu's report. The stress case
+ * runs sixteen threads for a few seconds under a tight budget and jitter.
  */
 #include "swt.h"
 
@@ -65,6 +66,30 @@ START_TEST(threads_stay_within_a_gpu_budget_under_jitter)
 }
 END_TEST
 
+/* The stress run: 16 threads, each allocating 3-5 MiB vectors, filling
+ * them by kernel or by a copy from the host, computing, copying device to
+ * device and back, and freeing, on its own stream, for 3 seconds, with
+ * random delays before every stream operation. 16 threads keep up to
+ * 13 MiB each (their long-lived buffer and two vectors), 200 MiB in all,
+ * under a 32 MiB budget: moves, promotions and the window run all the
+ * time. Every value is checked (sg-mt exits 1 on the first wrong one). */
+START_TEST(sixteen_threads_under_a_tight_budget_with_jitter)
+{
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_CHUNK=2MiB",
+                         "SIMGPU_JITTER=100", "SIMGPU_SEED=16", NULL};
+    const char *argv[] = {swt_path("SWT_MT"), "--threads", "16", "--seconds", "3", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    assert_mt_ok(&r);
+    ck_assert_msg(swt_file_has(r.out, "iterations="), "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "demotions") > 0, "no demotion: %s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "promotions") > 0 || swt_sw(&r, "bytes_streamed") > 0,
+                  "nothing came back to the GPU: %s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "device_bytes_peak") <= 32 * SWT_MIB,
+                  "device_bytes_peak over budget: %s", swt_describe(&r));
+}
+END_TEST
+
 /* The control: the threads' memory does not fit without spillway. */
 START_TEST(without_spillway_threads_run_out_of_memory)
 {
@@ -85,6 +110,7 @@ Suite *threads_suite(void)
     tcase_add_test(tc, threads_share_a_full_device_under_jitter);
     tcase_add_test(tc, threads_stay_within_a_gpu_budget);
     tcase_add_test(tc, threads_stay_within_a_gpu_budget_under_jitter);
+    tcase_add_test(tc, sixteen_threads_under_a_tight_budget_with_jitter);
     tcase_add_test(tc, without_spillway_threads_run_out_of_memory);
     suite_add_tcase(s, tc);
     return s;
