@@ -55,6 +55,7 @@ Suite *options_suite(void);   /* test_options.c */
 Suite *errors_suite(void);    /* test_errors.c */
 Suite *pointers_suite(void);  /* test_pointers.c */
 Suite *inject_suite(void);    /* test_inject.c */
+Suite *failpaths_suite(void); /* test_failpaths.c */
 Suite *process_suite(void);   /* test_process.c */
 Suite *policies_suite(void);  /* test_policies.c */
 Suite *early_suite(void);     /* test_early.c */
