@@ -402,13 +402,15 @@ static void copy_ahead(int ui)
 }
 
 /* s comes after ev: on the GPU, or else, outside a capture, because the
- * host waited for ev. false: neither could be done. */
-static bool order_after(CUstream s, CUevent ev)
+ * host waited for ev. On failure (neither could be done) the driver's
+ * last error. */
+static CUresult order_after(CUstream s, CUevent ev)
 {
     const sw_real_t *r = sw_real();
-    if (r->cuStreamWaitEvent(s, ev, 0) == CUDA_SUCCESS)
-        return true;
-    return !w.origin && r->cuEventSynchronize(ev) == CUDA_SUCCESS;
+    CUresult c = r->cuStreamWaitEvent(s, ev, 0);
+    if (c == CUDA_SUCCESS || w.origin)
+        return c;
+    return r->cuEventSynchronize(ev);
 }
 
 /* Home in [lo, lo + len) is about to be read or written in place by work
@@ -423,10 +425,10 @@ static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, CUstream s)
         if (e->unit < 0 || e->unit == keep || e->pins ||
             !overlaps(lo, len, w.units[e->unit].start, w.units[e->unit].len))
             continue;
-        if (!order_after(s, e->filled))
+        if (order_after(s, e->filled) != CUDA_SUCCESS)
             return false;
         for (int k = 0; k < e->nread; k++)
-            if (e->reader[k] != s && !order_after(s, e->read[k]))
+            if (e->reader[k] != s && order_after(s, e->read[k]) != CUDA_SUCCESS)
                 return false;
         drop_entry(e);
     }
@@ -802,15 +804,23 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
         return CUDA_ERROR_NOT_FOUND;
     bool gated = sw_gate_rd();
     const sw_real_t *r = sw_real();
+    CUresult e = CUDA_SUCCESS;
     if (gated && w.on) {
         sw_streams_note(s);
         pthread_mutex_lock(&w.lock);
         flush_all(s);
+        /* Two replays of graphs holding copies must not overlap: they use
+         * the same window space. Unordered, this one is not launched. */
         if (w.graphs)
-            r->cuStreamWaitEvent(s, w.replayed, 0);
+            e = order_after(s, w.replayed);
         pthread_mutex_unlock(&w.lock);
     }
-    CUresult e = launch(g, s);
+    if (e != CUDA_SUCCESS) {
+        if (gated)
+            sw_gate_unrd();
+        return e;
+    }
+    e = launch(g, s);
     if (gated && w.on && w.graphs && e == CUDA_SUCCESS && r->cuEventRecord(w.replayed, s) != CUDA_SUCCESS)
         r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
     if (gated)
