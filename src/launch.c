@@ -32,6 +32,7 @@ typedef struct fn {
     int kind;          /* SW_HANDLE_*, 0 when unknown */
     bool have_layout;  /* layout below is valid */
     bool no_layout;    /* the driver would not say: never scan this one */
+    uint8_t tries;     /* queries that failed or disagreed */
     sw_layout_t layout;
     uint32_t storage[2 * MAX_PARAMS];
     struct fn *retired; /* on the retired list */
@@ -167,10 +168,31 @@ static bool query_layout(fn_t *f, param_info_fn info)
     return true;
 }
 
+/* query_layout, asked twice: the end of the list is told by an error
+ * (CUDA_ERROR_INVALID_VALUE), so a query that failed part way would
+ * look like a shorter list, and a launch scanned with it would miss its
+ * last pointers. A layout is kept only when both answers agree. */
+static bool query_twice(fn_t *f, param_info_fn info)
+{
+    fn_t again;
+    again.handle = f->handle;
+    if (!query_layout(f, info) || !query_layout(&again, info))
+        return false;
+    const sw_layout_t *a = &f->layout, *b = &again.layout;
+    return a->nparams == b->nparams && a->total == b->total &&
+           memcmp(a->offset, b->offset, a->nparams * sizeof *a->offset) == 0 &&
+           memcmp(a->size, b->size, a->nparams * sizeof *a->size) == 0;
+}
+
+/* Queries that may fail before a handle is given up as one the driver
+ * will not describe: a failure may be passing (out of memory). */
+#define LAYOUT_TRIES 3
+
 /* The layout of a function or kernel handle, cached. A CUkernel must be
  * asked with cuKernelGetParamInfo (cuFuncGetParamInfo refuses it); a
- * handle of unknown origin is tried both ways. NULL: unknown. */
-static const sw_layout_t *layout_lookup(CUfunction h)
+ * handle of unknown origin is tried both ways. NULL: unknown, and *final
+ * says whether it will stay so (else the next launch asks again). */
+static const sw_layout_t *layout_lookup(CUfunction h, bool *final)
 {
     pthread_mutex_lock(&fn_lock);
     fn_t *f = fn_get(h);
@@ -181,16 +203,17 @@ static const sw_layout_t *layout_lookup(CUfunction h)
         param_info_fn by_kernel = (param_info_fn)r->cuKernelGetParamInfo;
         bool ok = false;
         if (f->kind != SW_HANDLE_KERNEL && by_func)
-            ok = query_layout(f, by_func);
+            ok = query_twice(f, by_func);
         if (!ok && f->kind != SW_HANDLE_FUNC && by_kernel)
-            ok = query_layout(f, by_kernel);
+            ok = query_twice(f, by_kernel);
         f->have_layout = ok;
-        f->no_layout = !ok;
-        if (!ok)
+        f->no_layout = !ok && ++f->tries >= LAYOUT_TRIES;
+        if (f->no_layout)
             sw_debug("no parameter layout for function %p: its launches are not scanned", h);
     }
     if (f && f->have_layout)
         l = &f->layout;
+    *final = !f || f->have_layout || f->no_layout;
     pthread_mutex_unlock(&fn_lock);
     return l;
 }
@@ -217,9 +240,12 @@ static const sw_layout_t *layout_of(CUfunction h)
     unsigned way = (unsigned)(((uintptr_t)h >> 4) ^ ((uintptr_t)h >> 12)) % TLS_WAYS;
     if (recent[way].h == h)
         return recent[way].l;
-    const sw_layout_t *l = layout_lookup(h);
-    recent[way].h = h;
-    recent[way].l = l;
+    bool final;
+    const sw_layout_t *l = layout_lookup(h, &final);
+    if (final) {
+        recent[way].h = h;
+        recent[way].l = l;
+    }
     return l;
 }
 
@@ -720,8 +746,13 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     marks_t m = {.seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED)};
     void **params = *pparams, **extra = *pextra;
     sw_stat_add(SW_STAT_launches, 1);
-    if (!l)
+    if (!l) {
+        /* Its arguments are unknown: it may write any range's home in
+         * place, so every window copy goes home first, as for a copy
+         * whose ranges are unknown (SW_GATED_IO_ALL). */
+        sw_window_flush(s);
         return;
+    }
     sw_streams_note(s);
     const void *buf = NULL;
     size_t len = 0;
@@ -870,12 +901,21 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
     /* The per-thread default stream, named so that the legacy query finds it. */
     CUstream q = per_thread && !s ? CU_STREAM_PER_THREAD : s;
     bool was = stream_capturing(q);
-    sw_window_capture_ends(q);
+    bool broken = sw_window_capture_ends(q);
     CUresult r = end(s, g);
     /* Success and invalidation always end it; another error (an unjoined
      * fork, out of memory) may or may not: the stream says. */
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
         (was && !stream_capturing(q)))
         sw_capture_over();
+    /* The window broke the capture (a copy home or a fence could not be
+     * issued into it) and the driver did not see it invalidated: its
+     * graph would lose bytes, so the application is told what the driver
+     * says of an invalidated capture. The graph is left to it: with
+     * cuStreamBeginCaptureToGraph it is the application's own. */
+    if (broken && r == CUDA_SUCCESS) {
+        sw_error("a window step failed inside the capture: it is invalidated");
+        r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     return r;
 }

@@ -396,12 +396,14 @@ void sw_window_forget(uint64_t lo, uint64_t len);
 /* Captures (window.c, "captures"): before a capture begins on s, every
  * copy goes home; once it has begun (r: the begin's result), the window
  * serves launches on s by copies issued into the capture; before it ends,
- * those copies go home inside it and spillway's capture stream rejoins s.
+ * those copies go home inside it and spillway's capture stream rejoins s;
+ * sw_window_capture_ends says true when a step the graph needs could not
+ * be issued into it (the capture was made to fail, see break_capture).
  * sw_window_replay launches graph g on s after the window's earlier work
  * and the previous replay. */
 void sw_window_capture_begins(CUstream s);
 void sw_window_captured(CUstream s, CUresult r);
-void sw_window_capture_ends(CUstream s);
+bool sw_window_capture_ends(CUstream s);
 CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s);
 
 /* The link the cost-model verdicts assume (docs/cuda-facts.md §4: H2D DMA and

@@ -105,6 +105,7 @@ static struct {
     CUstream origin;     /* the capturing stream the window serves, or NULL */
     bool cst_in;         /* cst joined that capture: it must rejoin the origin */
     bool dirty;          /* in it, since cst last joined: a home written in place, or a copy dropped */
+    bool broken;         /* the capture lost a step its graph needs: it must fail */
     bool graphs;         /* some graph holds copies: replays take turns */
     CUevent replayed;    /* after the latest such replay */
     CUevent done;        /* after the latest evictions, for others to wait on */
@@ -188,6 +189,30 @@ static void drop_entry(entry_t *e)
     e->nread = 0;
     e->ahead = false;
     __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
+}
+
+/* A step the capture's graph needs could not be issued into it (a copy
+ * home, a fence): a replay would lose bytes or race. The capture must
+ * fail: synchronizing a capturing stream is invalid and invalidates it
+ * (docs/cuda-facts.md), so the driver itself ends it with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; should it not, sw_capture_end
+ * answers that (sw_window_capture_ends). Lock held. */
+static void break_capture(void)
+{
+    w.broken = true;
+    SW_REAL(cuStreamSynchronize)(w.origin);
+}
+
+/* Work queued on the copies' stream that reads home is past the point
+ * where a fence could be recorded after it: nothing would order a later
+ * write of home after it. Eagerly the host waits for it; in a capture it
+ * cannot. Lock held. */
+static void unfenced(void)
+{
+    if (w.origin)
+        break_capture();
+    else if (SW_REAL(cuStreamSynchronize)(w.side) != CUDA_SUCCESS)
+        sw_error("cannot wait for a window copy: a write of its home may race with it");
 }
 
 bool sw_window_streamable(uint64_t start, uint64_t len)
@@ -331,8 +356,12 @@ static entry_t *fill(int ui, bool ahead)
      * device speed, once; each copy home keeps it current (send_home). */
     if (!u->fp_known && w.fp_on)
         u->fp_known = sw_fp_queue(copy, u->len, fp_home(ui), w.side) == CUDA_SUCCESS;
-    if (r->cuEventRecord(e->filled, w.side) != CUDA_SUCCESS)
-        return NULL; /* nothing reads it; the next fill here is after it on st */
+    if (r->cuEventRecord(e->filled, w.side) != CUDA_SUCCESS) {
+        /* Nothing reads the copy, and the next fill here follows it on
+         * the same stream; but a write of home must not overtake it. */
+        unfenced();
+        return NULL;
+    }
     e->unit = ui;
     e->off = at;
     e->ahead = ahead;
@@ -374,6 +403,18 @@ static void copy_ahead(int ui)
     }
 }
 
+/* s comes after ev: on the GPU, or else, outside a capture, because the
+ * host waited for ev. On failure (neither could be done) the driver's
+ * last error. */
+static CUresult order_after(CUstream s, CUevent ev)
+{
+    const sw_real_t *r = sw_real();
+    CUresult c = r->cuStreamWaitEvent(s, ev, 0);
+    if (c == CUDA_SUCCESS || w.origin)
+        return c;
+    return r->cuEventSynchronize(ev);
+}
+
 /* Home in [lo, lo + len) is about to be read or written in place by work
  * on s: every copy of an overlapping range but `keep` is dropped, with s
  * after its fill (which reads home) and after the launches that read it
@@ -381,16 +422,15 @@ static void copy_ahead(int ui)
  * ordered so; a copy about to be read (pinned) is left alone. */
 static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, CUstream s)
 {
-    const sw_real_t *r = sw_real();
     for (int i = 0; i < MAX_ENTRIES; i++) {
         entry_t *e = &w.entries[i];
         if (e->unit < 0 || e->unit == keep || e->pins ||
             !overlaps(lo, len, w.units[e->unit].start, w.units[e->unit].len))
             continue;
-        if (r->cuStreamWaitEvent(s, e->filled, 0) != CUDA_SUCCESS)
+        if (order_after(s, e->filled) != CUDA_SUCCESS)
             return false;
         for (int k = 0; k < e->nread; k++)
-            if (e->reader[k] != s && r->cuStreamWaitEvent(s, e->read[k], 0) != CUDA_SUCCESS)
+            if (e->reader[k] != s && order_after(s, e->read[k]) != CUDA_SUCCESS)
                 return false;
         drop_entry(e);
         /* Its space is free at once, but only s waited for its readers.
@@ -400,6 +440,20 @@ static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, CUstream s)
         w.dirty |= w.origin != NULL;
     }
     return true;
+}
+
+/* drop_overlaps for work about to write home in place: a copy it could
+ * not drop would be read, stale, by later rewritten launches. A capture
+ * is failed; eagerly only a wait that failed twice leaves one (logged). */
+static void drop_for_write(uint64_t lo, uint64_t len, CUstream s)
+{
+    if (drop_overlaps(lo, len, -1, s))
+        return;
+    if (w.origin)
+        break_capture();
+    else
+        sw_error("cannot order work after the window's copies of 0x%llx +%llu: they may go stale",
+                 (unsigned long long)lo, (unsigned long long)len);
 }
 
 /* Queues on s, right after the launch that read e, e's way home if that
@@ -532,10 +586,35 @@ void sw_window_unuse(uint64_t start, CUstream s)
         if (pending.e[k] == ei) {
             pending.e[k] = pending.e[--pending.n];
             w.entries[ei].pins--;
-            drop_overlaps(start, w.units[ui].len, -1, s);
+            drop_for_write(start, w.units[ui].len, s);
             break;
         }
     pthread_mutex_unlock(&w.lock);
+}
+
+/* send_home could not queue e's way home on s, or only part of it: the
+ * host takes it home itself, so no byte the launch wrote is lost. It
+ * waits for the whole context, not only s: an earlier copy home of the
+ * range on another stream (the chain send_home could not wait for) must
+ * not land after this one. Part of send_home may have run, so home's
+ * fingerprint is no longer known. In a capture nothing can wait: it
+ * fails. Lock held. */
+static void home_by_host(entry_t *e, CUstream s)
+{
+    const sw_real_t *r = sw_real();
+    unit_t *u = &w.units[e->unit];
+    u->fp_known = false;
+    if (w.origin) {
+        break_capture();
+        return;
+    }
+    /* A capture the window does not serve may run elsewhere: a context
+     * synchronization would invalidate it, so then only s is waited for. */
+    CUresult c = sw_capturing() ? r->cuStreamSynchronize(s) : r->cuCtxSynchronize();
+    if (c != CUDA_SUCCESS ||
+        r->cuMemcpyDtoD_v2(u->start, w.base + e->off, u->len) != CUDA_SUCCESS)
+        sw_error("range 0x%llx: its window copy at 0x%llx could not go home",
+                 (unsigned long long)u->start, (unsigned long long)(w.base + e->off));
 }
 
 void sw_window_read(CUstream s)
@@ -546,14 +625,8 @@ void sw_window_read(CUstream s)
     pthread_mutex_lock(&w.lock);
     for (int k = 0; k < pending.n; k++) {
         entry_t *e = &w.entries[pending.e[k]];
-        unit_t *u = &w.units[e->unit];
-        /* Should the copy home not be queued, the host takes it home
-         * itself: no byte the launch wrote may be lost. */
-        if (send_home(e, s) != CUDA_SUCCESS &&
-            (w.origin || r->cuStreamSynchronize(s) != CUDA_SUCCESS ||
-             r->cuMemcpyDtoD_v2(u->start, w.base + e->off, u->len) != CUDA_SUCCESS))
-            sw_error("range 0x%llx: its window copy at 0x%llx could not go home",
-                     (unsigned long long)u->start, (unsigned long long)(w.base + e->off));
+        if (send_home(e, s) != CUDA_SUCCESS)
+            home_by_host(e, s);
         int i = 0;
         while (i < e->nread && e->reader[i] != s)
             i++;
@@ -564,9 +637,13 @@ void sw_window_read(CUstream s)
             e->reader[i] = s;
         }
         /* Without its read recorded, a fill could not wait for this launch
-         * and its copy home: the host waits for them here instead (rare). */
+         * and its copy home: the host waits for them here instead (rare),
+         * which in a capture fails it. */
         if (!e->read[i] || r->cuEventRecord(e->read[i], s) != CUDA_SUCCESS) {
-            r->cuStreamSynchronize(s);
+            if (w.origin)
+                break_capture();
+            else
+                r->cuStreamSynchronize(s);
         } else if (i == e->nread) {
             e->nread++;
         }
@@ -595,7 +672,7 @@ static bool foreign(CUstream s)
 /* Every copy is dropped, s after its fill and its readers. Lock held. */
 static void flush_all(CUstream s)
 {
-    drop_overlaps(0, UINT64_MAX, -1, s);
+    drop_for_write(0, UINT64_MAX, s);
 }
 
 void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
@@ -606,7 +683,7 @@ void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
     if (!foreign(s)) {
         /* Home may be written: copies of it are stale once it is, and its
          * fingerprint is no longer known. */
-        drop_overlaps(lo, len, -1, s);
+        drop_for_write(lo, len, s);
         for (int i = 0; i < w.nunits; i++)
             if (w.units[i].live && overlaps(lo, len, w.units[i].start, w.units[i].len))
                 w.units[i].fp_known = false;
@@ -689,19 +766,22 @@ void sw_window_captured(CUstream s, CUresult r)
         w.origin = s;
         w.cst_in = false;
         w.dirty = false;
+        w.broken = false;
         w.side = w.cst;
         w.head = 0;
     }
     pthread_mutex_unlock(&w.lock);
 }
 
-void sw_window_capture_ends(CUstream s)
+bool sw_window_capture_ends(CUstream s)
 {
     if (!w.on)
-        return;
+        return false;
     const sw_real_t *r = sw_real();
+    bool broken = false;
     pthread_mutex_lock(&w.lock);
     if (w.origin && w.origin == s) {
+        broken = w.broken;
         bool used = false;
         /* Home is current (each read sent its copy home on s); the copies
          * belong to the graph from now on. */
@@ -711,8 +791,9 @@ void sw_window_capture_ends(CUstream s)
                 drop_entry(&w.entries[i]);
             }
         /* cst rejoins the origin, or the capture would end unjoined. */
-        if (w.cst_in && (r->cuEventRecord(w.done, w.cst) != CUDA_SUCCESS ||
-                         r->cuStreamWaitEvent(s, w.done, 0) != CUDA_SUCCESS))
+        if (w.cst_in && !broken &&
+            (r->cuEventRecord(w.done, w.cst) != CUDA_SUCCESS ||
+             r->cuStreamWaitEvent(s, w.done, 0) != CUDA_SUCCESS))
             sw_error("cannot join spillway's capture stream back: the capture will fail");
         unchain();
         w.graphs |= used;
@@ -721,6 +802,7 @@ void sw_window_capture_ends(CUstream s)
         w.head = 0;
     }
     pthread_mutex_unlock(&w.lock);
+    return broken;
 }
 
 CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s)
@@ -729,15 +811,23 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
         return CUDA_ERROR_NOT_FOUND;
     bool gated = sw_gate_rd();
     const sw_real_t *r = sw_real();
+    CUresult e = CUDA_SUCCESS;
     if (gated && w.on) {
         sw_streams_note(s);
         pthread_mutex_lock(&w.lock);
         flush_all(s);
+        /* Two replays of graphs holding copies must not overlap: they use
+         * the same window space. Unordered, this one is not launched. */
         if (w.graphs)
-            r->cuStreamWaitEvent(s, w.replayed, 0);
+            e = order_after(s, w.replayed);
         pthread_mutex_unlock(&w.lock);
     }
-    CUresult e = launch(g, s);
+    if (e != CUDA_SUCCESS) {
+        if (gated)
+            sw_gate_unrd();
+        return e;
+    }
+    e = launch(g, s);
     if (gated && w.on && w.graphs && e == CUDA_SUCCESS && r->cuEventRecord(w.replayed, s) != CUDA_SUCCESS)
         r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
     if (gated)

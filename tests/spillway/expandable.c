@@ -14,8 +14,10 @@
  *   - one handle exported (cuMemExportToShareableHandle), one mapped at a
  *     second address too, written through one and read through the other.
  * Every segment is checksummed on the device after each phase and
- * checked against the host; the checksums make the "result:" line, which
- * must be the same plain and under spillway (tests/cudart/run.sh).
+ * checked against the host; the checksums make the "result: checksum="
+ * line, which must be the same plain and under spillway
+ * (tests/cudart/run.sh), and after any failed call spillway got round
+ * (test_failpaths.c).
  * Exit 0 right answers, 1 a wrong one, 2 a CUDA error (its message
  * printed: "out of memory" when the footprint does not fit).
  */
@@ -39,9 +41,11 @@ static uint64_t result = 0xcbf29ce484222325ull;
     do {                                                                            \
         CUresult e_ = (call);                                                       \
         if (e_ != CUDA_SUCCESS) {                                                   \
-            const char *s_ = NULL;                                                  \
+            const char *s_ = NULL, *n_ = NULL;                                      \
             cuGetErrorString(e_, &s_);                                              \
-            fprintf(stderr, "expandable:%d: %s: %s\n", __LINE__, #call, s_ ? s_ : "?"); \
+            cuGetErrorName(e_, &n_);                                                \
+            fprintf(stderr, "expandable:%d: %s: %s (%s)\n", __LINE__, #call,         \
+                    s_ ? s_ : "?", n_ ? n_ : "?");                                  \
             exit(2);                                                                \
         }                                                                           \
     } while (0)
@@ -214,6 +218,6 @@ int main(void)
         unmap_segment(base + i * SEG, h[i]);
     CK(cuMemAddressFree(base, 16 * SEG));
     CK(cuMemFree(sums));
-    printf("result: %016llx\n", (unsigned long long)result);
+    printf("result: checksum=%016llx\n", (unsigned long long)result);
     return bad;
 }

@@ -45,6 +45,7 @@ int main(void)
     srunner_add_suite(sr, errors_suite());
     srunner_add_suite(sr, pointers_suite());
     srunner_add_suite(sr, inject_suite());
+    srunner_add_suite(sr, failpaths_suite());
     srunner_add_suite(sr, process_suite());
     srunner_add_suite(sr, early_suite());
     srunner_add_suite(sr, hooks_suite());

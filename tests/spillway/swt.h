@@ -24,7 +24,7 @@
  * SWT_LIBSPILLWAY, SWT_SIMGPU_DIR, SWT_MLP, SWT_MOE, SWT_MT, SWT_LOADER,
  * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_PROC, SWT_ROUTES, SWT_NM,
  * SWT_EARLY, SWT_EARLY_CTOR, SWT_JIT, SWT_CAPTURE, SWT_MEMOPS, SWT_TMA,
- * SWT_RETARGET. A test that
+ * SWT_RETARGET, SWT_HOSTWRITE. A test that
  * runs outside meson fails with a message naming the missing variable.
  *
  * The programs of this directory: errs.c (misuses and their codes),
@@ -33,7 +33,7 @@
  * memset and launch pointers lead), nocuda.c (a process that never uses
  * CUDA), proc.c (fork, and scribbling on the stats file), early.c and
  * ctorlib.c (start-up oddities), jit.c, capture.c, memops.c, tma.c and
- * retarget.c (test_hooks.c).
+ * retarget.c (test_hooks.c), hostwrite.c (test_failpaths.c).
  *
  * Failures: the helpers that return a value abort the current test (check's
  * ck_abort_msg) when they cannot do their job, with a message that says
@@ -55,6 +55,7 @@ Suite *options_suite(void);   /* test_options.c */
 Suite *errors_suite(void);    /* test_errors.c */
 Suite *pointers_suite(void);  /* test_pointers.c */
 Suite *inject_suite(void);    /* test_inject.c */
+Suite *failpaths_suite(void); /* test_failpaths.c */
 Suite *process_suite(void);   /* test_process.c */
 Suite *policies_suite(void);  /* test_policies.c */
 Suite *early_suite(void);     /* test_early.c */

@@ -10,6 +10,9 @@
  * weights only if it recognises the descriptors.
  *
  *   swt-tma seen     the descriptors are used as the encode calls made them
+ *   swt-tma seen extra  the same, launched with the packed `extra` buffer
+ *                    (laid out from cuFuncGetParamInfo) instead of
+ *                    kernelParams
  *   swt-tma unseen   after the layers' descriptors, 4096 more are made (for
  *                    addresses no kernel reads): spillway's table of
  *                    descriptors holds 4096, so the layers' ones, never
@@ -53,6 +56,29 @@ static CUresult encode(CUtensorMap *m, CUdeviceptr w, uint32_t rows, uint32_t co
                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
+/* Launches sg_gemv_tma_f32(desc, x, y) with the `extra` buffer: the
+ * three parameters at the offsets the driver gives. */
+static CUresult launch_extra(CUfunction f, const CUtensorMap *desc, CUdeviceptr x, CUdeviceptr y)
+{
+    static _Alignas(64) unsigned char buf[256];
+    const void *arg[3] = {desc, &x, &y};
+    size_t off, size, len;
+    for (size_t i = 0; i < 3; i++) {
+        CUresult r = cuFuncGetParamInfo(f, i, &off, &size);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (off + size > sizeof buf)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(buf + off, arg[i], size);
+    }
+    /* The whole buffer: simgpu asks for its own struct's size, which may
+     * be padded past the last parameter. */
+    len = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &len,
+                     CU_LAUNCH_PARAM_END};
+    return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra);
+}
+
 /* Small values whose float sums stay exact enough to compare bitwise. */
 static float weight(int l, uint32_t i)
 {
@@ -62,6 +88,7 @@ static float weight(int l, uint32_t i)
 int main(int argc, char **argv)
 {
     int unseen = argc > 1 && strcmp(argv[1], "unseen") == 0;
+    int by_extra = argc > 2 && strcmp(argv[2], "extra") == 0;
     CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
@@ -107,7 +134,11 @@ int main(int argc, char **argv)
         for (int l = 0; l < LAYERS; l++) {
             CK(cuMemcpyHtoD(x, vx, sizeof vx));
             void *params[] = {&desc[l], &x, &y};
-            CK(cuLaunchKernel(gemv, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+            if (by_extra) {
+                CK(launch_extra(gemv, &desc[l], x, y));
+            } else {
+                CK(cuLaunchKernel(gemv, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+            }
             CK(cuMemcpyDtoH(vy, y, sizeof vy));
             for (uint32_t row = 0; row < ROWS; row++) {
                 float acc = 0.0f;
