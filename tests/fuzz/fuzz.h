@@ -32,7 +32,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The input, consumed from the front. Past its end every read gives
  * zeros, so a short input is still a whole (if dull) case: the fuzzer's
- * mutations stay meaningful whatever they cut. */
+ * mutations stay meaningful whatever they cut. Take one value per
+ * statement: C leaves the order of two reads in one expression or one
+ * initializer list unspecified, and the gcc replay must read an input as
+ * the clang fuzzer did. */
 typedef struct {
     const uint8_t *p;
     size_t n;
