@@ -49,7 +49,7 @@ fi
 mkdir -p "$out"
 # -fno-sanitize-recover: UBSan's findings abort like ASan's, so libFuzzer
 # records them as crashes instead of printing and going on.
-flags=(-g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined
+flags=(-g -O1 -std=gnu11 -D_GNU_SOURCE "-fsanitize=fuzzer,address,undefined"
        -fno-sanitize-recover=all -Isrc -Iinclude -Itests/fuzz)
 
 failed=()
