@@ -17,7 +17,9 @@
  *             itself optionally followed by "iB" or "B"; case-insensitive
  *             ("512k", "2MiB", "1GB"). A lone "B" means bytes. No sign, no
  *             spaces, no fraction; more than 2^64-1 bytes is refused.
- *   percent   digits with an optional fraction, then '%': 0 < p <= 100.
+ *   percent   digits with an optional fraction, then '%': 0 < p <= 100,
+ *             rounded to a millionth of a percent (and refused if that
+ *             leaves 0).
  *   amount    a size or a percent; the total the percent is of (device
  *             memory, RAM) is known only later (sw_amount_resolve).
  *   bool      1/0 on/off yes/no true/false, case-insensitive.
@@ -170,28 +172,48 @@ bool sw_parse_bool(const char *s, bool *out)
 }
 
 /* "40%", "12.5%", "100%". Parsed by hand: strtod would also take spaces,
- * signs, hex, "inf" and the locale's decimal point. */
+ * signs, hex, "inf" and the locale's decimal point. The value is rounded
+ * to a millionth of a percent, the unit sw_amount_resolve works in, and
+ * kept as that many millionths over 10^6: a double that "%.6f" prints
+ * exactly, so sw_options_print's output parses back to the same bits
+ * (summing digit by digit in floating point did not: "1e-05%" was printed,
+ * and the 11th digit lost). A percentage above 100, or one that rounds
+ * to 0, is refused. */
+#define MILLIONTHS 1000000u
 static bool parse_percent(const char *s, double *out)
 {
     if (!is_digit(*s))
         return false;
-    double v = 0;
+    uint64_t whole = 0;
     for (; is_digit(*s); s++) {
-        v = v * 10 + (*s - '0');
-        if (v > 100)
-            return false; /* also keeps a digit run from growing to inf */
+        whole = whole * 10 + (unsigned)(*s - '0');
+        if (whole > 100)
+            return false; /* also keeps a digit run from overflowing */
     }
+    uint64_t frac = 0;         /* the first six decimals, in millionths */
+    bool round_up = false, beyond = false;
     if (*s == '.') {
         s++;
         if (!is_digit(*s))
             return false;
-        double scale = 0.1;
-        for (; is_digit(*s); s++, scale /= 10)
-            v += (*s - '0') * scale;
+        unsigned i = 0;
+        for (; is_digit(*s); s++, i++) {
+            unsigned d = (unsigned)(*s - '0');
+            if (i < 6)
+                frac = frac * 10 + d;
+            else if (i == 6)
+                round_up = d >= 5;
+            beyond |= i >= 6 && d;
+        }
+        for (; i < 6; i++)
+            frac *= 10;
     }
-    if (strcmp(s, "%") != 0 || !(v > 0 && v <= 100))
+    if (strcmp(s, "%") != 0 || (whole == 100 && (frac || beyond)))
         return false;
-    *out = v;
+    uint64_t p = whole * MILLIONTHS + frac + round_up;
+    if (p == 0)
+        return false;
+    *out = (double)p / MILLIONTHS;
     return true;
 }
 
@@ -246,6 +268,28 @@ append(char *buf, size_t len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf + used, len - used, fmt, ap);
     va_end(ap);
+}
+
+/* Appends n bytes of s (fewer at a NUL) as append would, each byte
+ * outside printable ASCII, the backslash and the quote as \xNN: a value or
+ * a name is the user's bytes, and the messages must stay one line each
+ * (sw_options_parse's contract), with no terminal escape in them. Stops
+ * when buf is full, however long s is. */
+static void append_escaped(char *buf, size_t len, const char *s, size_t n)
+{
+    if (!buf || !len)
+        return;
+    size_t used = strnlen(buf, len);
+    for (const unsigned char *p = (const unsigned char *)s; n && *p && used + 1 < len; p++, n--) {
+        char one[5];
+        if (*p < 0x20 || *p >= 0x7f || *p == '\\' || *p == '"')
+            snprintf(one, sizeof one, "\\x%02x", *p);
+        else
+            snprintf(one, sizeof one, "%c", *p);
+        for (const char *c = one; *c && used + 1 < len; c++)
+            buf[used++] = *c;
+        buf[used] = '\0';
+    }
 }
 
 /* What a kind accepts, for the message of a bad value. */
@@ -368,7 +412,10 @@ static bool apply(const opt_t *o, sw_options_t *out, const char *v)
     case K_PATH:
         if (strlen(v) >= SW_PATH_FIELD)
             return false;
-        strcpy(field, v);
+        /* Zeros after the NUL too: a path set twice leaves no bytes of the
+         * first behind, so equal options are equal byte for byte. */
+        memset(field, 0, SW_PATH_FIELD);
+        memcpy(field, v, strlen(v));
         return true;
     }
     return false;
@@ -407,7 +454,8 @@ int sw_options_parse(sw_options_t *o, char *const *env, char *err, size_t errlen
                 o_ = &opts[i];
         if (!o_) {
             const opt_t *near = closest(name, len);
-            append(warn, warnlen, "spillway: unknown variable %.*s", (int)(eq - s), s);
+            append(warn, warnlen, "spillway: unknown variable ");
+            append_escaped(warn, warnlen, s, (size_t)(eq - s));
             if (near)
                 append(warn, warnlen, " (did you mean " PREFIX "%s?)", near->name);
             append(warn, warnlen, "\n");
@@ -418,8 +466,10 @@ int sw_options_parse(sw_options_t *o, char *const *env, char *err, size_t errlen
         if (rc == 0 && err && errlen) {
             char forms[160];
             expected(o_, forms, sizeof forms);
-            snprintf(err, errlen, "spillway: bad value " PREFIX "%s=\"%s\": expected %s",
-                     o_->name, eq + 1, forms);
+            err[0] = '\0';
+            append(err, errlen, "spillway: bad value " PREFIX "%s=\"", o_->name);
+            append_escaped(err, errlen, eq + 1, SIZE_MAX);
+            append(err, errlen, "\": expected %s", forms);
         }
         rc = -1;
     }
@@ -440,6 +490,21 @@ static void format_size(uint64_t v, char *buf, size_t len)
     snprintf(buf, len, "%llu", (unsigned long long)v);
 }
 
+/* A percentage as parse_percent reads it back: its millionths exactly,
+ * without trailing zeros ("6.25%", "25%"). */
+static void format_percent(double v, char *buf, size_t len)
+{
+    char digits[32];
+    snprintf(digits, sizeof digits, "%.6f", v);
+    char *end = digits + strlen(digits);
+    while (end[-1] == '0')
+        end--;
+    if (end[-1] == '.')
+        end--;
+    *end = '\0';
+    snprintf(buf, len, "%s%%", digits);
+}
+
 static void format_value(const opt_t *o, const sw_options_t *opt, char *buf, size_t len)
 {
     const void *field = (const char *)opt + o->off;
@@ -447,7 +512,7 @@ static void format_value(const opt_t *o, const sw_options_t *opt, char *buf, siz
     case K_AMOUNT: {
         const sw_amount_t *a = field;
         if (a->is_percent)
-            snprintf(buf, len, "%.10g%%", a->percent);
+            format_percent(a->percent, buf, len);
         else if (a->set || a->bytes)
             format_size(a->bytes, buf, len);
         else
@@ -474,7 +539,9 @@ static void format_value(const opt_t *o, const sw_options_t *opt, char *buf, siz
     }
 }
 
-/* Output that parses back to the same options (tested). */
+/* Output that parses back to the same options (tested, and fuzzed:
+ * tests/fuzz), but for a path holding a newline, which one line per
+ * option cannot show: it is printed as it is. */
 void sw_options_print(const sw_options_t *o, FILE *f)
 {
     char v[SW_PATH_FIELD + 32];

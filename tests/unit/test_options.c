@@ -319,6 +319,48 @@ START_TEST(test_bad_gpu_budget_message_names_variable_value_and_forms)
 }
 END_TEST
 
+/* Found by tests/fuzz: the message quoted the value's bytes as they
+ * were, so a newline in a value made err two lines (and a terminal
+ * escape reached the log). */
+START_TEST(test_bad_value_message_escapes_what_is_not_printable)
+{
+    expect_bad("SPILLWAY_DISABLE=a\n\x1b[2J\"\\",
+               "spillway: bad value SPILLWAY_DISABLE=\"a\\x0a\\x1b[2J\\x22\\x5c\": expected "
+               "1/0, on/off, yes/no or true/false");
+}
+END_TEST
+
+/* Found by tests/fuzz: a percentage was summed digit by digit in floating
+ * point and printed with 10 digits, so "0.00001%" printed as "1e-05%" and
+ * longer ones lost digits; neither parsed back to the same value. */
+START_TEST(test_percentages_are_kept_to_a_millionth_and_print_back)
+{
+    static const struct {
+        const char *in, *printed;
+    } forms[] = {
+        {"SPILLWAY_HOST_BUDGET=0.00001%", "SPILLWAY_HOST_BUDGET=0.00001%\n"},
+        {"SPILLWAY_HOST_BUDGET=12.34567890123%", "SPILLWAY_HOST_BUDGET=12.345679%\n"},
+        {"SPILLWAY_HOST_BUDGET=0.0000005%", "SPILLWAY_HOST_BUDGET=0.000001%\n"},
+        {"SPILLWAY_HOST_BUDGET=100.000000%", "SPILLWAY_HOST_BUDGET=100%\n"},
+    };
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        sw_options_t o;
+        parse_ok(&o, forms[i].in);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        sw_options_print(&o, f);
+        fclose(f);
+        ck_assert_msg(strstr(buf, forms[i].printed), "%s printed as\n%s", forms[i].in, buf);
+        free(buf);
+    }
+    /* Below half a millionth it is 0, and refused as 0% is. */
+    sw_options_t o;
+    char *env[] = {"SPILLWAY_HOST_BUDGET=0.0000004%", NULL};
+    ck_assert_int_eq(sw_options_parse(&o, env, NULL, 0, NULL, 0), -1);
+}
+END_TEST
+
 START_TEST(test_host_budget_empty_is_refused)
 {
     expect_bad("SPILLWAY_HOST_BUDGET=",
@@ -761,6 +803,8 @@ Suite *options_suite(void)
     tcase_add_test(tc, test_percentages_outside_0_to_100_or_malformed_are_refused);
     tcase_add_test(tc, test_bad_gpu_budget_message_names_variable_value_and_forms);
     tcase_add_test(tc, test_host_budget_empty_is_refused);
+    tcase_add_test(tc, test_bad_value_message_escapes_what_is_not_printable);
+    tcase_add_test(tc, test_percentages_are_kept_to_a_millionth_and_print_back);
     tcase_add_test(tc, test_min_alloc_takes_a_size_including_zero);
     tcase_add_test(tc, test_min_alloc_refuses_a_percentage);
     tcase_add_test(tc, test_chunk_takes_a_size);
