@@ -200,6 +200,10 @@ static bool run_op(sg_op_t *op)
         sg_xlate_t x;
         bool pageable = op->pageable >> i & 1;
         ok = sg_mem_xlate(r[i].addr, r[i].len, r[i].write, pageable, &x);
+        /* A kernel reaches another device's memory only as the driver
+         * lets it (peer access, or a VMM grant): on a GPU it faults. */
+        if (ok && op->kind == SG_OP_KERNEL)
+            ok = sg_mem_reachable(r[i].addr, r[i].len, op->device);
         host[i] = x.host;
     }
     if (ok) {
