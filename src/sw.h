@@ -189,6 +189,7 @@ typedef struct sw_alloc {
     /* Mechanism state: a second reservation where host copies are also
      * mapped, so they can be read while the chunk's own address moves. */
     uint64_t mirror;
+    int dev;                    /* the device it was allocated on (devices.c) */
     /* Bumped whenever one of its chunks changes place (where, slot); with
      * it launch.c remembers a range it found wholly on the device and in
      * no slot, [clean_first, clean_end) as of moved == clean_moved. */

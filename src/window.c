@@ -195,7 +195,9 @@ bool sw_window_streamable(uint64_t start, uint64_t len)
     const sw_table_t *t = w.table;
     for (uint64_t p = start; p < start + len;) {
         const sw_chunk_t *c = sw_table_lookup(t, p);
-        if (!c || c->where != SW_ON_HOST || c->slot >= 0)
+        /* The window is device memory of the first device: another
+         * device's chunks are read in place (devices.c). */
+        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->alloc->dev != sw_dev_home())
             return false;
         p = c->va + c->size;
     }
