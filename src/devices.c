@@ -35,8 +35,8 @@
  *   allocation, or enable peer access (the only way a peer's kernel may
  *   reach cuMemAlloc memory), and the safety synchronization waits for
  *   all of them: the current context as before, then each other recorded
- *   one (cuCtxSynchronize_v2). One device with one context makes exactly
- *   the call it always made. A context that no longer exists
+ *   one (cuCtxSynchronize_v2). One device with one context makes the
+ *   call it always made, and asks which context is current. A context that no longer exists
  *   (INVALID_CONTEXT, CONTEXT_IS_DESTROYED) has no work left and is
  *   forgotten; any other failure fails the synchronization, and nothing
  *   moves. A device whose context table is full is not tracked (its
@@ -148,19 +148,18 @@ static void find_access(int dev)
     sw_devstate_t *d = &devs[dev];
     int count = 0;
     SW_CALL(cuDeviceGetCount, (&count));
-    if (count > SW_MAX_DEVICES)
-        count = SW_MAX_DEVICES;
     d->naccess = 0;
-    for (int p = 0; p < count || p == dev; p++) {
-        int can = p == dev;
-        if (p != dev && SW_CALL(cuDeviceCanAccessPeer, (&can, p, dev)) != CUDA_SUCCESS)
+    for (int p = -1; p < count && p < SW_MAX_DEVICES; p++) {
+        int who = p < 0 ? dev : p, can = p < 0;
+        if (p == dev ||
+            (p >= 0 && SW_CALL(cuDeviceCanAccessPeer, (&can, p, dev)) != CUDA_SUCCESS))
             can = 0;
         if (!can)
             continue;
         CUmemAccessDesc *a = &d->access[d->naccess++];
         *a = (CUmemAccessDesc){.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
         a->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        a->location.id = p;
+        a->location.id = who;
     }
 }
 
@@ -363,7 +362,9 @@ static CUresult sync_ctx(sw_devstate_t *d, int i, CUcontext current)
 CUresult sw_dev_sync_all(void)
 {
     CUresult r = SW_REAL(cuCtxSynchronize)();
-    if (r != CUDA_SUCCESS || nctx_total <= 1)
+    /* Even one recorded context may not be the current one (a free made
+     * from a thread whose context is another device's). */
+    if (r != CUDA_SUCCESS || nctx_total == 0)
         return r;
     CUcontext current = NULL;
     if ((r = SW_CALL(cuCtxGetCurrent, (&current))) != CUDA_SUCCESS)
