@@ -22,6 +22,17 @@
  * and exchange buffer demoted must give the checksum of a run with
  * everything resident.
  *
+ * With --race, instead of the steps: device 1 queues, behind a host
+ * function that sleeps 300 ms, two kernels reading device 0's memory (its
+ * exchange buffer and first layer, through peer access); meanwhile the
+ * host allocates 4 MiB more on device 0. Under a device 0 budget that
+ * leaves no room, spillway must demote one of the two chunks those kernels
+ * read: only safe once device 1's context has been waited for, which a
+ * cuCtxSynchronize of device 0's context alone does not do (simgpu with
+ * several devices waits for the context's own device only, and records an
+ * unmap under queued work as a hazard). The checksum is of the kernels'
+ * results.
+ *
  * Reaches the driver through drv.h's linked route (tests/apps/drv.h), and
  * through the exported peer entry points drv.h does not list.
  *
@@ -34,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "drv.h"
 
@@ -60,6 +72,7 @@ typedef struct {
     sg_drv_t d;
     side_t dev[NDEV];
     uint32_t layers, width, steps;
+    int race;
 } multi_t;
 
 static int fail(CUresult r, const char *call, const char *what)
@@ -178,6 +191,39 @@ static int step(multi_t *m, float *out, uint64_t *sum)
     return EXIT_OK;
 }
 
+static void CUDA_CB nap(void *arg)
+{
+    (void)arg;
+    struct timespec t = {0, 300 * 1000 * 1000};
+    nanosleep(&t, NULL);
+}
+
+/* --race (above): returns with the kernels' results in *sum. */
+static int race(multi_t *m, float *out, uint64_t *sum)
+{
+    side_t *s0 = &m->dev[0], *s1 = &m->dev[1];
+    size_t vec = (size_t)m->width * sizeof(float);
+    uint32_t w = m->width;
+    uint64_t n = w;
+    float one = 1.0f;
+    CUdeviceptr more;
+    CK(m->d.CtxSetCurrent(s1->ctx), "context");
+    CK(cuLaunchHostFunc(s1->s, nap, NULL), "host function");
+    void *ap[] = {&one, &s0->x, &s1->a, &n};
+    CK(m->d.LaunchKernel(s1->axpy, grid(w), 1, 1, BLOCK, 1, 1, 0, s1->s, ap, NULL),
+       "axpy reading device 0");
+    void *gp[] = {&s0->w[0], &s1->a, &s1->b, &w, &w};
+    CK(m->d.LaunchKernel(s1->gemv, grid(w), 1, 1, BLOCK, 1, 1, 0, s1->s, gp, NULL),
+       "gemv reading device 0");
+    CK(m->d.CtxSetCurrent(s0->ctx), "context");
+    CK(m->d.MemAlloc(&more, XBYTES), "one more buffer on device 0");
+    CK(m->d.StreamSynchronize(s1->s), "device 1");
+    CK(m->d.MemcpyDtoH(out, s1->b, vec), "result");
+    *sum = fnv1a(*sum, out, vec);
+    CK(m->d.MemFree(more), "free");
+    return EXIT_OK;
+}
+
 static int run(multi_t *m, uint64_t *sum)
 {
     size_t mat = (size_t)m->width * m->width * sizeof(float);
@@ -205,8 +251,13 @@ static int run(multi_t *m, uint64_t *sum)
         out[i] = weight(9, 9, i) * 16.0f;
     CK(m->d.CtxSetCurrent(m->dev[0].ctx), "context");
     CK(m->d.MemcpyHtoD(m->dev[0].a, out, (size_t)m->width * sizeof(float)), "input");
+    CK(m->d.MemcpyHtoD(m->dev[0].x, out, (size_t)m->width * sizeof(float)), "input");
+    CK(m->d.CtxSetCurrent(m->dev[1].ctx), "context");
+    CK(m->d.MemcpyHtoD(m->dev[1].a, out, (size_t)m->width * sizeof(float)), "input");
     *sum = FNV_BASIS;
-    for (uint32_t s = 0; s < m->steps && !e; s++)
+    if (m->race)
+        e = race(m, out, sum);
+    for (uint32_t s = 0; s < m->steps && !e && !m->race; s++)
         e = step(m, out, sum);
     for (int d = 0; d < NDEV && !e; d++) {
         CK(m->d.CtxSetCurrent(m->dev[d].ctx), "context");
@@ -222,7 +273,7 @@ done:
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: multi [--layers L] [--width W] [--steps S]\n");
+    fprintf(stderr, "usage: multi [--layers L] [--width W] [--steps S] [--race]\n");
     return EXIT_USAGE;
 }
 
@@ -231,6 +282,11 @@ int main(int argc, char **argv)
     multi_t m = {.layers = 8, .width = 1024, .steps = 3};
     for (int i = 1; i < argc; i += 2) {
         char *end;
+        if (!strcmp(argv[i], "--race")) {
+            m.race = 1;
+            i--;
+            continue;
+        }
         unsigned long v = i + 1 < argc ? strtoul(argv[i + 1], &end, 10) : 0;
         if (i + 1 >= argc || *end || v == 0 || v > 4096)
             return usage();

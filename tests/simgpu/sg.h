@@ -534,6 +534,8 @@ typedef struct sg_stream {
     sg_op_t *head, *tail; /* ops not yet completed, oldest first */
     sg_op_t *last;        /* the newest op enqueued (ref held) */
     uint64_t ready_ns;    /* virtual completion of the newest op */
+    int device;           /* the context's device when made; -1: the legacy
+                           * and per-thread streams, which every device shares */
     unsigned rng;
     struct sg_capture *capture;
     int lane;             /* its index in capture->streams */
@@ -565,7 +567,10 @@ void sg_op_add_dep(sg_op_t *op, sg_op_t *dep);
  * g.lock held. */
 void sg_op_wait(sg_op_t *op);
 CUresult sg_stream_sync(sg_stream_t *s);   /* g.lock held */
-CUresult sg_ctx_sync(void);                /* g.lock held */
+CUresult sg_ctx_sync(void);                /* g.lock held; every stream */
+/* cuCtxSynchronize of device dev's context: its own streams and the
+ * shared legacy and per-thread ones, not another device's. g.lock held. */
+CUresult sg_ctx_sync_device(int dev);
 bool sg_op_vt_done(sg_op_t *op);           /* g.lock held */
 /* For a call that waits for all queued device work before doing its own
  * (cost_ns, already charged on entry): the host clock moves to the end of

@@ -484,8 +484,11 @@ static CUresult ctx_sync(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     sg_lock();
     CUresult r = sg_capture_guard(NULL);
+    /* One device alone waits for everything, as it always did; with
+     * several, a context waits for its own device's streams only, so a
+     * caller that synchronizes the wrong context is caught. */
     if (r == CUDA_SUCCESS)
-        r = sg_ctx_sync();
+        r = SG->cfg.devices > 1 ? sg_ctx_sync_device(sg_ctx_device(ctx)) : sg_ctx_sync();
     sg_unlock();
     return r;
 }

@@ -167,6 +167,28 @@ START_TEST(out_of_memory_on_each_device_is_relieved_by_its_own_chunks)
 }
 END_TEST
 
+/* A kernel on device 1 still queued (behind a 300 ms host function) reads
+ * device 0's chunks when an allocation on device 0 demotes one: the move
+ * must wait for device 1's context too (simgpu's cuCtxSynchronize of
+ * device 0's context alone would leave the kernel queued, and the unmap
+ * would be a hazard). */
+START_TEST(a_move_waits_for_every_context_that_may_use_the_chunk)
+{
+    const char *plain_env[] = {"SIMGPU_DEVICES=2", "SIMGPU_MEM=256MiB", NULL};
+    const char *argv[] = {swt_path("SWT_MULTI"), "--layers", "1", "--race", NULL};
+    swt_run_t plain, r;
+    swt_run(&plain, false, plain_env, argv);
+    swt_assert_status(&plain, 0);
+    swt_assert_clean(&plain);
+    const char *env[] = {"SIMGPU_DEVICES=2", "SIMGPU_MEM=24MiB", "SPILLWAY_GPU_BUDGET=0:8MiB", NULL};
+    swt_run(&r, true, env, argv);
+    swt_assert_status(&r, 0);
+    swt_assert_clean(&r);
+    ck_assert_msg(checksum(&r) == checksum(&plain), "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "demotions") > 0, "nothing moved: %s", swt_describe(&r));
+}
+END_TEST
+
 Suite *devices_suite(void)
 {
     Suite *s = suite_create("devices");
@@ -179,6 +201,7 @@ Suite *devices_suite(void)
     tcase_add_test(tc, two_devices_keep_their_own_budgets_with_jitter);
     tcase_add_test(tc, one_size_is_every_devices_budget);
     tcase_add_test(tc, out_of_memory_on_each_device_is_relieved_by_its_own_chunks);
+    tcase_add_test(tc, a_move_waits_for_every_context_that_may_use_the_chunk);
     suite_add_tcase(s, tc);
     return s;
 }
