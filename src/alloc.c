@@ -10,10 +10,11 @@
  * Only when host memory (SPILLWAY_HOST_BUDGET) is exhausted too does the
  * application get the driver's CUDA_ERROR_OUT_OF_MEMORY, with nothing
  * leaked. Allocations made during a stream capture, below MIN_ALLOC, on
- * another device than the tracked one, or while VMM is unusable pass
- * through untouched, counted by route (untracked.c). The stream-ordered
- * allocator (ordered.c) and the application's own handles (appvmm.c) come
- * through here too.
+ * a device spillway cannot track, or while VMM is unusable pass through
+ * untouched, counted by route (untracked.c). Every device is tracked on
+ * its own terms: its budget, its chunks, its victims (devices.c says what
+ * is per device and why). The stream-ordered allocator (ordered.c) and
+ * the application's own handles (appvmm.c) come through here too.
  */
 #include "mech.h"
 
@@ -27,8 +28,7 @@
 
 static sw_table_t *table;             /* gate held to use */
 static int tracking;                  /* allocations in the table (atomic) */
-static uint64_t gpu_budget, host_budget; /* resolved at first use */
-static bool budget_set;
+static uint64_t host_budget;          /* resolved at first use; GPU budgets: devices.c */
 static bool fork_child;                /* see sw_alloc_fork_child */
 /* Budgets a program set (spillway_set_budgets) before the first tracked
  * allocation resolved the options' ones; SPILLWAY_BUDGET_KEEP: none. */
@@ -36,14 +36,11 @@ static uint64_t gpu_pending = SPILLWAY_BUDGET_KEEP, host_pending = SPILLWAY_BUDG
 
 sw_table_t *sw_tracked(void) { return table; }
 bool sw_tracking_any(void) { return __atomic_load_n(&tracking, __ATOMIC_ACQUIRE) > 0; }
-bool sw_budget_set(void) { return budget_set; }
+bool sw_budget_set(void) { return sw_dev_any_budget(); }
 
-uint64_t sw_device_room(void)
+uint64_t sw_device_room(int dev)
 {
-    if (!budget_set)
-        return UINT64_MAX;
-    uint64_t used = sw_stat_get(SW_STAT_device_bytes);
-    return used >= gpu_budget ? 0 : gpu_budget - used;
+    return sw_dev_room(dev);
 }
 
 static uint64_t host_room(void)
@@ -83,43 +80,40 @@ static uint64_t physical_ram(void)
     return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Resolves the budgets against the device and the machine, once. */
-static bool ready(const sw_vmm_info_t **vi)
+/* Makes the current device ready for a tracked allocation: the table and
+ * the host budget once, the device's own budget when it is first seen
+ * (devices.c), and the window on the first device, out of its budget.
+ * Returns the device, or -1 when the allocation must pass through. */
+static int ready(const sw_vmm_info_t **vi)
 {
     *vi = sw_vmm_setup();
     if (!*vi)
-        return false;
-    if (!table) {
-        const sw_options_t *o = sw_opts();
-        size_t dev_total = 0;
-        SW_REAL(cuDeviceTotalMem_v2)(&dev_total, (*vi)->device);
-        budget_set = o->gpu_budget.set;
-        gpu_budget = sw_amount_resolve(&o->gpu_budget, dev_total);
-        host_budget = sw_amount_resolve(&o->host_budget, physical_ram());
-        if (gpu_pending != SPILLWAY_BUDGET_KEEP) {
-            budget_set = gpu_pending != SPILLWAY_BUDGET_NONE;
-            gpu_budget = budget_set ? gpu_pending : 0;
-        }
-        if (host_pending != SPILLWAY_BUDGET_KEEP)
-            host_budget = host_pending;
-        table = sw_table_new((*vi)->granularity);
-        if (!table)
-            return false;
-        /* The prefetch window comes out of the GPU budget. */
-        if (budget_set)
-            sw_stat_add(SW_STAT_device_bytes,
-                        (int64_t)(o->rewrite ? sw_window_setup(gpu_budget, table)
-                                             : sw_prefetch_setup(gpu_budget)));
-        sw_info("budgets: gpu %s%llu bytes, host %llu bytes", budget_set ? "" : "(none) ",
-                (unsigned long long)gpu_budget, (unsigned long long)host_budget);
-    }
-    return true;
+        return -1;
+    bool first = sw_dev_home() < 0;
+    int dev = sw_dev_ready(*vi);
+    if (dev < 0 || !first)
+        return table ? dev : -1;
+    /* The first device: what exists once is made now. */
+    const sw_options_t *o = sw_opts();
+    host_budget = sw_amount_resolve(&o->host_budget, physical_ram());
+    if (host_pending != SPILLWAY_BUDGET_KEEP)
+        host_budget = host_pending;
+    table = sw_table_new((*vi)->granularity);
+    if (!table)
+        return -1;
+    /* The prefetch window comes out of the first device's GPU budget. */
+    uint64_t budget;
+    if (sw_dev_budget(dev, &budget))
+        sw_dev_bytes_add(dev, (int64_t)(o->rewrite ? sw_window_setup(budget, table)
+                                                   : sw_prefetch_setup(budget)));
+    sw_info("budgets: host %llu bytes", (unsigned long long)host_budget);
+    return dev;
 }
 
 CUresult sw_safe_sync(void)
 {
     sw_stat_add(SW_STAT_safety_syncs, 1);
-    return SW_REAL(cuCtxSynchronize)();
+    return sw_dev_sync_all();
 }
 
 /* Moves c and keeps the byte counts; failure leaves c as it was. The
@@ -142,6 +136,7 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
     if (c->mirrored)
         return CUDA_ERROR_UNKNOWN;
     bool had_copy = c->home != 0, copied;
+    int dev = c->alloc->dev;
     CUresult r = sw_vmm_move(c, to, sw_opts()->policy == SW_POLICY_LEARNED, &copied);
     int64_t n = (int64_t)c->size;
     if (had_copy != (c->home != 0))
@@ -152,7 +147,7 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
         return r;
     }
     sw_stats_batch_begin(); /* readers see the bytes moved all at once */
-    sw_stat_add(SW_STAT_device_bytes, down ? -n : n);
+    sw_dev_bytes_add(dev, down ? -n : n);
     sw_stat_add(SW_STAT_host_bytes, down ? n : -n);
     sw_stat_add(down ? SW_STAT_demotions : SW_STAT_promotions, 1);
     sw_stat_add(down ? SW_STAT_bytes_demoted : SW_STAT_bytes_promoted, n);
@@ -162,23 +157,24 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
     return CUDA_SUCCESS;
 }
 
-/* Chunks in the prefetch window are not the policy's to demote. */
-static bool in_window(const sw_chunk_t *c, void *arg)
+/* Chunks in the prefetch window are not the policy's to demote, and
+ * another device's chunks make no room on *dev. */
+static bool in_window(const sw_chunk_t *c, void *dev)
 {
-    return c->slot >= 0;
+    return c->slot >= 0 || c->alloc->dev != *(const int *)dev;
 }
 
-/* Demotes cold chunks until `need` device bytes are free (or no candidate
- * is left). Gate held exclusively; synchronizes once, first. Returns the
- * bytes freed. */
-static uint64_t demote(uint64_t need, bool *synced)
+/* Demotes cold chunks of device dev until `need` of its bytes are free
+ * (or no candidate is left). Gate held exclusively; synchronizes once,
+ * first. Returns the bytes freed. */
+static uint64_t demote(int dev, uint64_t need, bool *synced)
 {
     static sw_chunk_t *victims[MAX_VICTIMS];
     uint64_t would;
     size_t n = sw_opts()->policy == SW_POLICY_LEARNED
-                   ? sw_policy_victims_learned(table, need, sw_launch_now(), in_window, NULL,
+                   ? sw_policy_victims_learned(table, need, sw_launch_now(), in_window, &dev,
                                                victims, MAX_VICTIMS, &would)
-                   : sw_policy_victims(table, need, in_window, NULL, victims, MAX_VICTIMS, &would);
+                   : sw_policy_victims(table, need, in_window, &dev, victims, MAX_VICTIMS, &would);
     if (n == 0)
         return 0;
     /* Pooled device handles are memory the room is wanted for: they go
@@ -204,17 +200,19 @@ static uint64_t demote(uint64_t need, bool *synced)
  * first), else in host memory. */
 static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
 {
-    uint64_t room = sw_device_room();
+    int dev = c->alloc->dev;
+    uint64_t room = sw_device_room(dev);
     if (room < c->size && !sw_capturing())
-        room += demote(c->size - room, synced);
+        room += demote(dev, c->size - room, synced);
     if (room >= c->size) {
         CUresult r = sw_vmm_back(c, SW_ON_DEVICE);
-        if (r == CUDA_ERROR_OUT_OF_MEMORY && !sw_capturing() && demote(c->size, synced) > 0) {
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && !sw_capturing() &&
+            demote(dev, c->size, synced) > 0) {
             r = sw_vmm_back(c, SW_ON_DEVICE);
             *recovered = r == CUDA_SUCCESS;
         }
         if (r == CUDA_SUCCESS) {
-            sw_stat_add(SW_STAT_device_bytes, (int64_t)c->size);
+            sw_dev_bytes_add(dev, (int64_t)c->size);
             return r;
         }
         if (r != CUDA_ERROR_OUT_OF_MEMORY)
@@ -231,16 +229,19 @@ static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
 
 /* A window chunk's bytes count as host bytes: its slot belongs to the
  * window, which is counted once, as device bytes, when it is made. */
-static sw_stat_id_t counted_as(const sw_chunk_t *c)
+static void uncount(const sw_chunk_t *c)
 {
-    return c->where == SW_ON_DEVICE && c->slot < 0 ? SW_STAT_device_bytes : SW_STAT_host_bytes;
+    if (c->where == SW_ON_DEVICE && c->slot < 0)
+        sw_dev_bytes_add(c->alloc->dev, -(int64_t)c->size);
+    else
+        sw_stat_add(SW_STAT_host_bytes, -(int64_t)c->size);
 }
 
 static void release_chunks(sw_alloc_t *a, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        sw_stat_add(counted_as(c), -(int64_t)c->size);
+        uncount(c);
         drop_copy(c);
         if (c->slot >= 0 || c->mirrored) {
             sw_prefetch_forget(c);
@@ -272,12 +273,13 @@ static sw_alloc_t *alloc_new(uint64_t size, const sw_vmm_info_t *vi)
     return a;
 }
 
-/* The tracked path; gate held exclusively. */
-static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *vi)
+/* The tracked path, on device dev; gate held exclusively. */
+static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *vi, int dev)
 {
     sw_alloc_t *a = alloc_new(bytesize, vi);
     if (!a)
         return CUDA_ERROR_NOT_SUPPORTED;
+    a->dev = dev;
     CUdeviceptr va;
     CUresult r = sw_vmm_reserve(a->reserved, &va);
     a->va = va;
@@ -319,23 +321,25 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
 
 /* ---- the application's own handles (appvmm.c); gate held exclusively ---- */
 
-const sw_vmm_info_t *sw_alloc_ready(void)
+const sw_vmm_info_t *sw_alloc_ready(int *dev)
 {
     const sw_vmm_info_t *vi;
-    return !sw_opts()->disable && !fork_child && ready(&vi) ? vi : NULL;
+    if (sw_opts()->disable || fork_child || (*dev = ready(&vi)) < 0)
+        return NULL;
+    return vi;
 }
 
-bool sw_room_for(uint64_t size, bool *synced)
+bool sw_room_for(int dev, uint64_t size, bool *synced)
 {
-    uint64_t room = sw_device_room();
+    uint64_t room = sw_device_room(dev);
     if (room < size && !sw_capturing())
-        room += demote(size - room, synced);
+        room += demote(dev, size - room, synced);
     return room >= size;
 }
 
-uint64_t sw_demote_some(uint64_t need, bool *synced)
+uint64_t sw_demote_some(int dev, uint64_t need, bool *synced)
 {
-    return sw_capturing() ? 0 : demote(need, synced);
+    return sw_capturing() ? 0 : demote(dev, need, synced);
 }
 
 int sw_alloc_register(sw_alloc_t *a)
@@ -356,16 +360,6 @@ void sw_alloc_unregister(sw_alloc_t *a)
         sw_pool_drain(SW_ON_DEVICE);
         sw_pool_drain(SW_ON_HOST);
     }
-}
-
-/* spillway tracks one device, the one current at its first tracked
- * allocation: the chunks' device memory and their access grants are that
- * device's. An allocation on another device passes through untouched,
- * and its out-of-memory is not ours to relieve. */
-static bool on_tracked_device(const sw_vmm_info_t *vi)
-{
-    CUdevice d;
-    return SW_REAL(cuCtxGetDevice)(&d) == CUDA_SUCCESS && d == vi->device;
 }
 
 /* An allocation spillway does not track still competes with tracked
@@ -390,12 +384,12 @@ CUresult sw_passthrough(sw_route_t route, CUdeviceptr *dptr, size_t bytesize,
     sw_gate_wr();
     const sw_vmm_info_t *vi;
     bool synced = false;
-    uint64_t need = ready(&vi) && on_tracked_device(vi)
-                        ? sw_round_up(bytesize ? bytesize : 1, vi->granularity)
-                        : 0;
+    /* The device the driver refused: only its chunks make room for it. */
+    int dev = ready(&vi);
+    uint64_t need = dev >= 0 ? sw_round_up(bytesize ? bytesize : 1, vi->granularity) : 0;
     /* The driver needs the memory the victims leave: their handles, which
      * the moves pooled, are released before each retry. */
-    while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(need, &synced) > 0) {
+    while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(dev, need, &synced) > 0) {
         sw_pool_drain(SW_ON_DEVICE);
         r = again(dptr, bytesize, ctx);
     }
@@ -419,11 +413,12 @@ static CUresult track_or_decline(CUdeviceptr *dptr, size_t bytesize, sw_route_t 
     const sw_vmm_info_t *vi;
     sw_gate_wr();
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
-    *route = SW_ROUTE_off;
-    if (ready(&vi)) {
-        *route = SW_ROUTE_device;
-        if (on_tracked_device(vi))
-            r = track(dptr, bytesize, vi);
+    int dev = ready(&vi);
+    /* VMM usable but not on this device (no context, too many): its own
+     * route; VMM unusable: spillway is off. */
+    *route = dev < 0 && vi ? SW_ROUTE_device : SW_ROUTE_off;
+    if (dev >= 0) {
+        r = track(dptr, bytesize, vi, dev);
         /* Anything but out-of-memory (an impossible size, say) is for
          * the driver to answer, in its own words. */
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY)
@@ -447,7 +442,8 @@ CUresult sw_try_track(CUdeviceptr *dptr, size_t bytesize, sw_route_t *route)
     /* Memory freed in stream order and already reached is released
      * before more is taken; when the budget is short, it is waited for:
      * cheaper than demoting live chunks, which synchronizes anyway. */
-    sw_ordered_reap(sw_budget_set() && sw_device_room() < bytesize);
+    int dev = sw_dev_current();
+    sw_ordered_reap(dev >= 0 && sw_device_room(dev) < bytesize);
     CUresult r = track_or_decline(dptr, bytesize, route);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_ordered_reap(true) > 0)
         r = track_or_decline(dptr, bytesize, route);
@@ -578,7 +574,7 @@ bool sw_is_tracked_base(CUdeviceptr p)
 /* The tracked allocation whose reservation holds p, read under the gate.
  * Its size is the one asked for: p at or past base + size is in the
  * rounding behind it, which belongs to no allocation. */
-static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size)
+static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size, int *dev)
 {
     if (!sw_gate_rd())
         return false;
@@ -590,6 +586,7 @@ static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size)
     if (c) {
         *base = c->alloc->va;
         *size = c->alloc->size;
+        *dev = c->alloc->dev;
     }
     sw_gate_unrd();
     return c != NULL;
@@ -603,7 +600,8 @@ CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
 {
     CUdeviceptr base;
     size_t size;
-    if (!tracked_range(dptr, &base, &size))
+    int dev;
+    if (!tracked_range(dptr, &base, &size, &dev))
         return SW_REAL(cuMemGetAddressRange_v2)(pbase, psize, dptr);
     if (dptr >= base + size)
         return CUDA_ERROR_NOT_FOUND;
@@ -622,7 +620,8 @@ static bool tracked_attr(void *data, CUpointer_attribute attribute, CUdeviceptr 
 {
     CUdeviceptr base;
     size_t size;
-    if (!data || !tracked_range(ptr, &base, &size) || ptr >= base + size)
+    int dev;
+    if (!data || !tracked_range(ptr, &base, &size, &dev) || ptr >= base + size)
         return false;
     switch (attribute) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
@@ -639,6 +638,9 @@ static bool tracked_attr(void *data, CUpointer_attribute attribute, CUdeviceptr 
         return true;
     case CU_POINTER_ATTRIBUTE_MAPPED:
         *(int *)data = 1;
+        return true;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = dev; /* the device it was allocated on, wherever it lives */
         return true;
     default:
         return false;
@@ -672,8 +674,11 @@ void sw_budgets_get(uint64_t *gpu, uint64_t *host, bool *resolved)
 {
     sw_gate_rd_always();
     *resolved = table != NULL;
+    uint64_t b;
     if (table) {
-        *gpu = budget_set ? gpu_budget : SPILLWAY_BUDGET_NONE;
+        /* Budgets are per device; the first device's stands for them all
+         * (spillway_set_budgets sets every device's alike). */
+        *gpu = sw_dev_budget(sw_dev_home(), &b) ? b : SPILLWAY_BUDGET_NONE;
         *host = host_budget;
     } else {
         /* Not resolved yet: a percentage of the device is not known. */
@@ -702,32 +707,39 @@ int sw_budgets_change(uint64_t gpu, uint64_t host)
         return SPILLWAY_EBUSY;
     }
     if (!table) {
-        if (gpu != SPILLWAY_BUDGET_KEEP)
+        /* Every device seen from now on gets it (devices.c). */
+        if (gpu != SPILLWAY_BUDGET_KEEP) {
             gpu_pending = gpu;
+            sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
+        }
         if (host != SPILLWAY_BUDGET_KEEP)
             host_pending = host;
         sw_gate_unwr();
         return SPILLWAY_OK;
     }
-    if (gpu != SPILLWAY_BUDGET_KEEP) {
-        budget_set = gpu != SPILLWAY_BUDGET_NONE;
-        gpu_budget = budget_set ? gpu : 0;
-    }
+    if (gpu != SPILLWAY_BUDGET_KEEP)
+        sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
     if (host != SPILLWAY_BUDGET_KEEP)
         host_budget = host;
     int rc = SPILLWAY_OK;
-    uint64_t used = sw_stat_get(SW_STAT_device_bytes);
-    if (budget_set && used > gpu_budget) {
-        /* The same path an allocation takes to make room: victims by the
-         * policy (resident chunks are none), one synchronization first. */
-        bool synced = false;
-        demote(used - gpu_budget, &synced);
+    /* The same path an allocation takes to make room, device by device:
+     * victims by the policy (resident chunks are none), one
+     * synchronization first. */
+    bool synced = false;
+    uint64_t budget;
+    for (int dev = sw_dev_next(-1); dev >= 0; dev = sw_dev_next(dev)) {
+        uint64_t used = sw_dev_bytes(dev);
+        if (!sw_dev_budget(dev, &budget) || used <= budget)
+            continue;
+        demote(dev, used - budget, &synced);
         sw_pool_drain(SW_ON_DEVICE);
-        if (sw_stat_get(SW_STAT_device_bytes) > gpu_budget)
+        if (sw_dev_bytes(dev) > budget)
             rc = SPILLWAY_EPARTIAL;
     }
-    sw_info("budgets changed: gpu %s%llu bytes, host %llu bytes", budget_set ? "" : "(none) ",
-            (unsigned long long)gpu_budget, (unsigned long long)host_budget);
+    sw_info("budgets changed: gpu %s%llu bytes, host %llu bytes",
+            gpu == SPILLWAY_BUDGET_KEEP ? "(kept) " : gpu == SPILLWAY_BUDGET_NONE ? "(none) " : "",
+            (unsigned long long)(gpu < SPILLWAY_BUDGET_NONE ? gpu : 0),
+            (unsigned long long)host_budget);
     sw_gate_unwr();
     return rc;
 }

@@ -65,6 +65,7 @@ static bool hash_oom;
 typedef struct app_handle {
     uint64_t key;               /* what the application holds: this record's address */
     CUmemAllocationProp prop;
+    int dev;                    /* the device it is memory of */
     uint64_t size;
     int refs;                   /* cuMemCreate's, and each cuMemRetainAllocationHandle */
     uint64_t real;              /* while unmapped: the real handle, */
@@ -102,10 +103,13 @@ static uint64_t real_of(const app_handle_t *h, sw_where_t *where)
     return h->real;
 }
 
-static void count(sw_where_t where, int64_t bytes)
+static void count(int dev, sw_where_t where, int64_t bytes)
 {
     sw_stats_batch_begin();
-    sw_stat_add(where == SW_ON_DEVICE ? SW_STAT_device_bytes : SW_STAT_host_bytes, bytes);
+    if (where == SW_ON_DEVICE)
+        sw_dev_bytes_add(dev, bytes);
+    else
+        sw_stat_add(SW_STAT_host_bytes, bytes);
     sw_stat_add(SW_STAT_tracked_bytes, bytes);
     sw_stat_add(SW_STAT_tracked_allocs, bytes > 0 ? 1 : -1);
     sw_stats_batch_end();
@@ -115,25 +119,25 @@ static void count(sw_where_t where, int64_t bytes)
 
 /* Whether spillway can stand in for a handle of these properties. */
 static bool trackable(const CUmemAllocationProp *p, size_t size, unsigned long long flags,
-                      const sw_vmm_info_t *vi)
+                      const sw_vmm_info_t *vi, int dev)
 {
     return p && flags == 0 && p->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
-           p->location.type == CU_MEM_LOCATION_TYPE_DEVICE && p->location.id == vi->device &&
+           p->location.type == CU_MEM_LOCATION_TYPE_DEVICE && p->location.id == dev &&
            p->allocFlags.compressionType == 0 && !p->win32HandleMetaData && size > 0 &&
            size % vi->granularity == 0 && sw_opts()->rewrite;
 }
 
 /* Makes the real handle: on the device when the budget has room (making
  * it by demotion), else in pinned host memory. */
-static CUresult make_real(const CUmemAllocationProp *prop, size_t size, uint64_t *real,
+static CUresult make_real(int dev, const CUmemAllocationProp *prop, size_t size, uint64_t *real,
                           sw_where_t *where)
 {
     bool synced = false;
     CUmemGenericAllocationHandle h;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (sw_room_for(size, &synced)) {
+    if (sw_room_for(dev, size, &synced)) {
         r = SW_CALL(cuMemCreate, (&h, size, prop, 0));
-        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(size, &synced) > 0) {
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(dev, size, &synced) > 0) {
             sw_pool_drain(SW_ON_DEVICE);
             r = SW_CALL(cuMemCreate, (&h, size, prop, 0));
         }
@@ -156,15 +160,17 @@ CUresult sw_app_create(CUmemGenericAllocationHandle *out, size_t size,
     if (!out || !prop)
         return SW_CALL(cuMemCreate, (out, size, prop, flags));
     sw_gate_wr();
-    const sw_vmm_info_t *vi = sw_alloc_ready();
+    int dev = -1;
+    const sw_vmm_info_t *vi = sw_alloc_ready(&dev);
     app_handle_t *h = NULL;
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
-    if (vi && trackable(prop, size, flags, vi) && (h = calloc(1, sizeof *h))) {
+    if (vi && trackable(prop, size, flags, vi, dev) && (h = calloc(1, sizeof *h))) {
         h->prop = *prop;
+        h->dev = dev;
         h->size = size;
         h->refs = 1;
         h->key = (uint64_t)(uintptr_t)h;
-        r = make_real(prop, size, &h->real, &h->where);
+        r = make_real(dev, prop, size, &h->real, &h->where);
         hash_oom = false;
         if (r == CUDA_SUCCESS)
             HASH_ADD(hh, handles, key, sizeof h->key, h);
@@ -173,7 +179,7 @@ CUresult sw_app_create(CUmemGenericAllocationHandle *out, size_t size,
             r = CUDA_ERROR_OUT_OF_MEMORY;
         }
         if (r == CUDA_SUCCESS) {
-            count(h->where, (int64_t)size);
+            count(dev, h->where, (int64_t)size);
             *out = h->key;
         } else {
             free(h);
@@ -203,6 +209,7 @@ static sw_alloc_t *track_mapping(app_handle_t *h, CUdeviceptr va)
     a->nchunks = 1;
     a->born = sw_launch_now();
     a->app = h;
+    a->dev = h->dev;
     a->dev_prop = &h->prop;
     sw_chunk_t *c = &a->chunks[0];
     *c = (sw_chunk_t){.va = va, .size = h->size, .where = h->where, .handle = h->real,
@@ -232,7 +239,8 @@ CUresult sw_app_map(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAllo
     sw_where_t where;
     CUresult r = SW_CALL(cuMemMap, (va, size, offset, h ? real_of(h, &where) : key, flags));
     if (h && r == CUDA_SUCCESS) {
-        const sw_vmm_info_t *vi = sw_alloc_ready();
+        int dev;
+        const sw_vmm_info_t *vi = sw_alloc_ready(&dev);
         bool whole = offset == 0 && size == h->size && vi && va % vi->granularity == 0;
         if (whole && !h->mapping && !h->pinned && (h->mapping = track_mapping(h, va)))
             h->real = 0;
@@ -271,7 +279,7 @@ static void release_if_done(app_handle_t *h)
 {
     if (h->refs > 0 || h->mapping)
         return;
-    count(h->where, -(int64_t)h->size);
+    count(h->dev, h->where, -(int64_t)h->size);
     sw_vmm_release(h->real);
     HASH_DELETE(hh, handles, h);
     free(h);
@@ -376,7 +384,7 @@ static CUresult promote_unmapped(app_handle_t *h)
     if (r != CUDA_SUCCESS)
         return r;
     sw_alloc_t a = {.va = va, .size = h->size, .reserved = h->size, .nchunks = 1,
-                    .dev_prop = &h->prop};
+                    .dev = h->dev, .dev_prop = &h->prop};
     sw_chunk_t c = {.va = va, .size = h->size, .where = SW_ON_HOST, .handle = h->real,
                     .alloc = &a, .slot = -1};
     a.chunks = &c;
@@ -407,17 +415,17 @@ static CUresult pin_on_device(app_handle_t *h)
     real_of(h, &where);
     if (where == SW_ON_HOST) {
         bool synced = false;
-        sw_room_for(h->size, &synced); /* else over the budget: it must go */
+        sw_room_for(h->dev, h->size, &synced); /* else over the budget: it must go */
         if (!synced && (r = sw_safe_sync()) != CUDA_SUCCESS)
             return r;
         r = promote(h);
-        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(h->size, &synced) > 0) {
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(h->dev, h->size, &synced) > 0) {
             sw_pool_drain(SW_ON_DEVICE);
             r = promote(h);
         }
         if (r == CUDA_SUCCESS && !h->mapping) {
             sw_stat_add(SW_STAT_host_bytes, -(int64_t)h->size);
-            sw_stat_add(SW_STAT_device_bytes, (int64_t)h->size);
+            sw_dev_bytes_add(h->dev, (int64_t)h->size);
         }
     }
     if (r == CUDA_SUCCESS)

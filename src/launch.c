@@ -413,9 +413,17 @@ void sw_note_pointers(const void *src, size_t n)
     sw_gate_unrd();
 }
 
+/* keep() for promotions: what the launch at seq uses, the window's, and
+ * every chunk of another device than dev, whose room is not dev's. */
+typedef struct {
+    uint64_t seq;
+    int dev;
+} keep_t;
+
 static bool touched_now(const sw_chunk_t *c, void *arg)
 {
-    return sw_learn_state(c)->last_use == *(const uint64_t *)arg || c->slot >= 0;
+    const keep_t *k = arg;
+    return sw_learn_state(c)->last_use == k->seq || c->slot >= 0 || c->alloc->dev != k->dev;
 }
 
 static const sw_link_t link = SW_LINK_DEFAULT;
@@ -437,7 +445,8 @@ static bool worth_moving(marks_t *m, uint64_t period)
         sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
         if (!c || c->where != SW_ON_HOST)
             continue;
-        uint64_t room = sw_device_room();
+        uint64_t room = sw_device_room(c->alloc->dev);
+        keep_t k = {m->seq, c->alloc->dev};
         if (o->policy == SW_POLICY_LRU) {
             /* The baseline brings in whatever it touches, making room. */
             if (sw_policy_on_touch(c, UINT64_MAX, false) == SW_VERDICT_PROMOTE)
@@ -448,7 +457,7 @@ static bool worth_moving(marks_t *m, uint64_t period)
             return true;
         if (room >= c->size || m->seq < __atomic_load_n(&c->displace_next, __ATOMIC_RELAXED))
             continue;
-        if (sw_policy_displace(sw_tracked(), c, m->seq, touched_now, &m->seq))
+        if (sw_policy_displace(sw_tracked(), c, m->seq, touched_now, &k))
             return true;
         __atomic_store_n(&c->displace_next, m->seq + DISPLACE_EVERY, __ATOMIC_RELAXED);
     }
@@ -477,20 +486,21 @@ static void bring_in(marks_t *m)
             sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
             if (!c || c->where != SW_ON_HOST)
                 continue;
-            uint64_t room = sw_device_room();
+            uint64_t room = sw_device_room(c->alloc->dev);
+            keep_t k = {m->seq, c->alloc->dev};
             if (o->policy == SW_POLICY_LRU && room < c->size) {
                 /* The baseline: make room by evicting the least recently
                  * used chunks this launch does not touch. */
                 sw_chunk_t *v[MAX_PROMOTE];
                 uint64_t freed;
-                size_t n = sw_policy_victims(sw_tracked(), c->size - room, touched_now, &m->seq,
+                size_t n = sw_policy_victims(sw_tracked(), c->size - room, touched_now, &k,
                                              v, MAX_PROMOTE, &freed);
                 if (n && !synced && sw_safe_sync() != CUDA_SUCCESS)
                     break;
                 synced |= n > 0;
-                for (size_t k = 0; k < n; k++)
-                    sw_move(v[k], SW_ON_HOST);
-                room = sw_device_room();
+                for (size_t j = 0; j < n; j++)
+                    sw_move(v[j], SW_ON_HOST);
+                room = sw_device_room(c->alloc->dev);
             }
             bool learned = o->policy == SW_POLICY_LEARNED;
             sw_verdict_t verdict =
@@ -499,7 +509,7 @@ static void bring_in(marks_t *m)
             /* No room: a popular chunk may take a colder one's place. */
             sw_chunk_t *cold = verdict != SW_VERDICT_PROMOTE && learned && room < c->size
                                    ? sw_policy_displace(sw_tracked(), c, m->seq, touched_now,
-                                                        &m->seq)
+                                                        &k)
                                    : NULL;
             if (verdict != SW_VERDICT_PROMOTE && !cold)
                 continue;
@@ -527,7 +537,8 @@ static bool not_streamable(const sw_chunk_t *c, void *arg)
 {
     const uint64_t *now = arg;
     const sw_sched_t *st = sw_learn_state(c);
-    return c->size > sw_window_size() || !st->gap || st->last_use == *now;
+    return c->size > sw_window_size() || !st->gap || st->last_use == *now ||
+           c->alloc->dev != sw_dev_home();
 }
 
 /* Adoption, with the streaming window: a host chunk only a pointer table
@@ -545,7 +556,9 @@ static bool not_streamable(const sw_chunk_t *c, void *arg)
 static bool adoption(uint64_t now, sw_chunk_t **in, sw_chunk_t **out)
 {
     uint64_t freed;
-    return (*in = sw_policy_unseen(sw_tracked())) &&
+    /* Only home's chunks trade: the window streams the victim from then
+     * on, and it streams home's chunks alone (devices.c). */
+    return (*in = sw_policy_unseen(sw_tracked())) && (*in)->alloc->dev == sw_dev_home() &&
            sw_policy_victims_learned(sw_tracked(), (*in)->size, now, not_streamable, &now, out,
                                      1, &freed) == 1 &&
            freed >= (*in)->size;
@@ -676,9 +689,12 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
 {
     int served = 0;
     uint64_t period = sw_period(m->seq);
+    /* The window is the first device's memory: a launch on another device
+     * reads in place (asked only once a second device is tracked). */
+    bool here = !sw_dev_several() || sw_dev_current() == sw_dev_home();
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        if (sw_window_streamable(u->word, u->len) &&
+        if (here && sw_window_streamable(u->word, u->len) &&
             sw_window_use(u->word, u->len, m->seq, period, s, &u->copy)) {
             u->served = true;
             served++;

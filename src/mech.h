@@ -22,7 +22,8 @@
     X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
     X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing) \
-    X(cuEventQuery) X(cuEventDestroy_v2) X(cuDeviceGetMemPool)
+    X(cuEventQuery) X(cuEventDestroy_v2) X(cuDeviceGetMemPool) X(cuDeviceGetCount)         \
+    X(cuDeviceCanAccessPeer) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize_v2)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
@@ -152,8 +153,8 @@ CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void 
  * exclusive to change). */
 sw_table_t *sw_tracked(void);
 bool sw_tracking_any(void);
-uint64_t sw_device_room(void);   /* budget left for device chunks; UINT64_MAX: none set */
-bool sw_budget_set(void);
+uint64_t sw_device_room(int dev); /* budget left for dev's chunks; UINT64_MAX: none set */
+bool sw_budget_set(void);         /* some device has a budget */
 /* fork.c's child handler: a child of a process that tracked memory forgets
  * it and passes every allocation through (the parent's CUDA state is not
  * the child's). One thread runs then; can't fail. */
@@ -247,6 +248,50 @@ CUresult sw_vmm_wait(CUstream st, bool *pending);
  *              old copy released. */
 CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied);
 
+/* ---- devices.c: what spillway keeps per device (the essay there) ----
+ * The gate is held exclusively to change anything; launches read rooms
+ * and bytes under the shared hold. */
+/* The current context's device; -1 when none is current. Can't fail. */
+int sw_dev_current(void);
+/* The first device tracked (vmm.c's, the window's); -1 before any. */
+int sw_dev_home(void);
+/* The current device, made ready for a tracked allocation (probed once,
+ * its budget resolved, the current context recorded for the safety
+ * rule): its ordinal, or -1 when spillway cannot track there (no
+ * context, no VMM, too many contexts): the allocation then passes
+ * through. Gate held exclusively. */
+int sw_dev_ready(const sw_vmm_info_t *vi);
+/* The cuCtxEnablePeerAccess hook: calls the driver and, on success,
+ * records the current context, whose kernels may now reach its peer's
+ * tracked chunks, for the safety synchronization. The driver's result. */
+CUresult sw_enable_peer(CUcontext peer, unsigned int flags);
+/* Budget left on dev for its device chunks; UINT64_MAX: no budget. */
+uint64_t sw_dev_room(int dev);
+bool sw_dev_any_budget(void);
+/* dev's budget into *budget; false when it has none. */
+bool sw_dev_budget(int dev, uint64_t *budget);
+uint64_t sw_dev_bytes(int dev);
+/* dev's resident bytes change by delta: its count, device_bytes and
+ * devN_device_bytes move together. Can't fail. */
+void sw_dev_bytes_add(int dev, int64_t delta);
+/* spillway_set_budgets: every tracked device gets the same budget. */
+void sw_dev_set_budgets(bool set, uint64_t budget);
+/* The next tracked device after `after` (-1: the first); -1 at the end. */
+int sw_dev_next(int after);
+/* More than one device is tracked. */
+bool sw_dev_several(void);
+/* dev's device-handle properties, and the access list its mappings get
+ * (dev and the devices that can reach it as peers). */
+const CUmemAllocationProp *sw_dev_prop(int dev);
+size_t sw_dev_access(int dev, const CUmemAccessDesc **desc);
+/* The stream moves of dev's chunks copy on; NULL for home (spillway's
+ * own stream, sw_vmm_stream). */
+CUstream sw_dev_stream(int dev);
+/* The safety rule's synchronization: the current context, then every
+ * other context recorded (devices.c). The first failure is returned;
+ * nothing may then be unmapped. */
+CUresult sw_dev_sync_all(void);
+
 /* ---- appvmm.c: the application's own VMM handles ----
  * The hooks of cuMemCreate, cuMemMap, cuMemUnmap, cuMemRelease,
  * cuMemRetainAllocationHandle, cuMemGetAllocationPropertiesFromHandle and
@@ -264,16 +309,17 @@ CUresult sw_app_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandle ke
 CUresult sw_app_export(void *shareable, CUmemGenericAllocationHandle key,
                        CUmemAllocationHandleType type, unsigned long long flags);
 /* What appvmm.c needs of alloc.c; gate held exclusively for all.
- * sw_alloc_ready: the VMM and budget state, resolved on first use; NULL
- * when spillway is off or VMM unusable. sw_room_for: room under the GPU
- * budget for size bytes, demoting to make it; false when even that
- * cannot. sw_demote_some: demotes about need bytes; the bytes freed.
+ * sw_alloc_ready: the VMM and budget state, resolved on first use, and
+ * the current device (*dev); NULL when spillway is off or cannot track
+ * there. sw_room_for: room under dev's budget for size bytes, demoting
+ * dev's chunks to make it; false when even that cannot. sw_demote_some:
+ * demotes about need bytes of dev's; the bytes freed.
  * sw_alloc_register: puts a built allocation in the table (-1: out of
  * memory or overlap, nothing changed); sw_alloc_unregister: takes it out,
  * its window copies and host copies dropped, its handles kept. */
-const sw_vmm_info_t *sw_alloc_ready(void);
-bool sw_room_for(uint64_t size, bool *synced);
-uint64_t sw_demote_some(uint64_t need, bool *synced);
+const sw_vmm_info_t *sw_alloc_ready(int *dev);
+bool sw_room_for(int dev, uint64_t size, bool *synced);
+uint64_t sw_demote_some(int dev, uint64_t need, bool *synced);
 int sw_alloc_register(sw_alloc_t *a);
 void sw_alloc_unregister(sw_alloc_t *a);
 

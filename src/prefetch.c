@@ -323,7 +323,7 @@ static bool periodic(const sw_chunk_t *c, uint64_t period)
 static bool not_for_window(const sw_chunk_t *c, void *arg)
 {
     const plan_t *p = arg;
-    return !periodic(c, p->period) || in_plan(p, c);
+    return !periodic(c, p->period) || in_plan(p, c) || c->alloc->dev != sw_dev_home();
 }
 
 /* keep() for displacement: what this launch uses, and what the plan moves
@@ -331,7 +331,9 @@ static bool not_for_window(const sw_chunk_t *c, void *arg)
 static bool spare(const sw_chunk_t *c, void *arg)
 {
     const plan_t *p = arg;
-    return sw_learn_state(c)->last_use == p->now || (c->slot >= 0 && p->planned[c->slot]) || in_plan(p, c);
+    /* The slots are home's memory: another device's chunks stay out of
+     * every plan (devices.c). */
+    return c->alloc->dev != sw_dev_home() || sw_learn_state(c)->last_use == p->now || (c->slot >= 0 && p->planned[c->slot]) || in_plan(p, c);
 }
 
 /* Displacement: a needed chunk off the loop comes to the device only once
@@ -377,7 +379,7 @@ static void adopt(plan_t *p)
 {
     sw_chunk_t *in = sw_policy_unseen(sw_tracked()), *out;
     uint64_t freed;
-    if (!in || p->nswap >= MAX_BATCH ||
+    if (!in || in->alloc->dev != sw_dev_home() || p->nswap >= MAX_BATCH ||
         sw_policy_victims_learned(sw_tracked(), in->size, p->now, not_streamable, p, &out, 1,
                                   &freed) != 1 ||
         freed < in->size)
@@ -394,7 +396,8 @@ static void plan(plan_t *p, const uint64_t *need, int n)
     uint64_t window = (uint64_t)pf.nslots * pf.slot_size;
     for (int i = 0; i < n && p->nfill < MAX_BATCH && p->nswap < MAX_BATCH; i++) {
         sw_chunk_t *c = sw_table_lookup(sw_tracked(), need[i]);
-        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->size > pf.slot_size)
+        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->size > pf.slot_size ||
+            c->alloc->dev != sw_dev_home())
             continue;
         if (!periodic(c, p->period)) {
             displace(p, c);

@@ -59,8 +59,14 @@ typedef struct {
 enum { SW_LOG_ERROR, SW_LOG_WARN, SW_LOG_INFO, SW_LOG_DEBUG };
 enum { SW_MEMINFO_PHYSICAL, SW_MEMINFO_VIRTUAL };
 
+/* Devices spillway can tell apart: a per-device budget names one of
+ * 0..SW_MAX_DEVICES-1 (an 8-GPU machine's). */
+#define SW_MAX_DEVICES 8
+
 typedef struct {
-    sw_amount_t gpu_budget;  /* unset: no budget, demote only on OOM */
+    sw_amount_t gpu_budget;  /* every device's, unless gpu_budget_dev says
+                              * otherwise; unset: no budget, demote only on OOM */
+    sw_amount_t gpu_budget_dev[SW_MAX_DEVICES]; /* "D:amount" entries; set: given */
     sw_amount_t host_budget; /* default: 6.25% of RAM, per process */
     uint64_t min_alloc;      /* default 2MiB */
     uint64_t chunk;          /* default 32MiB; rounded to granularity later */
@@ -99,6 +105,10 @@ typedef struct {
 bool sw_option_info(size_t i, sw_option_info_t *out);
 /* bytes for a size amount, or percent of total for a percentage. */
 uint64_t sw_amount_resolve(const sw_amount_t *a, uint64_t total);
+/* Device dev's GPU budget as the options give it: its own entry of a
+ * per-device list, else the amount for every device (which may be unset:
+ * no budget). dev outside 0..SW_MAX_DEVICES-1 gets the latter. */
+const sw_amount_t *sw_gpu_budget_of(const sw_options_t *o, int dev);
 /* Parsers shared with tools: return false on a malformed value. */
 bool sw_parse_size(const char *s, uint64_t *out);   /* "64", "2MiB", "1G", "512k" */
 bool sw_parse_bool(const char *s, bool *out);       /* 1/0 on/off yes/no true/false */
@@ -181,6 +191,7 @@ typedef struct sw_alloc {
     /* Mechanism state: a second reservation where host copies are also
      * mapped, so they can be read while the chunk's own address moves. */
     uint64_t mirror;
+    int dev;                    /* the device it was allocated on (devices.c) */
     /* An application's own VMM mapping (appvmm.c), not a reservation of
      * spillway's: its record there, and the CUmemAllocationProp device
      * handles of it are made with. NULL for spillway's allocations. */

@@ -14,7 +14,9 @@
  * THE SAFETY RULE. spillway unmaps a range only
  *   1. while holding the gate exclusively, and
  *   2. after cuCtxSynchronize, called under that same hold, returned
- *      CUDA_SUCCESS.
+ *      CUDA_SUCCESS, for every context that may use the range: with
+ *      several devices or contexts, each one recorded (devices.c,
+ *      sw_dev_sync_all).
  * Every hooked call that issues device work (launches, graph launches,
  * copies, memsets) holds the gate shared while it issues. So when the
  * unmap happens, all work issued before it has finished, and none can be
@@ -47,8 +49,8 @@ static CUdeviceptr staging;      /* a spare range to fill a new handle through *
 static uint64_t staging_size;
 static CUstream copy_stream;
 
-static CUresult create_as(sw_where_t where, uint64_t size, const CUmemAllocationProp *dprop,
-                          CUmemGenericAllocationHandle *h);
+static CUresult create_as(sw_where_t where, int dev, uint64_t size,
+                          const CUmemAllocationProp *dprop, CUmemGenericAllocationHandle *h);
 
 static uint64_t gran_of(const CUmemAllocationProp *p)
 {
@@ -146,21 +148,23 @@ void sw_vmm_unreserve(CUdeviceptr va, uint64_t size)
     SW_REAL(cuMemAddressFree)(va, size);
 }
 
-static CUresult grant(CUdeviceptr va, uint64_t size)
+/* Read and write access for dev's chunks: dev and the devices that can
+ * reach it as peers (devices.c: why the peers are named up front). */
+static CUresult grant(CUdeviceptr va, uint64_t size, int dev)
 {
-    CUmemAccessDesc d = {.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.location.id = info.device;
-    return SW_REAL(cuMemSetAccess)(va, size, &d, 1);
+    const CUmemAccessDesc *d;
+    size_t n = sw_dev_access(dev, &d);
+    return SW_REAL(cuMemSetAccess)(va, size, d, n);
 }
 
-/* Maps handle h at va with access; on failure nothing stays mapped. */
-static CUresult map_at(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHandle h)
+/* Maps handle h at va with access for dev's chunks; on failure nothing
+ * stays mapped. */
+static CUresult map_at(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHandle h, int dev)
 {
     CUresult r = SW_REAL(cuMemMap)(va, size, 0, h, 0);
     if (r != CUDA_SUCCESS)
         return r;
-    r = grant(va, size);
+    r = grant(va, size, dev);
     if (r != CUDA_SUCCESS)
         SW_REAL(cuMemUnmap)(va, size);
     return r;
@@ -169,23 +173,26 @@ static CUresult map_at(CUdeviceptr va, uint64_t size, CUmemGenericAllocationHand
 /* Every handle spillway makes comes from here: one a move released, if
  * the pool holds one of this size at `where`, else a new one, made only
  * after the pool at `where` gave its handles back (pool.c: why the
- * budgets still bound what is held). */
-static CUresult create(sw_where_t where, uint64_t size, CUmemGenericAllocationHandle *h)
+ * budgets still bound what is held). The pool holds home's device
+ * handles only: another device's are made, and released, each time. */
+static CUresult create(sw_where_t where, int dev, uint64_t size, CUmemGenericAllocationHandle *h)
 {
-    return create_as(where, size, NULL, h);
+    return create_as(where, dev, size, NULL, h);
 }
 
 /* The same, for a chunk whose device handles must have the application's
  * properties (dprop: an application's own handle, which it may export):
  * those never come from the pool, whose handles are spillway's. */
-static CUresult create_as(sw_where_t where, uint64_t size, const CUmemAllocationProp *dprop,
-                          CUmemGenericAllocationHandle *h)
+static CUresult create_as(sw_where_t where, int dev, uint64_t size,
+                          const CUmemAllocationProp *dprop, CUmemGenericAllocationHandle *h)
 {
     if (where == SW_ON_DEVICE && dprop) {
         sw_pool_drain(where);
         return SW_REAL(cuMemCreate)(h, size, dprop, 0);
     }
     uint64_t p;
+    if (where == SW_ON_DEVICE && dev != info.device)
+        return SW_REAL(cuMemCreate)(h, size, sw_dev_prop(dev), 0);
     if (sw_pool_take(where, size, &p)) {
         *h = p;
         return CUDA_SUCCESS;
@@ -194,13 +201,23 @@ static CUresult create_as(sw_where_t where, uint64_t size, const CUmemAllocation
     return SW_REAL(cuMemCreate)(h, size, where == SW_ON_DEVICE ? &dev_prop : &host_prop, 0);
 }
 
+/* Gives a handle no mapping uses to the pool, or releases it where the
+ * pool does not keep its kind (another device's). */
+static void give(sw_where_t where, int dev, uint64_t size, uint64_t h)
+{
+    if (where == SW_ON_DEVICE && dev != info.device)
+        SW_REAL(cuMemRelease)(h);
+    else
+        sw_pool_give(where, size, h);
+}
+
 CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where)
 {
     CUmemGenericAllocationHandle h;
-    CUresult r = create_as(where, c->size, c->alloc->dev_prop, &h);
+    CUresult r = create_as(where, c->alloc->dev, c->size, c->alloc->dev_prop, &h);
     if (r != CUDA_SUCCESS)
         return r;
-    r = map_at(c->va, c->size, h);
+    r = map_at(c->va, c->size, h, c->alloc->dev);
     if (r != CUDA_SUCCESS) {
         SW_REAL(cuMemRelease)(h);
         return r;
@@ -229,7 +246,7 @@ CUresult sw_vmm_stream(CUstream *s)
 
 CUresult sw_vmm_map(CUdeviceptr va, uint64_t size, uint64_t h)
 {
-    return map_at(va, size, h);
+    return map_at(va, size, h, info.device);
 }
 
 CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size)
@@ -237,24 +254,29 @@ CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size)
     return SW_REAL(cuMemUnmap)(va, size);
 }
 
-CUresult sw_vmm_remap(CUdeviceptr va, uint64_t size, uint64_t from, uint64_t to)
+static CUresult remap(CUdeviceptr va, uint64_t size, uint64_t from, uint64_t to, int dev)
 {
     CUresult e = SW_REAL(cuMemUnmap)(va, size);
     if (e != CUDA_SUCCESS)
         return e; /* still mapping from */
-    e = map_at(va, size, to);
+    e = map_at(va, size, to, dev);
     /* The address must map something: put the old handle back, which
      * still holds every byte. */
-    if (e != CUDA_SUCCESS && map_at(va, size, from) != CUDA_SUCCESS)
+    if (e != CUDA_SUCCESS && map_at(va, size, from, dev) != CUDA_SUCCESS)
         sw_error("chunk 0x%llx lost its mapping (%s): its data is in handle %llu",
                  (unsigned long long)va, sw_cu_name(e), (unsigned long long)from);
     return e;
 }
 
+CUresult sw_vmm_remap(CUdeviceptr va, uint64_t size, uint64_t from, uint64_t to)
+{
+    return remap(va, size, from, to, info.device);
+}
+
 CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h)
 {
     CUmemGenericAllocationHandle g;
-    CUresult r = create(where, size, &g);
+    CUresult r = create(where, info.device, size, &g);
     if (r == CUDA_SUCCESS)
         *h = g;
     return r;
@@ -274,13 +296,14 @@ CUresult sw_vmm_wait(CUstream st, bool *pending)
     return e;
 }
 
-/* Copies size bytes from src to dst on spillway's own stream and waits.
- * *pending as for sw_vmm_wait; the move is abandoned on any failure. */
-static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, bool *pending)
+/* Copies size bytes from src to dst, dev's chunk, on spillway's stream
+ * for dev (devices.c) and waits. *pending as for sw_vmm_wait; the move is
+ * abandoned on any failure. */
+static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, int dev, bool *pending)
 {
-    CUstream st;
+    CUstream st = sw_dev_stream(dev);
     *pending = false;
-    CUresult e = sw_vmm_stream(&st);
+    CUresult e = st ? CUDA_SUCCESS : sw_vmm_stream(&st);
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoDAsync_v2)(dst, src, size, st);
     if (e == CUDA_SUCCESS)
@@ -326,9 +349,9 @@ static CUresult home_unchanged(sw_chunk_t *c, bool *went)
     if (pending)
         return e;
     if (e != CUDA_SUCCESS || memcmp(now, c->home_fp, SW_FP_BYTES) != 0 ||
-        sw_vmm_remap(c->va, c->size, c->handle, c->home) != CUDA_SUCCESS)
+        remap(c->va, c->size, c->handle, c->home, c->alloc->dev) != CUDA_SUCCESS)
         return CUDA_SUCCESS;
-    sw_pool_give(SW_ON_DEVICE, c->size, c->handle); /* unmapped by the remap */
+    give(SW_ON_DEVICE, c->alloc->dev, c->size, c->handle); /* unmapped by the remap */
     c->handle = c->home;
     c->home = 0;
     c->alloc->moved++;
@@ -356,15 +379,18 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
     uint64_t fp[2] = {0, 0};
     if (!staging_fits(c->size))
         return CUDA_ERROR_INVALID_VALUE;
-    keep_copy = keep_copy && to == SW_ON_DEVICE;
-    CUresult r = create_as(to, c->size, c->alloc->dev_prop, &h);
+    /* Kept copies are home's alone: they are checked with the fingerprint
+     * kernel, loaded in home's context (devices.c). */
+    keep_copy = keep_copy && to == SW_ON_DEVICE && c->alloc->dev == info.device;
+    int dev = c->alloc->dev;
+    CUresult r = create_as(to, dev, c->size, c->alloc->dev_prop, &h);
     if (r != CUDA_SUCCESS)
         return r;
     /* Fill the new handle through the staging range. */
-    r = map_at(staging, c->size, h);
+    r = map_at(staging, c->size, h, dev);
     if (r == CUDA_SUCCESS) {
         bool pending;
-        r = copy(staging, c->va, c->size, &pending);
+        r = copy(staging, c->va, c->size, dev, &pending);
         /* The old handle stays as the copy only if its bytes are known. */
         if (r == CUDA_SUCCESS && keep_copy) {
             CUresult f = sw_fp_take(staging, c->size, fp, &pending);
@@ -395,7 +421,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         }
     }
     if (r == CUDA_SUCCESS)
-        r = sw_vmm_remap(c->va, c->size, c->handle, h);
+        r = remap(c->va, c->size, c->handle, h, dev);
     if (r != CUDA_SUCCESS) {
         SW_REAL(cuMemRelease)(h);
         return r; /* c still mapped to its old handle */
@@ -405,7 +431,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         memcpy(c->home_fp, fp, SW_FP_BYTES);
     } else {
         /* The old handle, unmapped by the remap, serves the next move. */
-        sw_pool_give(c->where, c->size, c->handle);
+        give(c->where, dev, c->size, c->handle);
     }
     c->handle = h;
     c->alloc->moved++;

@@ -221,8 +221,11 @@ bool sw_window_streamable(uint64_t start, uint64_t len)
     for (uint64_t p = start; p < start + len;) {
         const sw_chunk_t *c = sw_table_lookup(t, p);
         /* A fixed chunk's handle is mapped elsewhere too (appvmm.c): a
-         * write through that address would leave a copy stale. */
-        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->fixed)
+         * write through that address would leave a copy stale. The
+         * window is device memory of the first device: another device's
+         * chunks are read in place (devices.c). */
+        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->fixed ||
+            c->alloc->dev != sw_dev_home())
             return false;
         p = c->va + c->size;
     }

@@ -22,6 +22,11 @@
  *             leaves 0).
  *   amount    a size or a percent; the total the percent is of (device
  *             memory, RAM) is known only later (sw_amount_resolve).
+ *   budgets   an amount for every device, or a list, separated by commas,
+ *             of "D:amount" entries for device D (0..SW_MAX_DEVICES-1,
+ *             each at most once) and at most one plain amount for the
+ *             devices the list does not name ("0:20GiB,1:30GiB",
+ *             "10GiB,1:40%"). A device neither names has no budget.
  *   bool      1/0 on/off yes/no true/false, case-insensitive.
  *   choice    one word of a fixed list, case-insensitive.
  *   path      any string shorter than the field (1024 bytes).
@@ -36,6 +41,7 @@
 
 typedef enum {
     K_AMOUNT,   /* sw_amount_t: size or percentage */
+    K_BUDGETS,  /* gpu_budget and gpu_budget_dev: an amount, or a per-device list */
     K_SIZE,     /* uint64_t */
     K_SIZE_NZ,  /* uint64_t, > 0 */
     K_BOOL,     /* bool */
@@ -69,8 +75,8 @@ static const char *const policies[] = {"lru", "learned", NULL};
 #define C(name, dflt, field, choices, help) \
     { name, dflt, K_CHOICE, help, offsetof(sw_options_t, field), choices }
 static const opt_t opts[] = {
-    O("GPU_BUDGET", "", K_AMOUNT, gpu_budget,
-      "device memory tracked allocations may use; unset: demote only on out-of-memory"),
+    O("GPU_BUDGET", "", K_BUDGETS, gpu_budget,
+      "device memory tracked allocations may use, on every device or per device (D:amount); unset: demote only on out-of-memory"),
     /* Per process, and nothing coordinates processes: eight of them, one
      * per GPU, must not pin more than half of RAM together by default. */
     O("HOST_BUDGET", "6.25%", K_AMOUNT, host_budget,
@@ -237,6 +243,48 @@ static bool parse_amount(const char *s, sw_amount_t *a)
     return true;
 }
 
+/* An amount or a per-device list (K_BUDGETS) into *all and dev[]; false,
+ * leaving both as they were, when any entry is malformed, a device is
+ * out of range or named twice, or two entries are plain amounts. */
+static bool parse_budgets(const char *s, sw_amount_t *all, sw_amount_t dev[SW_MAX_DEVICES])
+{
+    sw_amount_t a, d[SW_MAX_DEVICES];
+    memset(&a, 0, sizeof a);
+    memset(d, 0, sizeof d);
+    char entry[64];
+    for (const char *at = s;; at++) {
+        size_t n = strcspn(at, ",");
+        if (n == 0 || n >= sizeof entry)
+            return false;
+        memcpy(entry, at, n);
+        entry[n] = '\0';
+        char *colon = strchr(entry, ':');
+        if (!colon) {
+            if (a.set || !parse_amount(entry, &a))
+                return false;
+        } else {
+            /* One digit: devices 0..7. */
+            int k = entry[0] - '0';
+            if (colon != entry + 1 || k < 0 || k >= SW_MAX_DEVICES || d[k].set ||
+                !parse_amount(colon + 1, &d[k]))
+                return false;
+        }
+        at += n;
+        if (!*at)
+            break;
+    }
+    memcpy(all, &a, sizeof a);
+    memcpy(dev, d, sizeof d);
+    return true;
+}
+
+const sw_amount_t *sw_gpu_budget_of(const sw_options_t *o, int dev)
+{
+    if (dev >= 0 && dev < SW_MAX_DEVICES && o->gpu_budget_dev[dev].set)
+        return &o->gpu_budget_dev[dev];
+    return &o->gpu_budget;
+}
+
 /* Integer arithmetic on the percentage in millionths of a percent: exact
  * for any total (no float can hold every uint64_t), never above total, and
  * the same under valgrind, which has no 80-bit long double. */
@@ -299,6 +347,12 @@ static void expected(const opt_t *o, char *buf, size_t len)
     switch (o->kind) {
     case K_AMOUNT:
         append(buf, len, "a size such as 20GiB or 512MiB, or a percentage such as 40%%");
+        break;
+    case K_BUDGETS:
+        append(buf, len,
+               "a size such as 20GiB, a percentage such as 40%%, or a list of device:amount "
+               "such as 0:20GiB,1:30GiB (devices 0 to %d)",
+               SW_MAX_DEVICES - 1);
         break;
     case K_SIZE:
         append(buf, len, "a size such as 2MiB, 512KiB or 4096 (bytes)");
@@ -389,6 +443,14 @@ static bool apply(const opt_t *o, sw_options_t *out, const char *v)
         if (!none && !parse_amount(v, &a))
             return false;
         memcpy(field, &a, sizeof a);
+        return true;
+    }
+    case K_BUDGETS: {
+        sw_options_t *o_ = out;
+        if (!none)
+            return parse_budgets(v, &o_->gpu_budget, o_->gpu_budget_dev);
+        memset(&o_->gpu_budget, 0, sizeof o_->gpu_budget);
+        memset(o_->gpu_budget_dev, 0, sizeof o_->gpu_budget_dev);
         return true;
     }
     case K_SIZE:
@@ -505,20 +567,40 @@ static void format_percent(double v, char *buf, size_t len)
     snprintf(buf, len, "%s%%", digits);
 }
 
+static void format_amount(const sw_amount_t *a, char *buf, size_t len)
+{
+    if (a->is_percent)
+        format_percent(a->percent, buf, len);
+    else if (a->set || a->bytes)
+        format_size(a->bytes, buf, len);
+    else
+        buf[0] = '\0';
+}
+
+/* The amount for every device (if set) first, then each device's entry:
+ * a form parse_budgets reads back to the same options. */
+static void format_budgets(const sw_options_t *opt, char *buf, size_t len)
+{
+    char one[48];
+    format_amount(&opt->gpu_budget, buf, len);
+    for (int d = 0; d < SW_MAX_DEVICES; d++) {
+        if (!opt->gpu_budget_dev[d].set)
+            continue;
+        format_amount(&opt->gpu_budget_dev[d], one, sizeof one);
+        append(buf, len, "%s%d:%s", buf[0] ? "," : "", d, one);
+    }
+}
+
 static void format_value(const opt_t *o, const sw_options_t *opt, char *buf, size_t len)
 {
     const void *field = (const char *)opt + o->off;
     switch (o->kind) {
-    case K_AMOUNT: {
-        const sw_amount_t *a = field;
-        if (a->is_percent)
-            format_percent(a->percent, buf, len);
-        else if (a->set || a->bytes)
-            format_size(a->bytes, buf, len);
-        else
-            buf[0] = '\0';
+    case K_AMOUNT:
+        format_amount(field, buf, len);
         return;
-    }
+    case K_BUDGETS:
+        format_budgets(opt, buf, len);
+        return;
     case K_SIZE:
     case K_SIZE_NZ:
         format_size(*(const uint64_t *)field, buf, len);

@@ -57,6 +57,8 @@ SG_PT_DECL(CUresult, cuMemcpyHtoDAsync_v2_ptsz, (CUdeviceptr dstDevice, const vo
 SG_PT_DECL(CUresult, cuMemcpyDtoHAsync_v2_ptsz, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemcpyDtoDAsync_v2_ptsz, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemcpyAsync_ptsz, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream))
+SG_PT_DECL(CUresult, cuMemcpyPeer_ptds, (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount))
+SG_PT_DECL(CUresult, cuMemcpyPeerAsync_ptsz, (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemsetD8_v2_ptds, (CUdeviceptr dstDevice, unsigned char uc, size_t N))
 SG_PT_DECL(CUresult, cuMemsetD32_v2_ptds, (CUdeviceptr dstDevice, unsigned int ui, size_t N))
 SG_PT_DECL(CUresult, cuMemsetD16_v2_ptds, (CUdeviceptr dstDevice, unsigned short us, size_t N))
@@ -108,6 +110,9 @@ bool sg_device_ok(CUdevice dev);
     X(cuCtxPopCurrent, CUDA_ERROR_UNKNOWN, API)                              \
     X(cuCtxSynchronize, CUDA_ERROR_UNKNOWN, API)                             \
     X(cuCtxGetStreamPriorityRange, CUDA_ERROR_UNKNOWN, API)                  \
+    X(cuDeviceCanAccessPeer, CUDA_ERROR_INVALID_DEVICE, API)                 \
+    X(cuCtxEnablePeerAccess, CUDA_ERROR_TOO_MANY_PEERS, API)                 \
+    X(cuCtxDisablePeerAccess, CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, API)       \
     X(cuGetErrorName, CUDA_ERROR_INVALID_VALUE, FREE)                        \
     X(cuGetErrorString, CUDA_ERROR_INVALID_VALUE, FREE)                      \
     X(cuGetProcAddress, CUDA_ERROR_NOT_FOUND, FREE)                          \
@@ -129,6 +134,8 @@ bool sg_device_ok(CUdevice dev);
     X(cuMemcpyDtoHAsync, CUDA_ERROR_INVALID_VALUE, API)                      \
     X(cuMemcpyDtoDAsync, CUDA_ERROR_INVALID_VALUE, API)                      \
     X(cuMemcpyAsync, CUDA_ERROR_INVALID_VALUE, API)                          \
+    X(cuMemcpyPeer, CUDA_ERROR_INVALID_VALUE, API)                           \
+    X(cuMemcpyPeerAsync, CUDA_ERROR_INVALID_VALUE, API)                      \
     X(cuMemsetD8, CUDA_ERROR_INVALID_VALUE, API)                             \
     X(cuMemsetD32, CUDA_ERROR_INVALID_VALUE, API)                            \
     X(cuMemsetD16, CUDA_ERROR_INVALID_VALUE, API)                            \
@@ -303,6 +310,7 @@ typedef struct sg_state {
     struct sg_op *recent[SG_RECENT]; /* the last ops issued, for races */
     unsigned recent_at;
     int ctx_refs[SG_MAX_DEVICES]; /* primary context retains, per device */
+    unsigned peer[SG_MAX_DEVICES]; /* sg_peer_mask (atomic) */
 } sg_state_t;
 
 enum { SG_ENGINE_COMPUTE, SG_ENGINE_H2D, SG_ENGINE_D2H };
@@ -343,6 +351,7 @@ typedef struct sg_phys {
     uint64_t id;        /* the CUmemGenericAllocationHandle */
     uint64_t size, file_off;
     int loc;            /* SG_LOC_* */
+    int device;         /* SG_LOC_DEVICE: the device whose memory it is */
     CUmemAllocationProp prop;
     int refs;           /* 1 while any handle reference lives, + 1 per mapping */
     int handle_refs;    /* cuMemCreate + cuMemRetainAllocationHandle - cuMemRelease */
@@ -353,7 +362,8 @@ typedef struct {
     uint64_t size;
     sg_phys_t *phys;
     uint64_t phys_off;
-    int access;         /* SG_ACCESS_*: what cuMemSetAccess granted the device */
+    int access;         /* SG_ACCESS_*: what cuMemSetAccess granted */
+    unsigned devs;      /* bit d: device d was granted it (VMM mappings) */
     bool legacy;        /* made by cuMemAlloc, not by cuMemMap */
 } sg_map_t;
 
@@ -414,7 +424,9 @@ void sg_phys_put(sg_phys_t *p); /* drops one ref, frees at zero */
 CUresult sg_map_insert(CUdeviceptr va, uint64_t size, sg_phys_t *p, uint64_t off, bool legacy);
 CUresult sg_map_remove(CUdeviceptr va, uint64_t size);
 sg_map_t *sg_map_find(uint64_t addr);
-int sg_map_set_access(CUdeviceptr va, uint64_t size, int access);
+/* Sets the access of every mapping in the range to `access` and its
+ * granted devices to (devs | grant) & ~revoke. */
+int sg_map_set_access(CUdeviceptr va, uint64_t size, int access, unsigned grant, unsigned revoke);
 /* Pinned host allocations (cuMemAllocHost): device pointer == host pointer. */
 CUresult sg_pinned_alloc(uint64_t size, void **out);
 CUresult sg_pinned_free(void *p);
@@ -427,6 +439,18 @@ CUresult sg_legacy_free(CUdeviceptr p);
 bool sg_legacy_range(CUdeviceptr p, CUdeviceptr *base, uint64_t *size);
 /* Reads the byte counters consistently (they live under a leaf lock). */
 void sg_mem_stats(sg_stats_t *into);
+/* Device dev's own bytes and their peak (each device has SIMGPU_MEM). */
+void sg_mem_device_stats(int dev, uint64_t *bytes, uint64_t *peak);
+/* Whether a kernel running on device dev may reach [addr, +len), already
+ * translated: every device-VA mapping under it is either granted to dev
+ * (cuMemSetAccess), or a cuMemAlloc of dev's own, or of a device whose
+ * memory dev's context enabled peer access to. Caller holds mem_lock for
+ * reading. Memory outside device VA (pinned host) is reachable. */
+bool sg_mem_reachable(uint64_t addr, uint64_t len, int dev);
+/* Peer access: bit p of the mask is set when device dev's context may
+ * reach device p's cuMemAlloc memory (cuCtxEnablePeerAccess). Atomic:
+ * stream workers read it without g.lock. */
+unsigned sg_peer_mask(int dev);
 
 /* ---- sg_kernels.c: the built-in kernels ------------------------------ */
 #define SG_MAX_PARAMS 8
@@ -486,6 +510,7 @@ typedef struct sg_op {
     struct sg_op **deps;          /* ops that must really finish first */
     /* kernel */
     const sg_kernel_t *kernel;
+    int device;                   /* the device it runs on: the context's when issued */
     unsigned char args[SG_MAX_ARGS];
     /* copy: ranges[0] is dst, ranges[1] is src; memset: ranges[0] */
     uint64_t memset_value;
@@ -510,6 +535,8 @@ typedef struct sg_stream {
     sg_op_t *head, *tail; /* ops not yet completed, oldest first */
     sg_op_t *last;        /* the newest op enqueued (ref held) */
     uint64_t ready_ns;    /* virtual completion of the newest op */
+    int device;           /* the context's device when made; -1: the legacy
+                           * and per-thread streams, which every device shares */
     unsigned rng;
     struct sg_capture *capture;
     int lane;             /* its index in capture->streams */
@@ -541,7 +568,10 @@ void sg_op_add_dep(sg_op_t *op, sg_op_t *dep);
  * g.lock held. */
 void sg_op_wait(sg_op_t *op);
 CUresult sg_stream_sync(sg_stream_t *s);   /* g.lock held */
-CUresult sg_ctx_sync(void);                /* g.lock held */
+CUresult sg_ctx_sync(void);                /* g.lock held; every stream */
+/* cuCtxSynchronize of device dev's context: its own streams and the
+ * shared legacy and per-thread ones, not another device's. g.lock held. */
+CUresult sg_ctx_sync_device(int dev);
 bool sg_op_vt_done(sg_op_t *op);           /* g.lock held */
 /* For a call that waits for all queued device work before doing its own
  * (cost_ns, already charged on entry): the host clock moves to the end of

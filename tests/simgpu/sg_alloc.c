@@ -152,10 +152,10 @@ SG_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
     SG_ENTER(cuMemGetInfo, API);
     if (!free || !total)
         return CUDA_ERROR_INVALID_VALUE;
-    sg_stats_t st;
-    sg_mem_stats(&st);
+    uint64_t used, peak;
+    sg_mem_device_stats(sg_current_device() > 0 ? sg_current_device() : 0, &used, &peak);
     *total = SG->cfg.mem;
-    *free = SG->cfg.mem - st.device_bytes;
+    *free = SG->cfg.mem - used;
     return CUDA_SUCCESS;
 }
 

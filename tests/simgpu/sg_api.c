@@ -484,8 +484,11 @@ static CUresult ctx_sync(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     sg_lock();
     CUresult r = sg_capture_guard(NULL);
+    /* One device alone waits for everything, as it always did; with
+     * several, a context waits for its own device's streams only, so a
+     * caller that synchronizes the wrong context is caught. */
     if (r == CUDA_SUCCESS)
-        r = sg_ctx_sync();
+        r = SG->cfg.devices > 1 ? sg_ctx_sync_device(sg_ctx_device(ctx)) : sg_ctx_sync();
     sg_unlock();
     return r;
 }
@@ -500,6 +503,58 @@ SG_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx)
 {
     SG_ENTER(cuCtxSynchronize, API);
     return ctx_sync(ctx ? ctx : current_ctx);
+}
+
+/* ---- peer access ----
+ * Any two distinct devices can reach each other's memory once the
+ * reaching context enables it; a kernel that reaches another device's
+ * cuMemAlloc memory without it faults (sg_mem_reachable). */
+
+SG_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+    SG_ENTER(cuDeviceCanAccessPeer, API);
+    if (!canAccessPeer)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!sg_device_ok(dev) || !sg_device_ok(peerDev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *canAccessPeer = dev != peerDev;
+    return CUDA_SUCCESS;
+}
+
+/* Enables (on) or disables peer access from the current context's device
+ * to peer's, with the driver's errors. */
+static CUresult peer_access(CUcontext peer, bool on)
+{
+    int me = sg_ctx_device(current_ctx), p = sg_ctx_device(peer);
+    if (me < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (p < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (p == me)
+        return CUDA_ERROR_INVALID_DEVICE;
+    unsigned bit = 1u << p;
+    bool was = sg_peer_mask(me) & bit;
+    if (on && was)
+        return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    if (!on && !was)
+        return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    if (on)
+        __atomic_or_fetch(&SG->peer[me], bit, __ATOMIC_RELEASE);
+    else
+        __atomic_and_fetch(&SG->peer[me], ~bit, __ATOMIC_RELEASE);
+    return CUDA_SUCCESS;
+}
+
+SG_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    SG_ENTER(cuCtxEnablePeerAccess, API);
+    return Flags ? CUDA_ERROR_INVALID_VALUE : peer_access(peerContext, true);
+}
+
+SG_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    SG_ENTER(cuCtxDisablePeerAccess, API);
+    return peer_access(peerContext, false);
 }
 
 /* ---- errors ---- */

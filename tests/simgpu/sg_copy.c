@@ -137,6 +137,51 @@ COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync, CUdeviceptr, dstDevice,
 COPY_ASYNC(cuMemcpyAsync, cuMemcpyAsync, CUdeviceptr, dst, CUdeviceptr, src, A, A, false)
 COPY_ASYNC(cuMemcpyAsync_ptsz, cuMemcpyAsync, CUdeviceptr, dst, CUdeviceptr, src, A, A, true)
 
+/* Peer copies: between any two devices' memory, whatever peer access
+ * says (the driver stages them when it must). The contexts must be
+ * simgpu's; the addresses say where the bytes are (UVA). */
+static CUresult peer_copy(const char *name, CUdeviceptr dst, CUcontext dc, CUdeviceptr src,
+                          CUcontext sc, size_t n, CUstream hs, bool pt, bool sync)
+{
+    if (sg_ctx_device(dc) < 0 || sg_ctx_device(sc) < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return copy(name, dst, D, src, D, n, hs, pt, sync);
+}
+
+SG_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                CUcontext srcContext, size_t ByteCount)
+{
+    SG_ENTER(cuMemcpyPeer, API);
+    return peer_copy("cuMemcpyPeer", dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
+                     false, true);
+}
+
+SG_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
+                                     CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount)
+{
+    SG_ENTER(cuMemcpyPeer, API);
+    return peer_copy("cuMemcpyPeer", dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL,
+                     true, true);
+}
+
+SG_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+                                     CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount,
+                                     CUstream hStream)
+{
+    SG_ENTER(cuMemcpyPeerAsync, API);
+    return peer_copy("cuMemcpyPeerAsync", dstDevice, dstContext, srcDevice, srcContext, ByteCount,
+                     hStream, false, false);
+}
+
+SG_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
+                                          CUdeviceptr srcDevice, CUcontext srcContext,
+                                          size_t ByteCount, CUstream hStream)
+{
+    SG_ENTER(cuMemcpyPeerAsync, API);
+    return peer_copy("cuMemcpyPeerAsync", dstDevice, dstContext, srcDevice, srcContext, ByteCount,
+                     hStream, true, false);
+}
+
 #define SET_SYNC(sym, fn, T, w, pt)                                              \
     SG_EXPORT CUresult sym(CUdeviceptr dstDevice, T v, size_t N)                 \
     {                                                                            \

@@ -66,6 +66,9 @@ static struct {
      * write lock, where g.lock must not be taken. */
     pthread_mutex_t acct;
     uint64_t device, device_peak, host_vmm, host_vmm_peak, pinned_bytes, pinned_peak;
+    /* Each device has memory of its own, SIMGPU_MEM each; device and
+     * device_peak above are their sum, as reports always showed them. */
+    uint64_t dev_bytes[SG_MAX_DEVICES], dev_peak[SG_MAX_DEVICES];
 } mem = {.acct = PTHREAD_MUTEX_INITIALIZER};
 
 static bool charge(uint64_t *cur, uint64_t *peak, uint64_t bytes, uint64_t limit)
@@ -91,6 +94,44 @@ static void uncharge(uint64_t *cur, uint64_t bytes)
 static uint64_t *counter_of(int loc)
 {
     return loc == SG_LOC_DEVICE ? &mem.device : &mem.host_vmm;
+}
+
+/* Device memory is charged to its device, against that device's
+ * SIMGPU_MEM, and to the sum. */
+static bool charge_device(int dev, uint64_t bytes)
+{
+    pthread_mutex_lock(&mem.acct);
+    bool ok = mem.dev_bytes[dev] + bytes <= SG->cfg.mem;
+    if (ok) {
+        mem.dev_bytes[dev] += bytes;
+        if (mem.dev_bytes[dev] > mem.dev_peak[dev])
+            mem.dev_peak[dev] = mem.dev_bytes[dev];
+        mem.device += bytes;
+        if (mem.device > mem.device_peak)
+            mem.device_peak = mem.device;
+    }
+    pthread_mutex_unlock(&mem.acct);
+    return ok;
+}
+
+static void uncharge_loc(int loc, int device, uint64_t size)
+{
+    if (loc != SG_LOC_DEVICE) {
+        uncharge(counter_of(loc), size);
+        return;
+    }
+    pthread_mutex_lock(&mem.acct);
+    mem.dev_bytes[device] -= size;
+    mem.device -= size;
+    pthread_mutex_unlock(&mem.acct);
+}
+
+void sg_mem_device_stats(int dev, uint64_t *bytes, uint64_t *peak)
+{
+    pthread_mutex_lock(&mem.acct);
+    *bytes = mem.dev_bytes[dev];
+    *peak = mem.dev_peak[dev];
+    pthread_mutex_unlock(&mem.acct);
 }
 
 void sg_mem_stats(sg_stats_t *st)
@@ -271,13 +312,14 @@ CUresult sg_phys_create(uint64_t size, int loc, const CUmemAllocationProp *prop,
 {
     size = align_up(size, PAGE);
     bool dev = loc == SG_LOC_DEVICE;
+    int device = dev && prop ? prop->location.id : 0;
     if (mem.next_off + size > PHYS_FILE_SIZE ||
-        !charge(counter_of(loc), dev ? &mem.device_peak : &mem.host_vmm_peak, size,
-                dev ? SG->cfg.mem : UINT64_MAX))
+        !(dev ? charge_device(device, size)
+              : charge(counter_of(loc), &mem.host_vmm_peak, size, UINT64_MAX)))
         return CUDA_ERROR_OUT_OF_MEMORY;
     phys_entry_t *e = calloc(1, sizeof *e);
     if (!e) {
-        uncharge(counter_of(loc), size);
+        uncharge_loc(loc, device, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     e->id = mem.next_id++;
@@ -285,6 +327,7 @@ CUresult sg_phys_create(uint64_t size, int loc, const CUmemAllocationProp *prop,
     e->phys.size = size;
     e->phys.file_off = mem.next_off;
     e->phys.loc = loc;
+    e->phys.device = device;
     if (prop)
         e->phys.prop = *prop;
     e->phys.refs = 1;
@@ -312,7 +355,7 @@ void sg_phys_put(sg_phys_t *p)
     HASH_FIND(hh, mem.phys, &p->id, sizeof p->id, e);
     fallocate(mem.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)p->file_off,
               (off_t)p->size);
-    uncharge(counter_of(p->loc), p->size);
+    uncharge_loc(p->loc, p->device, p->size);
     HASH_DEL(mem.phys, e);
     free(e);
 }
@@ -338,7 +381,8 @@ CUresult sg_map_insert(CUdeviceptr va, uint64_t size, sg_phys_t *p, uint64_t off
         return CUDA_ERROR_OUT_OF_MEMORY;
     size_t at = (size_t)(map_floor(va) + 1);
     memmove(&mem.maps.v[at + 1], &mem.maps.v[at], (mem.maps.n - at) * sizeof *mem.maps.v);
-    mem.maps.v[at] = (sg_map_t){va, size, p, off, SG_ACCESS_NONE, legacy};
+    mem.maps.v[at] = (sg_map_t){.va = va, .size = size, .phys = p, .phys_off = off,
+                                .access = SG_ACCESS_NONE, .legacy = legacy};
     mem.maps.n++;
     p->refs++;
     return CUDA_SUCCESS;
@@ -372,7 +416,7 @@ CUresult sg_map_remove(CUdeviceptr va, uint64_t size)
 
 /* Grants or revokes access on every mapping in the range, which must be
  * fully mapped. Returns 0 on success, -1 when a byte is unmapped. */
-int sg_map_set_access(CUdeviceptr va, uint64_t size, int access)
+int sg_map_set_access(CUdeviceptr va, uint64_t size, int access, unsigned grant, unsigned revoke)
 {
     uint64_t at = va;
     while (at < va + size) {
@@ -384,9 +428,32 @@ int sg_map_set_access(CUdeviceptr va, uint64_t size, int access)
     for (at = va; at < va + size;) {
         sg_map_t *m = sg_map_find(at);
         m->access = access;
+        m->devs = (m->devs | grant) & ~revoke;
         at = m->va + m->size;
     }
     return 0;
+}
+
+unsigned sg_peer_mask(int dev)
+{
+    return __atomic_load_n(&SG->peer[dev], __ATOMIC_ACQUIRE);
+}
+
+bool sg_mem_reachable(uint64_t addr, uint64_t len, int dev)
+{
+    if (!sg_mem_is_device_va(addr))
+        return true;
+    for (uint64_t at = addr; at < addr + len;) {
+        sg_map_t *m = sg_map_find(at);
+        if (!m)
+            return false;
+        bool ok = m->legacy ? m->phys->device == dev || (sg_peer_mask(dev) >> m->phys->device & 1)
+                            : (m->devs >> dev & 1) != 0;
+        if (!ok)
+            return false;
+        at = m->va + m->size;
+    }
+    return true;
 }
 
 /* ---- translation -------------------------------------------------------- */
@@ -499,7 +566,10 @@ CUresult sg_legacy_alloc(uint64_t size, int device, CUdeviceptr *out)
     mem.resv.v[resv_index(va)].asked = size;
     mem.resv.v[resv_index(va)].device = device;
     sg_phys_t *p;
-    r = sg_phys_create(len, SG_LOC_DEVICE, NULL, &p);
+    CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED};
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device;
+    r = sg_phys_create(len, SG_LOC_DEVICE, &prop, &p);
     if (r == CUDA_SUCCESS) {
         r = sg_map_insert(va, len, p, 0, true);
         sg_phys_put(p); /* the mapping holds it now */

@@ -456,6 +456,7 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUst
         return r;
     }
     op->kernel = k;
+    op->device = sg_current_device() > 0 ? sg_current_device() : 0;
     /* The table is read now, before taking g.lock (peek takes mem_lock). */
     op->nranges = k->ranges(op->args, op->ranges, sg_mem_peek);
     sg_lock();

@@ -55,6 +55,13 @@ void sg_report_write(void)
     F("faults", st.faults);
     F("hazards", st.hazards);
 #undef F
+    fprintf(f, "  \"device_bytes_peak_by_device\": [");
+    for (uint64_t d = 0; d < SG->cfg.devices; d++) {
+        uint64_t bytes, peak;
+        sg_mem_device_stats((int)d, &bytes, &peak);
+        fprintf(f, "%s%llu", d ? ", " : "", (unsigned long long)peak);
+    }
+    fprintf(f, "],\n");
     fprintf(f, "  \"hazard_list\": [");
     for (uint64_t i = 0; i < st.hazards && i < SG_MAX_HAZARD_TEXT; i++) {
         fprintf(f, "%s\n    ", i ? "," : "");

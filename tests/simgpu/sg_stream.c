@@ -125,6 +125,7 @@ static sg_stream_t *stream_alloc(unsigned flags, int priority, bool blocking)
     s->flags = flags;
     s->priority = priority;
     s->blocking = blocking;
+    s->device = -1; /* sg_stream_create binds it */
     s->rng = (unsigned)(SG->cfg.seed * 2654435761u + s->id);
     pthread_cond_init(&s->cv, NULL);
     s->next = SG->streams;
@@ -137,6 +138,7 @@ CUresult sg_stream_create(unsigned flags, int priority, sg_stream_t **out)
     sg_stream_t *s = stream_alloc(flags, priority, !(flags & CU_STREAM_NON_BLOCKING));
     if (!s)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    s->device = sg_current_device() > 0 ? sg_current_device() : 0;
     sg_handle_add(s, SG_H_STREAM);
     *out = s;
     return CUDA_SUCCESS;
@@ -200,6 +202,10 @@ static bool run_op(sg_op_t *op)
         sg_xlate_t x;
         bool pageable = op->pageable >> i & 1;
         ok = sg_mem_xlate(r[i].addr, r[i].len, r[i].write, pageable, &x);
+        /* A kernel reaches another device's memory only as the driver
+         * lets it (peer access, or a VMM grant): on a GPU it faults. */
+        if (ok && op->kind == SG_OP_KERNEL)
+            ok = sg_mem_reachable(r[i].addr, r[i].len, op->device);
         host[i] = x.host;
     }
     if (ok) {
@@ -570,6 +576,11 @@ static bool wait_one(bool (*pick)(const sg_stream_t *t, const sg_stream_t *s), c
 
 static bool pick_all(const sg_stream_t *t, const sg_stream_t *s) { return true; }
 static bool pick_blocking(const sg_stream_t *t, const sg_stream_t *s) { return t->blocking; }
+/* s stands for the device: its number in s->device. */
+static bool pick_device(const sg_stream_t *t, const sg_stream_t *s)
+{
+    return t->device < 0 || t->device == s->device;
+}
 
 CUresult sg_stream_sync(sg_stream_t *s)
 {
@@ -595,6 +606,18 @@ CUresult sg_ctx_sync(void)
     while (wait_one(pick_all, NULL))
         ;
     SG->host_ns = max_u64(SG->host_ns, SG->last_end_ns);
+    return SG->sticky;
+}
+
+CUresult sg_ctx_sync_device(int dev)
+{
+    const sg_stream_t which = {.device = dev};
+    while (wait_one(pick_device, &which))
+        ;
+    /* Virtual time: as far as the streams waited for reach. */
+    for (sg_stream_t *t = SG->streams; t; t = t->next)
+        if (pick_device(t, &which))
+            SG->host_ns = max_u64(SG->host_ns, t->ready_ns);
     return SG->sticky;
 }
 

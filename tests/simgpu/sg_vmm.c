@@ -44,7 +44,7 @@ static int loc_of(const CUmemAllocationProp *prop, CUresult *err)
         return -1;
     switch (prop->location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
-        if (prop->location.id != 0) {
+        if (!sg_device_ok(prop->location.id)) {
             *err = CUDA_ERROR_INVALID_DEVICE;
             return -1;
         }
@@ -227,18 +227,26 @@ SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     SG_ENTER(cuMemSetAccess, SETACCESS);
     if (!desc || count == 0 || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    int device = -1; /* the device's new access, if a descriptor names it */
+    /* One access level for the mapping (the last device descriptor's),
+     * and the set of devices it is granted to: a kernel on a device
+     * outside the set faults (sg_mem_reachable). */
+    int level = -1;
+    unsigned grant = 0, revoke = 0;
     for (size_t i = 0; i < count; i++) {
         const CUmemLocation *l = &desc[i].location;
         if (l->type == CU_MEM_LOCATION_TYPE_DEVICE) {
-            if (l->id != 0)
+            if (!sg_device_ok(l->id))
                 return CUDA_ERROR_INVALID_DEVICE;
             switch (desc[i].flags) {
-            case CU_MEM_ACCESS_FLAGS_PROT_NONE: device = SG_ACCESS_NONE; break;
-            case CU_MEM_ACCESS_FLAGS_PROT_READ: device = SG_ACCESS_READ; break;
-            case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: device = SG_ACCESS_RW; break;
+            case CU_MEM_ACCESS_FLAGS_PROT_NONE: level = SG_ACCESS_NONE; break;
+            case CU_MEM_ACCESS_FLAGS_PROT_READ: level = SG_ACCESS_READ; break;
+            case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: level = SG_ACCESS_RW; break;
             default: return CUDA_ERROR_INVALID_VALUE;
             }
+            if (level == SG_ACCESS_NONE)
+                revoke |= 1u << l->id;
+            else
+                grant |= 1u << l->id;
         } else if (l->type != CU_MEM_LOCATION_TYPE_HOST &&
                    l->type != CU_MEM_LOCATION_TYPE_HOST_NUMA) {
             return CUDA_ERROR_INVALID_VALUE;
@@ -248,7 +256,7 @@ SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     sg_map_t *m = sg_map_find(ptr);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (m && !m->legacy && m->va == ptr &&
-        sg_map_set_access(ptr, size, device < 0 ? m->access : device) == 0)
+        sg_map_set_access(ptr, size, level < 0 ? m->access : level, grant, revoke) == 0)
         r = CUDA_SUCCESS;
     sg_mem_unlock();
     if (r == CUDA_SUCCESS)

@@ -49,6 +49,7 @@ int main(void)
     srunner_add_suite(sr, process_suite());
     srunner_add_suite(sr, early_suite());
     srunner_add_suite(sr, hooks_suite());
+    srunner_add_suite(sr, devices_suite());
     srunner_run_all(sr, CK_ENV); /* CK_VERBOSITY=verbose lists every test */
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -21,7 +21,7 @@
  * run's own extra entries last ("NAME=value" sets, a bare "NAME" removes).
  *
  * Paths come from the environment meson gives the test (see meson.build):
- * SWT_LIBSPILLWAY, SWT_SIMGPU_DIR, SWT_MLP, SWT_MOE, SWT_MT, SWT_LOADER,
+ * SWT_LIBSPILLWAY, SWT_SIMGPU_DIR, SWT_MLP, SWT_MOE, SWT_MULTI, SWT_MT, SWT_LOADER,
  * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_PROC, SWT_ROUTES, SWT_NM,
  * SWT_EARLY, SWT_EARLY_CTOR, SWT_JIT, SWT_CAPTURE, SWT_MEMOPS, SWT_TMA,
  * SWT_RETARGET, SWT_HOSTWRITE. A test that
@@ -60,6 +60,7 @@ Suite *process_suite(void);   /* test_process.c */
 Suite *policies_suite(void);  /* test_policies.c */
 Suite *early_suite(void);     /* test_early.c */
 Suite *hooks_suite(void);     /* test_hooks.c */
+Suite *devices_suite(void);   /* test_devices.c */
 
 /* main.c: the suite's temporary root (made before any test runs). */
 const char *swt_root(void);

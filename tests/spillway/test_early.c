@@ -94,7 +94,9 @@ START_TEST(small_allocation_makes_room_on_out_of_memory)
 }
 END_TEST
 
-START_TEST(second_device_allocation_passes_through)
+/* A second device's allocation is tracked too, on that device: the
+ * driver's DEVICE_ORDINAL answer is kept, and its bytes are its own. */
+START_TEST(second_device_allocation_is_tracked)
 {
     const char *env[] = {"SIMGPU_DEVICES=2", NULL};
     swt_run_t plain, r;
@@ -102,10 +104,12 @@ START_TEST(second_device_allocation_passes_through)
     swt_assert_status(&plain, 0);
     ck_assert_msg(swt_file_has(plain.out, "second-device-ordinal: 1"), "%s", swt_describe(&plain));
     run_early(&r, "SWT_EARLY", "second-device", env, true);
-    assert_tracked_ok(&r, 1);
+    assert_tracked_ok(&r, 2);
     ck_assert_msg(swt_file_has(r.out, "second-device-ordinal: 1"), "%s", swt_describe(&r));
-    ck_assert_uint_eq(swt_sw(&r, "tracked_allocs_peak"), 1);
-    ck_assert_uint_eq(swt_sw(&r, "passthrough_allocs"), 1);
+    ck_assert_uint_eq(swt_sw(&r, "tracked_allocs_peak"), 2);
+    ck_assert_uint_eq(swt_sw(&r, "passthrough_allocs"), 0);
+    ck_assert_uint_eq(swt_sw(&r, "dev0_device_bytes_peak"), 4 * SWT_MIB);
+    ck_assert_uint_eq(swt_sw(&r, "dev1_device_bytes_peak"), 4 * SWT_MIB);
 }
 END_TEST
 
@@ -118,7 +122,7 @@ Suite *early_suite(void)
     tcase_add_test(tc, allocation_before_a_context_keeps_tracking);
     tcase_add_test(tc, failed_init_keeps_tracking);
     tcase_add_test(tc, small_allocation_makes_room_on_out_of_memory);
-    tcase_add_test(tc, second_device_allocation_passes_through);
+    tcase_add_test(tc, second_device_allocation_is_tracked);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -37,6 +37,8 @@ static void parse_ok(sw_options_t *o, const char *entry)
     ck_assert_str_eq(warn, "");
 }
 
+static char *print_to_string(const sw_options_t *o);
+
 /* ---- defaults ---- */
 
 static void defaults(sw_options_t *o)
@@ -311,11 +313,77 @@ START_TEST(test_percentages_outside_0_to_100_or_malformed_are_refused)
 }
 END_TEST
 
+#define GPU_BUDGET_FORMS                                                                    \
+    "expected a size such as 20GiB, a percentage such as 40%, or a list of device:amount "   \
+    "such as 0:20GiB,1:30GiB (devices 0 to 7)"
+
 START_TEST(test_bad_gpu_budget_message_names_variable_value_and_forms)
 {
     expect_bad("SPILLWAY_GPU_BUDGET=12XB",
-               "spillway: bad value SPILLWAY_GPU_BUDGET=\"12XB\": expected a size such as 20GiB "
-               "or 512MiB, or a percentage such as 40%");
+               "spillway: bad value SPILLWAY_GPU_BUDGET=\"12XB\": " GPU_BUDGET_FORMS);
+}
+END_TEST
+
+START_TEST(test_gpu_budget_takes_a_per_device_list)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=0:20GiB,1:30GiB");
+    ck_assert(!o.gpu_budget.set); /* devices the list does not name: none */
+    ck_assert(o.gpu_budget_dev[0].set && o.gpu_budget_dev[1].set);
+    ck_assert_uint_eq(o.gpu_budget_dev[0].bytes, 20 * GiB);
+    ck_assert_uint_eq(o.gpu_budget_dev[1].bytes, 30 * GiB);
+    for (int d = 2; d < SW_MAX_DEVICES; d++)
+        ck_assert(!o.gpu_budget_dev[d].set);
+    ck_assert_uint_eq(sw_gpu_budget_of(&o, 1)->bytes, 30 * GiB);
+    ck_assert(!sw_gpu_budget_of(&o, 2)->set);
+}
+END_TEST
+
+START_TEST(test_gpu_budget_list_may_give_every_other_device_an_amount)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=7:40%,10GiB");
+    ck_assert(o.gpu_budget.set);
+    ck_assert_uint_eq(o.gpu_budget.bytes, 10 * GiB);
+    ck_assert(o.gpu_budget_dev[7].set && o.gpu_budget_dev[7].is_percent);
+    ck_assert_double_eq(o.gpu_budget_dev[7].percent, 40.0);
+    ck_assert_uint_eq(sw_gpu_budget_of(&o, 3)->bytes, 10 * GiB);
+    ck_assert(sw_gpu_budget_of(&o, 7)->is_percent);
+    /* A plain amount means every device, as it always did. */
+    parse_ok(&o, "SPILLWAY_GPU_BUDGET=3GiB");
+    for (int d = 0; d < SW_MAX_DEVICES; d++)
+        ck_assert_uint_eq(sw_gpu_budget_of(&o, d)->bytes, 3 * GiB);
+}
+END_TEST
+
+START_TEST(test_bad_gpu_budget_lists_are_refused_with_the_forms)
+{
+    static const char *const junk[] = {
+        "0:20GiB,", ",0:20GiB", "0:20GiB,,1:1GiB", "8:1GiB", "-1:1GiB", "a:1GiB", "01:1GiB",
+        "0:", ":1GiB", "0:1GiB,0:2GiB", "1GiB,2GiB", "0:1GiB:2", "0:150%", "0 :1GiB", "0:1QB",
+    };
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        char entry[64], msg[512];
+        snprintf(entry, sizeof entry, "SPILLWAY_GPU_BUDGET=%s", junk[i]);
+        snprintf(msg, sizeof msg, "spillway: bad value SPILLWAY_GPU_BUDGET=\"%s\": %s", junk[i],
+                 GPU_BUDGET_FORMS);
+        expect_bad(entry, msg);
+    }
+}
+END_TEST
+
+START_TEST(test_gpu_budget_list_prints_back_to_the_same_options)
+{
+    char *env[] = {"SPILLWAY_GPU_BUDGET=1:12.5%,5GiB,0:3MiB", NULL};
+    sw_options_t a, b;
+    ck_assert_int_eq(sw_options_parse(&a, env, NULL, 0, NULL, 0), 0);
+    char *s = print_to_string(&a);
+    ck_assert_msg(strstr(s, "SPILLWAY_GPU_BUDGET=5GiB,0:3MiB,1:12.5%\n") != NULL, "%s", s);
+    char *line = strtok(s, "\n");
+    char *again[] = {line, NULL};
+    ck_assert_int_eq(sw_options_parse(&b, again, NULL, 0, NULL, 0), 0);
+    ck_assert_mem_eq(&a, &b, sizeof a);
+    free(s);
 }
 END_TEST
 
@@ -802,6 +870,10 @@ Suite *options_suite(void)
     tcase_add_test(tc, test_percentages_accept_decimals_up_to_100);
     tcase_add_test(tc, test_percentages_outside_0_to_100_or_malformed_are_refused);
     tcase_add_test(tc, test_bad_gpu_budget_message_names_variable_value_and_forms);
+    tcase_add_test(tc, test_gpu_budget_takes_a_per_device_list);
+    tcase_add_test(tc, test_gpu_budget_list_may_give_every_other_device_an_amount);
+    tcase_add_test(tc, test_bad_gpu_budget_lists_are_refused_with_the_forms);
+    tcase_add_test(tc, test_gpu_budget_list_prints_back_to_the_same_options);
     tcase_add_test(tc, test_host_budget_empty_is_refused);
     tcase_add_test(tc, test_bad_value_message_escapes_what_is_not_printable);
     tcase_add_test(tc, test_percentages_are_kept_to_a_millionth_and_print_back);

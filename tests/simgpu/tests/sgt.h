@@ -114,5 +114,6 @@ Suite *report_suite(void);
 Suite *inject_suite(void);
 Suite *export_suite(void);
 Suite *tensormap_suite(void);
+Suite *devices_suite(void);
 
 #endif
