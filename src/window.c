@@ -690,8 +690,12 @@ void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
         for (int i = 0; i < w.nunits; i++)
             if (w.units[i].live && overlaps(lo, len, w.units[i].start, w.units[i].len))
                 w.units[i].fp_known = false;
-        w.dirty = true;
     }
+    /* In a capture, cst rejoins the origin before its next fill, so the
+     * fill follows this write: at once when s is the origin, and when s
+     * is a stream the capture forked into, once the origin has joined it
+     * back (as a program does before it reads what s wrote). */
+    w.dirty = true;
     pthread_mutex_unlock(&w.lock);
 }
 
