@@ -153,7 +153,11 @@ static char *render(int what, const sw_stats_snapshot_t *s)
  * only \\, \" and \n escapes and no raw quote. */
 static bool prom_sample(const char *l)
 {
-    l += strspn(l, "abcdefghijklmnopqrstuvwxyz_");
+    /* A metric name: lower case, digits (dev0_...) and underscores, not
+     * starting with a digit. */
+    if (!*l || !strchr("abcdefghijklmnopqrstuvwxyz_", *l))
+        return false;
+    l += strspn(l, "abcdefghijklmnopqrstuvwxyz0123456789_");
     if (strncmp(l, "{pid=\"", 6) != 0)
         return false;
     l = json_int(l + 6);
