@@ -14,6 +14,13 @@ simgpu_dir=$4
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset LD_PRELOAD SPILLWAY_STATS_DIR SPILLWAY_REPORT
+# SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's runtime,
+# which must come first in LD_PRELOAD; the launcher appends the library.
+first=
+if [ -n "${SANITIZER_PRELOAD:-}" ]; then
+    export LD_PRELOAD="$SANITIZER_PRELOAD"
+    first="$SANITIZER_PRELOAD:"
+fi
 
 fail() {
     printf 'FAIL [install]: %s\n' "$*" >&2
@@ -34,7 +41,7 @@ lib=$(find "$tmp/root" -name libspillway.so -type f)
 # the installed launcher finds the installed library, not the build tree's
 "$bin" run --dry-run --budget 1GiB >"$tmp/log" 2>&1 || fail "dry run failed"
 [ "$(cat "$tmp/log")" = "SPILLWAY_GPU_BUDGET=1GiB
-LD_PRELOAD=$(realpath "$lib")" ] || fail "dry run does not preload the installed library"
+LD_PRELOAD=$first$(realpath "$lib")" ] || fail "dry run does not preload the installed library"
 
 # the demo program, on a simulated GPU too small for it
 LD_LIBRARY_PATH="$simgpu_dir" SIMGPU_MEM=24MiB "$bin" run --stats-dir "$tmp" \
