@@ -82,7 +82,8 @@ const char *swt_path(const char *name);
 
 /* Runs argv (argv[0] a path; NULL-terminated) with the environment
  * described above; env: extra entries, NULL-terminated, or NULL. Waits at
- * most 120 s, then kills it (timed_out). Fills *r. Aborts the test when
+ * most 120 s (times SWT_TIME_SCALE, set in a sanitized build), then kills
+ * it (timed_out). Fills *r. Aborts the test when
  * the program cannot be started at all. */
 void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *const *argv);
 /* The same with libspillway preloaded and then the library `after`, whose
