@@ -561,15 +561,22 @@ static void adopt(uint64_t now)
 uint64_t sw_period(uint64_t now)
 {
     /* sw_learn_period sorts every chunk's gap: not for every launch, but
-     * sooner while no period is known yet. */
+     * sooner while no period is known yet. Launches on several threads
+     * run this at once (the gate is only shared), so the cache is read
+     * and written with relaxed atomics: two threads may both recompute,
+     * and a thread may return a period one recomputation old, which skews
+     * a prediction, never a result. */
     static uint64_t cached, at;
-    if (!at || now - at >= (cached ? 64 : 8)) {
-        cached = sw_learn_period(sw_tracked());
-        at = now;
+    uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
+    if (!last || now - last >= (period ? 64 : 8)) {
+        period = sw_learn_period(sw_tracked());
+        __atomic_store_n(&cached, period, __ATOMIC_RELAXED);
+        __atomic_store_n(&at, now, __ATOMIC_RELAXED);
         sw_stat_add(SW_STAT_learned_period,
-                    (int64_t)cached - (int64_t)sw_stat_get(SW_STAT_learned_period));
+                    (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
     }
-    return cached;
+    return period;
 }
 
 /* Per-thread room for rewritten arguments: the launch's own are never
