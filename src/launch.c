@@ -590,6 +590,44 @@ static __thread struct rewrite {
     size_t len;
 } *rw;
 
+/* A thread's room is freed when the thread exits (a program that starts
+ * threads by the thousand must not keep 34 KiB for each): the key's
+ * destructor frees it. Without a key (pthread_key_create failed) rooms
+ * are kept until the process exits, as before. */
+static pthread_key_t rw_key;
+static bool rw_key_ok;
+static pthread_once_t rw_key_once = PTHREAD_ONCE_INIT;
+
+static void free_room(void *p)
+{
+    struct rewrite *r = p;
+    rw = NULL; /* a later launch on this exiting thread allocates anew */
+    free(r->store);
+    free(r);
+}
+
+static void make_rw_key(void)
+{
+    rw_key_ok = pthread_key_create(&rw_key, free_room) == 0;
+}
+
+/* This thread's room, allocated on first use; NULL when out of memory (the
+ * launch then reads every range in place). */
+static struct rewrite *room(void)
+{
+    if (rw)
+        return rw;
+    struct rewrite *r = calloc(1, sizeof *r);
+    if (!r || !(r->store = aligned_alloc(64, PARAM_BYTES))) {
+        free(r);
+        return NULL;
+    }
+    pthread_once(&rw_key_once, make_rw_key);
+    if (rw_key_ok)
+        pthread_setspecific(rw_key, r);
+    return rw = r;
+}
+
 static bool substitute(uint64_t word, uint64_t *to, void *arg)
 {
     marks_t *m = arg;
@@ -669,10 +707,7 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     }
     if (!served)
         return;
-    if (!rw && (rw = calloc(1, sizeof *rw)) && !(rw->store = aligned_alloc(64, PARAM_BYTES))) {
-        free(rw);
-        rw = NULL;
-    }
+    room();
     const void *buf;
     size_t len;
     if (rw && *params) {
