@@ -15,7 +15,6 @@
 
 typedef void *(*dlsym_fn)(void *, const char *);
 
-static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
 static dlsym_fn real_dlsym;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static sw_real_t real;
@@ -44,17 +43,30 @@ static size_t nroutes;
 #error "add this architecture's base glibc symbol version (the version of dlsym before 2.34)"
 #endif
 
-static void find_dlsym(void)
+/*
+ * The real dlsym is looked up without pthread_once: the override calls
+ * this, and dlsym is called before anything is ready, by a sanitizer
+ * runtime while it starts and by other libraries' constructors. Some of
+ * those (ThreadSanitizer, profilers) wrap pthread_once themselves and find
+ * the real one with dlsym at their first call, so a once here would call
+ * back into itself until the stack ran out. Instead each caller that finds
+ * no pointer yet looks it up and stores it: racing threads find the same
+ * pointer, so the last store changes nothing.
+ */
+SW_UNSANITIZED static dlsym_fn find_dlsym(void)
 {
-    real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-    if (!real_dlsym)
-        real_dlsym = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", GLIBC_BASE);
+    dlsym_fn f = (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    return f ? f : (dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", GLIBC_BASE);
 }
 
-dlsym_fn sw_real_dlsym(void)
+SW_UNSANITIZED dlsym_fn sw_real_dlsym(void)
 {
-    pthread_once(&dlsym_once, find_dlsym);
-    return real_dlsym;
+    dlsym_fn f = __atomic_load_n(&real_dlsym, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = find_dlsym();
+        __atomic_store_n(&real_dlsym, f, __ATOMIC_RELEASE);
+    }
+    return f;
 }
 
 static int route_cmp(const void *a, const void *b)

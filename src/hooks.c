@@ -33,10 +33,15 @@
 #undef SW_RT_HOOK
 #undef SW_HOOK
 
-/* A lookup in libcuda's own handle gets the wrapper for what it finds. */
-static void *driver_dlsym(void *handle, const char *name)
+/* A lookup in libcuda's own handle gets the wrapper for what it finds.
+ * Returns what the real dlsym returns (NULL included) when the handle is
+ * not libcuda's. Kept out of line: unlike the override, it is
+ * instrumented, and it is reached only for the driver's names, which no
+ * sanitizer runtime looks up while it starts. */
+__attribute__((noinline)) static void *driver_dlsym(void *handle, const char *name)
 {
-    void *p = sw_real_dlsym()(handle, name);
+    void *(*real_dlsym)(void *, const char *) = sw_real_dlsym();
+    void *p = real_dlsym ? real_dlsym(handle, name) : NULL;
     if (!p)
         return p;
     /* Only the driver's handle is routed; the first such lookup is the
@@ -73,10 +78,28 @@ static void *driver_dlsym(void *handle, const char *name)
 #define SW_SIBCALLS
 #endif
 
-SW_EXPORT SW_SIBCALLS void *dlsym(void *restrict handle, const char *restrict name)
+/* A name that may be the driver's: "cu" but not "cuda" (the runtime's).
+ * Compared byte by byte rather than with strncmp, which sanitizer runtimes
+ * intercept and which is not yet theirs to serve while they start. */
+SW_UNSANITIZED static inline bool driver_name(const char *name)
 {
-    if (handle != RTLD_DEFAULT && handle != RTLD_NEXT && name[0] == 'c' &&
-        name[1] == 'u' && strncmp(name, "cuda", 4) != 0)
+    return name[0] == 'c' && name[1] == 'u' && !(name[2] == 'd' && name[3] == 'a');
+}
+
+/*
+ * The override runs before anything is ready, spillway's constructor
+ * included: the ASan and TSan runtimes call it while they start, before
+ * instrumented code may run, and other preloaded libraries from their
+ * constructors. So it and sw_real_dlsym are uninstrumented, take no lock
+ * and read no option. Without a real dlsym (see sw_real_dlsym) every
+ * lookup finds nothing.
+ */
+SW_EXPORT SW_UNSANITIZED SW_SIBCALLS void *dlsym(void *restrict handle, const char *restrict name)
+{
+    void *(*real_dlsym)(void *, const char *) = sw_real_dlsym();
+    if (!real_dlsym)
+        return NULL;
+    if (handle != RTLD_DEFAULT && handle != RTLD_NEXT && driver_name(name))
         return driver_dlsym(handle, name);
-    SW_MUSTTAIL return sw_real_dlsym()(handle, name);
+    SW_MUSTTAIL return real_dlsym(handle, name);
 }

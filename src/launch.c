@@ -600,15 +600,22 @@ static void adopt(uint64_t now)
 uint64_t sw_period(uint64_t now)
 {
     /* sw_learn_period sorts every chunk's gap: not for every launch, but
-     * sooner while no period is known yet. */
+     * sooner while no period is known yet. Launches on several threads
+     * run this at once (the gate is only shared), so the cache is read
+     * and written with relaxed atomics: two threads may both recompute,
+     * and a thread may return a period one recomputation old, which skews
+     * a prediction, never a result. */
     static uint64_t cached, at;
-    if (!at || now - at >= (cached ? 64 : 8)) {
-        cached = sw_learn_period(sw_tracked());
-        at = now;
+    uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
+    if (!last || now - last >= (period ? 64 : 8)) {
+        period = sw_learn_period(sw_tracked());
+        __atomic_store_n(&cached, period, __ATOMIC_RELAXED);
+        __atomic_store_n(&at, now, __ATOMIC_RELAXED);
         sw_stat_add(SW_STAT_learned_period,
-                    (int64_t)cached - (int64_t)sw_stat_get(SW_STAT_learned_period));
+                    (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
     }
-    return cached;
+    return period;
 }
 
 /* Per-thread room for rewritten arguments: the launch's own are never
@@ -621,6 +628,44 @@ static __thread struct rewrite {
     void *extra[5];
     size_t len;
 } *rw;
+
+/* A thread's room is freed when the thread exits (a program that starts
+ * threads by the thousand must not keep 34 KiB for each): the key's
+ * destructor frees it. Without a key (pthread_key_create failed) rooms
+ * are kept until the process exits, as before. */
+static pthread_key_t rw_key;
+static bool rw_key_ok;
+static pthread_once_t rw_key_once = PTHREAD_ONCE_INIT;
+
+static void free_room(void *p)
+{
+    struct rewrite *r = p;
+    rw = NULL; /* a later launch on this exiting thread allocates anew */
+    free(r->store);
+    free(r);
+}
+
+static void make_rw_key(void)
+{
+    rw_key_ok = pthread_key_create(&rw_key, free_room) == 0;
+}
+
+/* This thread's room, allocated on first use; NULL when out of memory (the
+ * launch then reads every range in place). */
+static struct rewrite *room(void)
+{
+    if (rw)
+        return rw;
+    struct rewrite *r = calloc(1, sizeof *r);
+    if (!r || !(r->store = aligned_alloc(64, PARAM_BYTES))) {
+        free(r);
+        return NULL;
+    }
+    pthread_once(&rw_key_once, make_rw_key);
+    if (rw_key_ok)
+        pthread_setspecific(rw_key, r);
+    return rw = r;
+}
 
 static bool substitute(uint64_t word, uint64_t *to, void *arg)
 {
@@ -704,10 +749,7 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     }
     if (!served)
         return;
-    if (!rw && (rw = calloc(1, sizeof *rw)) && !(rw->store = aligned_alloc(64, PARAM_BYTES))) {
-        free(rw);
-        rw = NULL;
-    }
+    room();
     const void *buf;
     size_t len;
     if (rw && *params) {

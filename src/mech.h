@@ -13,6 +13,13 @@
 
 #define SW_EXPORT __attribute__((visibility("default")))
 
+/* For the few functions that may run before anything in the process is
+ * ready (the dlsym override and what it calls): a sanitizer runtime calls
+ * dlsym while it starts, before it has mapped the shadow memory that
+ * instrumented code writes to, so these functions are left
+ * uninstrumented. */
+#define SW_UNSANITIZED __attribute__((no_sanitize("address", "undefined", "thread")))
+
 /* Driver functions spillway calls on its own behalf but does not wrap. */
 #define SW_USES(X)                                                          \
     X(cuMemSetAccess)                                                       \
@@ -40,8 +47,11 @@ typedef struct {
  * a function; every wrapper checks before calling. */
 const sw_real_t *sw_real(void);
 #define SW_REAL(sym) (sw_real()->sym)
-/* The real dlsym, found with dlvsym: never loads the driver. */
-void *(*sw_real_dlsym(void))(void *, const char *);
+/* The real dlsym, found with dlvsym: never loads the driver, takes no
+ * lock and needs no start-up, so it works from any constructor and from a
+ * sanitizer runtime's own start. NULL only when libc has no dlsym under
+ * either version it is looked for (then resolution finds nothing). */
+SW_UNSANITIZED void *(*sw_real_dlsym(void))(void *, const char *);
 /* libcuda's handle once resolved, else NULL. */
 void *sw_driver_handle(void);
 /* Swaps a real driver pointer for spillway's wrapper of exactly that

@@ -392,7 +392,8 @@ int sw_statsfile_each(const char *dir, int (*fn)(int pid, const char *path, void
         pids[n++] = pid;
     }
     closedir(d);
-    qsort(pids, n, sizeof *pids, cmp_int);
+    if (n) /* pids is NULL when the directory holds none: qsort takes no NULL */
+        qsort(pids, n, sizeof *pids, cmp_int);
     for (size_t i = 0; i < n; i++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%d.stats", dir, pids[i]);

@@ -298,7 +298,9 @@ static char *path_of(const run_t *r, const char *ext)
 }
 
 /* The child's environment: ours without SIMGPU_*, SPILLWAY_*, LD_PRELOAD
- * and LD_LIBRARY_PATH, then exactly the settings of the run. */
+ * and LD_LIBRARY_PATH, then exactly the settings of the run. In a
+ * sanitized build (meson sets SANITIZER_PRELOAD for its tests) the
+ * sanitizer's runtime comes first in LD_PRELOAD, as it must. */
 static char **child_env(const run_t *r)
 {
     const scenario_t *s = r->s;
@@ -336,7 +338,10 @@ static char **child_env(const run_t *r)
         env[i++] = xasprintf("SIMGPU_MEM=%" PRIu64 "MiB", model_bytes(s) / MiB(1) * 2 + 256);
     } else {
         env[i++] = xasprintf("SIMGPU_MEM=%" PRIu64 "MiB", s->budget / MiB(1) + 256);
-        env[i++] = xasprintf("LD_PRELOAD=%s/src/libspillway.so", build);
+        const char *first = getenv("SANITIZER_PRELOAD");
+        env[i++] = first != NULL && first[0] != '\0'
+                       ? xasprintf("LD_PRELOAD=%s %s/src/libspillway.so", first, build)
+                       : xasprintf("LD_PRELOAD=%s/src/libspillway.so", build);
         env[i++] = xasprintf("SPILLWAY_GPU_BUDGET=%" PRIu64 "MiB", s->budget / MiB(1));
         env[i++] = xasprintf("SPILLWAY_REPORT=%s", path_of(r, "spillway.json"));
         env[i++] = xasprintf("SPILLWAY_STATS_DIR=%s/stats", tmpdir);

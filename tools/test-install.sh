@@ -14,6 +14,18 @@ simgpu_dir=$4
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset LD_PRELOAD SPILLWAY_STATS_DIR SPILLWAY_REPORT
+# SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's runtime,
+# which must come first in LD_PRELOAD where the installed launcher runs;
+# the launcher appends the library. Only there: meson and man are not
+# ours to run under a sanitizer.
+first=${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}
+launch() {
+    if [ -n "$first" ]; then
+        LD_PRELOAD=$SANITIZER_PRELOAD "$bin" "$@"
+    else
+        "$bin" "$@"
+    fi
+}
 
 fail() {
     printf 'FAIL [install]: %s\n' "$*" >&2
@@ -32,12 +44,12 @@ lib=$(find "$tmp/root" -name libspillway.so -type f)
 [ -n "$lib" ] || fail "no library installed"
 
 # the installed launcher finds the installed library, not the build tree's
-"$bin" run --dry-run --budget 1GiB >"$tmp/log" 2>&1 || fail "dry run failed"
+launch run --dry-run --budget 1GiB >"$tmp/log" 2>&1 || fail "dry run failed"
 [ "$(cat "$tmp/log")" = "SPILLWAY_GPU_BUDGET=1GiB
-LD_PRELOAD=$(realpath "$lib")" ] || fail "dry run does not preload the installed library"
+LD_PRELOAD=$first$(realpath "$lib")" ] || fail "dry run does not preload the installed library"
 
 # the demo program, on a simulated GPU too small for it
-LD_LIBRARY_PATH="$simgpu_dir" SIMGPU_MEM=24MiB "$bin" run --stats-dir "$tmp" \
+LD_LIBRARY_PATH="$simgpu_dir" SIMGPU_MEM=24MiB launch run --stats-dir "$tmp" \
     --report "$tmp/report.json" -- "$mlp" --layers 16 --width 1024 --steps 4 >"$tmp/log" 2>&1 ||
     fail "the demo program failed under the installed launcher"
 grep -qE '"demotions": [1-9]' "$tmp/report.json" || fail "nothing was offloaded"
@@ -52,7 +64,7 @@ for page in man1/spillway.1 man1/spillway-stat.1 man7/spillway.7; do
     grep -q '^NAME' "$tmp/$(basename "$page").txt" || fail "$page has no NAME section"
 done
 # spillway(7) lists every variable of the launcher's (that is, the table's)
-for v in $("$bin" run --help | grep -o 'SPILLWAY_[A-Z_]*:' | tr -d :); do
+for v in $(launch run --help | grep -o 'SPILLWAY_[A-Z_]*:' | tr -d :); do
     grep -q "^       $v\$" "$tmp/spillway.7.txt" || fail "spillway(7) lacks $v"
 done
 exit 0

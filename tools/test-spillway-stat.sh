@@ -454,7 +454,10 @@ record)
 truncated)
     # truncated while spillway-stat reads it (the file claims a group in
     # progress, so the reader keeps it mapped for about 100 ms): an error,
-    # not SIGBUS
+    # not SIGBUS. Skipped in a sanitized build (SANITIZER_PRELOAD set):
+    # the sanitizer's start-up delays the reader past the 30 ms lead, so
+    # the file is empty before it is opened and the case tests nothing.
+    [ -z "${SANITIZER_PRELOAD:-}" ] || exit 77
     f=$(spoilt_file)
     poke "$f" 64 1 # seq odd
     (sleep 0.03 && : >"$f") &

@@ -14,6 +14,14 @@ simgpu_dir=$5
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset LD_PRELOAD SPILLWAY_STATS_DIR SPILLWAY_REPORT SPILLWAY_GPU_BUDGET SPILLWAY_POLICY
+# SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's runtime,
+# which must come first in LD_PRELOAD; the launcher keeps what LD_PRELOAD
+# holds and appends the library, so "$first" starts every expected value.
+first=
+if [ -n "${SANITIZER_PRELOAD:-}" ]; then
+    export LD_PRELOAD="$SANITIZER_PRELOAD"
+    first="$SANITIZER_PRELOAD:"
+fi
 
 fail() {
     printf 'FAIL [%s]: %s\n' "$case_" "$*" >&2
@@ -33,7 +41,7 @@ case $case_ in
 bad-value)
     # The message is the library's own: compare with what the library says
     # of the same value when preloaded by hand.
-    env SPILLWAY_GPU_BUDGET=20XB LD_PRELOAD="$lib" true 2>"$tmp/lib-err"
+    env SPILLWAY_GPU_BUDGET=20XB LD_PRELOAD="$first$lib" true 2>"$tmp/lib-err"
     [ $? -eq 2 ] || fail "the library did not refuse the value"
     run run --budget 20XB -- touch "$tmp/ran"
     expect_rc 2
@@ -69,7 +77,7 @@ dry-run)
 SPILLWAY_REPORT=$tmp/r.json
 SPILLWAY_POLICY=lru
 SPILLWAY_REWRITE=0
-LD_PRELOAD=$lib"
+LD_PRELOAD=$first$lib"
     [ ! -e "$tmp/ran" ] || fail "the command ran"
     ;;
 help)
@@ -82,13 +90,13 @@ help)
     done
     ;;
 preload-appended)
-    LD_PRELOAD=/opt/other.so run run --dry-run
+    LD_PRELOAD=$first/opt/other.so run run --dry-run
     expect_rc 0
-    expect_out_exactly "LD_PRELOAD=/opt/other.so:$lib"
+    expect_out_exactly "LD_PRELOAD=$first/opt/other.so:$lib"
     # and what the command really gets
     run run -- sh -c 'printf "%s\n" "$LD_PRELOAD"'
     expect_rc 0
-    expect_out_exactly "$lib"
+    expect_out_exactly "$first$lib"
     ;;
 exit-status)
     run run -- sh -c 'exit 7'

@@ -45,8 +45,11 @@ fail() {
 run() {
     pre=$1
     shift
-    preload=
-    [ "$pre" = 1 ] && preload=$API_LIBSPILLWAY
+    # SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's
+    # runtime, first in LD_PRELOAD with spillway or without (python and
+    # the README's programs are not sanitized, simgpu is).
+    preload=${SANITIZER_PRELOAD:-}
+    [ "$pre" = 1 ] && preload="${preload:+$preload }$API_LIBSPILLWAY"
     env -u LD_PRELOAD -u SPILLWAY_GPU_BUDGET -u SPILLWAY_REPORT \
         LD_LIBRARY_PATH="$API_SIMGPU_DIR" LD_PRELOAD="$preload" \
         SPILLWAY_STATS_DIR="$tmp/stats" SPILLWAY_CHUNK=2MiB SPILLWAY_MIN_ALLOC=2MiB \

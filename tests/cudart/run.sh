@@ -13,7 +13,10 @@
 # Usage: run.sh PROGRAM LIBSPILLWAY SIMGPU_DIR BUDGET [MEM [FIELD...]]
 # Exit 77 (skip) only where the program could not be built: no nvcc or no
 # libcudart (meson then passes a missing path).
+# SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's runtime,
+# which must come first in LD_PRELOAD, with spillway or without.
 set -u
+pre=${SANITIZER_PRELOAD:-}
 prog=$1 lib=$2 simgpu=$3 budget=$4 mem=${5:-1GiB}
 shift 4; [ $# -gt 0 ] && shift
 [ -x "$prog" ] || { echo "SKIP: $prog not built (nvcc or libcudart missing)"; exit 77; }
@@ -27,7 +30,7 @@ check_report() {
     [ "$(num faults "$1")" = 0 ] || fail "$2: faults"
 }
 
-LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB SIMGPU_JITTER=200 SIMGPU_SEED=2 SIMGPU_REPORT=$tmp/plain.json \
+LD_PRELOAD=$pre LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB SIMGPU_JITTER=200 SIMGPU_SEED=2 SIMGPU_REPORT=$tmp/plain.json \
     "$prog" >"$tmp/plain.out" 2>&1
 rc=$?
 cat "$tmp/plain.out"
@@ -40,7 +43,7 @@ if [ "$mem" != 1GiB ]; then
     grep -qi "out of memory" "$tmp/small.out" || { cat "$tmp/small.out"; fail "plain run in $mem failed, not for memory"; }
 fi
 
-LD_PRELOAD=$lib LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=$mem SIMGPU_JITTER=200 SIMGPU_SEED=3 \
+LD_PRELOAD="${pre:+$pre }$lib" LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=$mem SIMGPU_JITTER=200 SIMGPU_SEED=3 \
 SIMGPU_REPORT=$tmp/sw-sg.json SPILLWAY_REPORT=$tmp/sw.json SPILLWAY_STATS_DIR=$tmp \
 SPILLWAY_GPU_BUDGET=$budget SPILLWAY_CHUNK=2MiB SPILLWAY_MIN_ALLOC=1MiB \
     "$prog" >"$tmp/sw.out" 2>&1

@@ -7,7 +7,10 @@
 # Usage: wrappers.sh PROGRAM LIBSPILLWAY SIMGPU_DIR
 # Exit 77 (skip) only where the program could not be built (no nvcc or no
 # libcudart).
+# SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's runtime,
+# which must come first in LD_PRELOAD, with spillway or without.
 set -u
+pre=${SANITIZER_PRELOAD:-}
 app=$1 lib=$2 simgpu=$3
 [ -x "$app" ] || { echo "SKIP: $app not built (nvcc or libcudart missing)"; exit 77; }
 tmp=$(mktemp -d) || exit 1
@@ -15,11 +18,11 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; cat "$tmp/out" "$tmp/report.json" 2>/dev/null; exit 1; }
 field() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$tmp/report.json" | head -n 1; }
 
-LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB "$app" >"$tmp/out" 2>&1 ||
+LD_PRELOAD=$pre LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB "$app" >"$tmp/out" 2>&1 ||
     fail "wrappers without spillway"
 grep -q 'total=1073741824$' "$tmp/out" || fail "physical total without spillway"
 
-LD_PRELOAD=$lib LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB SPILLWAY_STATS_DIR=$tmp \
+LD_PRELOAD="${pre:+$pre }$lib" LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB SPILLWAY_STATS_DIR=$tmp \
 SPILLWAY_HOST_BUDGET=64MiB SPILLWAY_MEMINFO=virtual SPILLWAY_REPORT=$tmp/report.json \
     "$app" >"$tmp/out" 2>&1 || fail "wrappers under spillway"
 grep -q 'wrappers: ok launches=12 ' "$tmp/out" || fail "result line"

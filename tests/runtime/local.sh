@@ -3,7 +3,10 @@
 # without and under spillway: both runs must succeed, and under spillway
 # each plugin's 4 MiB allocation is tracked (two runs of plugin a, one of b).
 # Usage: local.sh RTLOCAL PLUGIN_A PLUGIN_B LIBSPILLWAY SIMGPU_DIR
+# SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's runtime,
+# which must come first in LD_PRELOAD, with spillway or without.
 set -u
+pre=${SANITIZER_PRELOAD:-}
 app=$1 a=$2 b=$3 lib=$4 simgpu=$5
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -13,7 +16,7 @@ field() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$tmp/report.json" | head -n 1
 LD_LIBRARY_PATH=$simgpu "$app" "$a" "$b" >"$tmp/out" 2>&1 || fail "rtlocal without spillway"
 grep -q 'rtlocal: ok' "$tmp/out" || fail "result line without spillway"
 
-LD_PRELOAD=$lib LD_LIBRARY_PATH=$simgpu SPILLWAY_STATS_DIR=$tmp \
+LD_PRELOAD="${pre:+$pre }$lib" LD_LIBRARY_PATH=$simgpu SPILLWAY_STATS_DIR=$tmp \
 SPILLWAY_REPORT=$tmp/report.json "$app" "$a" "$b" >"$tmp/out" 2>&1 ||
     fail "rtlocal under spillway"
 grep -q 'rtlocal: ok' "$tmp/out" || fail "result line under spillway"

@@ -292,16 +292,20 @@ static void gemm_run(const void *a, void *const *h)
  * as a malformed descriptor does on a GPU. */
 typedef struct { CUtensorMap W; const float *x; float *y; } gemv_tma_args_t;
 
-static bool tma_matrix(const gemv_tma_args_t *p, sg_tensormap_t *t)
+/* Decodes the arguments at a into *p and *t. They are copied first: a
+ * CUtensorMap is 128-byte aligned, and a launch's argument buffer is not
+ * (reading it in place is undefined behaviour, which UBSan reports). */
+static bool tma_matrix(const void *a, gemv_tma_args_t *p, sg_tensormap_t *t)
 {
+    memcpy(p, a, sizeof *p);
     return sg_tensormap_decode(&p->W, t) && t->rank == 2 &&
            t->type == CU_TENSOR_MAP_DATA_TYPE_FLOAT32 && t->stride[0] >= t->dim[0] * 4;
 }
 static int gemv_tma_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 {
-    const gemv_tma_args_t *p = a;
+    gemv_tma_args_t args, *p = &args;
     sg_tensormap_t t;
-    if (!tma_matrix(p, &t)) {
+    if (!tma_matrix(a, p, &t)) {
         r[0] = R(NULL, 4, false);
         return 1;
     }
@@ -312,13 +316,15 @@ static int gemv_tma_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 }
 static double gemv_tma_flops(const void *a)
 {
+    gemv_tma_args_t p;
     sg_tensormap_t t;
-    return tma_matrix(a, &t) ? gemv_flops_of((uint32_t)t.dim[1], (uint32_t)t.dim[0]) : 0;
+    return tma_matrix(a, &p, &t) ? gemv_flops_of((uint32_t)t.dim[1], (uint32_t)t.dim[0]) : 0;
 }
 static void gemv_tma_run(const void *a, void *const *h)
 {
+    gemv_tma_args_t p;
     sg_tensormap_t t;
-    if (!tma_matrix(a, &t))
+    if (!tma_matrix(a, &p, &t))
         return;
     const unsigned char *W = h[0];
     const float *x = h[1];

@@ -6,7 +6,10 @@
 # Each commit point waits on the host once (item 12 of issue 18: it waited
 # again for the fingerprints' read-back), counted with simgpu's calls.
 # Usage: appstreams.sh PROGRAM LIBSPILLWAY SIMGPU_DIR copy|late|coop|idle|destroy|flip
+# SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's runtime,
+# which must come first in LD_PRELOAD, with spillway or without.
 set -u
+pre=${SANITIZER_PRELOAD:-}
 prog=$1 lib=$2 simgpu=$3 mode=$4
 # Late mode needs a window of three slots: then some commits happen at A's
 # launches, with the chunk for the new stream copied in ahead.
@@ -16,7 +19,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
 calls() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | tail -n 1; }
-LD_PRELOAD=$lib LD_LIBRARY_PATH=$simgpu SIMGPU_JITTER=300 SIMGPU_MEM=512MiB \
+LD_PRELOAD="${pre:+$pre }$lib" LD_LIBRARY_PATH=$simgpu SIMGPU_JITTER=300 SIMGPU_MEM=512MiB \
 SIMGPU_REPORT=$tmp/sg.json SPILLWAY_REPORT=$tmp/sw.json SPILLWAY_STATS_DIR=$tmp \
 SPILLWAY_GPU_BUDGET=96MiB SPILLWAY_CHUNK=16MiB SPILLWAY_PREFETCH_BYTES=$window \
     "$prog" "$mode" >"$tmp/out" 2>&1

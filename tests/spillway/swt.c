@@ -19,6 +19,8 @@
 
 extern char **environ;
 
+/* A run's time limit: 120 s, times SWT_TIME_SCALE where meson sets it
+ * (a sanitized build, whose programs run several times slower). */
 #define RUN_LIMIT_S 120
 #define MAX_ENV 512
 
@@ -110,8 +112,16 @@ static void make_run_dir(swt_run_t *r)
                   strerror(errno));
 }
 
+static long run_limit_s(void)
+{
+    const char *scale = getenv("SWT_TIME_SCALE");
+    long n = scale ? strtol(scale, NULL, 10) : 1;
+    return RUN_LIMIT_S * (n > 0 ? n : 1);
+}
+
 static void wait_for(swt_run_t *r, pid_t pid)
 {
+    const long limit = run_limit_s();
     struct timespec start, now, nap = {0, 2 * 1000 * 1000};
     clock_gettime(CLOCK_MONOTONIC, &start);
     int ws;
@@ -121,7 +131,7 @@ static void wait_for(swt_run_t *r, pid_t pid)
             break;
         ck_assert_msg(w == 0 || errno == EINTR, "waitpid: %s", strerror(errno));
         clock_gettime(CLOCK_MONOTONIC, &now);
-        if (!r->timed_out && now.tv_sec - start.tv_sec > RUN_LIMIT_S) {
+        if (!r->timed_out && now.tv_sec - start.tv_sec > limit) {
             kill(pid, SIGKILL); /* only the child this run started */
             r->timed_out = true;
         }
@@ -132,7 +142,29 @@ static void wait_for(swt_run_t *r, pid_t pid)
     r->signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
 }
 
-void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *const *argv)
+/* LD_PRELOAD's value: the sanitizer runtime (SANITIZER_PRELOAD, set by
+ * meson in a sanitized build) first, as it must be, then libspillway when
+ * asked, then `after` (NULL: none). Empty when there is nothing to
+ * preload. The runtime is preloaded even without spillway: a program
+ * built without the sanitizer that loads the sanitized simgpu needs it
+ * too, and a sanitized program has it first already. */
+static void preload_value(char *buf, size_t size, bool preload, const char *after)
+{
+    const char *runtime = getenv("SANITIZER_PRELOAD");
+    const char *parts[] = {runtime, preload ? swt_path("SWT_LIBSPILLWAY") : NULL, after};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (!parts[i] || !parts[i][0])
+            continue;
+        int n = snprintf(buf + len, size - len, "%s%s", len ? " " : "", parts[i]);
+        ck_assert_msg(n >= 0 && (size_t)n < size - len, "LD_PRELOAD too long");
+        len += (size_t)n;
+    }
+}
+
+static void run(swt_run_t *r, bool preload, const char *after, const char *const *env,
+                const char *const *argv)
 {
     make_run_dir(r);
 
@@ -141,8 +173,10 @@ void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *con
         if (inherited_ok(*p))
             env_put(&e, *p);
     env_putf(&e, "LD_LIBRARY_PATH", swt_path("SWT_SIMGPU_DIR"));
-    if (preload)
-        env_putf(&e, "LD_PRELOAD", swt_path("SWT_LIBSPILLWAY"));
+    char preloads[4096];
+    preload_value(preloads, sizeof preloads, preload, after);
+    if (preloads[0])
+        env_putf(&e, "LD_PRELOAD", preloads);
     env_putf(&e, "SIMGPU_REPORT", r->sg_report);
     env_putf(&e, "SPILLWAY_REPORT", r->sw_report);
     env_putf(&e, "SPILLWAY_STATS_DIR", r->stats_dir);
@@ -165,6 +199,17 @@ void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *con
     env_free(&e);
     ck_assert_msg(rc == 0, "cannot start %s: %s", argv[0], strerror(rc));
     wait_for(r, pid);
+}
+
+void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *const *argv)
+{
+    run(r, preload, NULL, env, argv);
+}
+
+void swt_run_preloading(swt_run_t *r, const char *after, const char *const *env,
+                        const char *const *argv)
+{
+    run(r, true, after, env, argv);
 }
 
 /* ---- files ---- */

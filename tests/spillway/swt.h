@@ -19,12 +19,14 @@
  * LD_LIBRARY_PATH, SPILLWAY_* and SIMGPU_* entry, plus the entries above,
  * LD_LIBRARY_PATH=<simgpu>, LD_PRELOAD=<libspillway> when asked, and the
  * run's own extra entries last ("NAME=value" sets, a bare "NAME" removes).
+ * In a sanitized build LD_PRELOAD starts with the sanitizer's runtime
+ * (SANITIZER_PRELOAD, which meson sets), in every run.
  *
  * Paths come from the environment meson gives the test (see meson.build):
  * SWT_LIBSPILLWAY, SWT_SIMGPU_DIR, SWT_MLP, SWT_MOE, SWT_MULTI, SWT_MT, SWT_LOADER,
  * SWT_ERRS, SWT_PTRS, SWT_NOCUDA, SWT_PROBE, SWT_PROC, SWT_ROUTES, SWT_NM,
- * SWT_EARLY, SWT_EARLY_CTOR, SWT_JIT, SWT_CAPTURE, SWT_MEMOPS, SWT_TMA,
- * SWT_RETARGET, SWT_HOSTWRITE. A test that
+ * SWT_EARLY, SWT_EARLY_CTOR, SWT_DLSYMLIB, SWT_JIT, SWT_CAPTURE, SWT_MEMOPS, SWT_TMA,
+ * SWT_RETARGET, SWT_HOSTWRITE, SWT_ORDERED, SWT_EXPANDABLE. A test that
  * runs outside meson fails with a message naming the missing variable.
  *
  * The programs of this directory: errs.c (misuses and their codes),
@@ -32,8 +34,10 @@
  * stats file from inside), routes.c (where cuGetProcAddress's copy,
  * memset and launch pointers lead), nocuda.c (a process that never uses
  * CUDA), proc.c (fork, and scribbling on the stats file), early.c and
- * ctorlib.c (start-up oddities), jit.c, capture.c, memops.c, tma.c and
- * retarget.c (test_hooks.c), hostwrite.c (test_failpaths.c).
+ * ctorlib.c (start-up oddities), dlsymlib.c (a preload that calls dlsym
+ * before spillway starts), jit.c, capture.c, memops.c, tma.c, retarget.c
+ * and ordered.c (test_hooks.c), hostwrite.c and expandable.c
+ * (test_failpaths.c).
  *
  * Failures: the helpers that return a value abort the current test (check's
  * ck_abort_msg) when they cannot do their job, with a message that says
@@ -81,9 +85,14 @@ const char *swt_path(const char *name);
 
 /* Runs argv (argv[0] a path; NULL-terminated) with the environment
  * described above; env: extra entries, NULL-terminated, or NULL. Waits at
- * most 120 s, then kills it (timed_out). Fills *r. Aborts the test when
+ * most 120 s (times SWT_TIME_SCALE, set in a sanitized build), then kills
+ * it (timed_out). Fills *r. Aborts the test when
  * the program cannot be started at all. */
 void swt_run(swt_run_t *r, bool preload, const char *const *env, const char *const *argv);
+/* The same with libspillway preloaded and then the library `after`, whose
+ * constructor therefore runs before spillway's. */
+void swt_run_preloading(swt_run_t *r, const char *after, const char *const *env,
+                        const char *const *argv);
 
 /* The whole of a file as a NUL-terminated string (caller frees), or NULL
  * when it cannot be read. */

@@ -12,9 +12,13 @@
  *   - An allocation below SPILLWAY_MIN_ALLOC that the driver refuses for
  *     lack of memory makes room by demoting tracked chunks, as tracked
  *     allocations do (alloc.c).
+ *   - The dlsym override works before spillway has started, for a
+ *     preloaded library whose constructor calls it and which wraps
+ *     pthread_once as ThreadSanitizer does (dlsymlib.c; hooks.c, driver.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "swt.h"
 
@@ -113,6 +117,38 @@ START_TEST(second_device_allocation_is_tracked)
 }
 END_TEST
 
+/* A bad option stops spillway in its constructor with exit 2, so the
+ * library's "ok", written before that message, proves its lookups ran
+ * first and were answered right. */
+START_TEST(dlsym_works_before_spillway_starts)
+{
+    const char *env[] = {"SPILLWAY_GPU_BUDGET=20XB", NULL};
+    const char *argv[] = {swt_path("SWT_NOCUDA"), NULL};
+    swt_run_t r;
+    swt_run_preloading(&r, swt_path("SWT_DLSYMLIB"), env, argv);
+    swt_assert_status(&r, 2);
+    char *err = swt_slurp(r.err);
+    ck_assert_msg(err, "cannot read %s", r.err);
+    const char *ok = strstr(err, "dlsymlib: ok"), *stop = strstr(err, "SPILLWAY_GPU_BUDGET");
+    ck_assert_msg(ok && stop && ok < stop,
+                  "want the library's ok, then spillway's refusal of the budget: %s",
+                  swt_describe(&r));
+    free(err);
+}
+END_TEST
+
+/* The same library, then a program that allocates: tracking is unharmed
+ * by the driver table being resolved from inside another constructor. */
+START_TEST(dlsym_before_start_keeps_tracking)
+{
+    const char *argv[] = {swt_path("SWT_EARLY"), "no-context", NULL};
+    swt_run_t r;
+    swt_run_preloading(&r, swt_path("SWT_DLSYMLIB"), NULL, argv);
+    assert_tracked_ok(&r, 1);
+    ck_assert_msg(swt_file_has(r.err, "dlsymlib: ok"), "%s", swt_describe(&r));
+}
+END_TEST
+
 Suite *early_suite(void)
 {
     Suite *s = suite_create("early");
@@ -123,6 +159,8 @@ Suite *early_suite(void)
     tcase_add_test(tc, failed_init_keeps_tracking);
     tcase_add_test(tc, small_allocation_makes_room_on_out_of_memory);
     tcase_add_test(tc, second_device_allocation_is_tracked);
+    tcase_add_test(tc, dlsym_works_before_spillway_starts);
+    tcase_add_test(tc, dlsym_before_start_keeps_tracking);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -27,7 +27,9 @@ keep_set_t *unit_keep_none(void);
 /* Out of memory, for real: caps the address space just above what the
  * process holds and takes what is left, so the next allocation by the code
  * under test fails. Only in a forked test (the cap would outlive it
- * otherwise): returns false, taking nothing, when CK_FORK=no. */
+ * otherwise): returns false, taking nothing, when CK_FORK=no, and in a
+ * build with AddressSanitizer or ThreadSanitizer, whose own allocations
+ * the cap would starve. */
 typedef struct unit_ballast {
     struct unit_ballast *next;
 } unit_ballast_t;

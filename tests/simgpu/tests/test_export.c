@@ -168,8 +168,10 @@ START_TEST(export_fatbin_names_resolve_to_builtins)
     CUfunction f;
     SGT_OK(cuModuleLoadData(&mod, fatbin));
     SGT_OK(cuModuleGetFunction(&f, mod, "_Z11sg_gemm_f32PKfS0_Pfjjj"));
-    int junk = 0x12345678;
-    SGT_EXPECT(CUDA_ERROR_INVALID_IMAGE, cuModuleLoadData(&mod, &junk));
+    /* Neither magic number, and no text magic: an image that is not a
+     * fatbin is text, NUL-terminated as cuModuleLoadData requires. */
+    const char junk[] = "\x78\x56\x34\x12 junk";
+    SGT_EXPECT(CUDA_ERROR_INVALID_IMAGE, cuModuleLoadData(&mod, junk));
 }
 END_TEST
 

@@ -107,6 +107,10 @@ START_TEST(kernel_axpy_f32)
     launch("sg_axpy_f32", params);
     download(got, dy, n);
     assert_bits(got, want, n);
+    free(x);
+    free(y);
+    free(want);
+    free(got);
 }
 END_TEST
 
@@ -124,6 +128,8 @@ START_TEST(kernel_relu_f32)
     for (uint64_t i = 0; i < n; i++)
         x[i] = x[i] > 0.0f ? x[i] : 0.0f;
     assert_bits(got, x, n);
+    free(x);
+    free(got);
 }
 END_TEST
 
@@ -140,6 +146,8 @@ START_TEST(kernel_gemv_f32)
     launch("sg_gemv_f32", params);
     download(got, dy, rows);
     assert_bits(got, want, rows);
+    free(W);
+    free(x);
 }
 END_TEST
 
@@ -165,6 +173,8 @@ START_TEST(kernel_gemv_struct_f32)
     launch("sg_gemv_struct_f32", params);
     download(got, arg.y, rows);
     assert_bits(got, want, rows);
+    free(W);
+    free(x);
 }
 END_TEST
 
@@ -189,6 +199,9 @@ START_TEST(kernel_gemv_table_f32)
     launch("sg_gemv_table_f32", params);
     download(got, dy, rows);
     assert_bits(got, want, rows);
+    for (int t = 0; t < 3; t++)
+        free(Ws[t]);
+    free(x);
 }
 END_TEST
 
@@ -371,6 +384,8 @@ START_TEST(kernel_gemm_f32)
     launch("sg_gemm_f32", params);
     download(got, dY, (size_t)rows * batch);
     assert_bits(got, want, (size_t)rows * batch);
+    free(W);
+    free(X);
 }
 END_TEST
 
