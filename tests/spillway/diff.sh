@@ -73,7 +73,8 @@ run() {
     seed=$1 mode=$2 extra=$3
     settings=$(mode_env "$mode" "$seed") || exit 2
     preload=""
-    [ "$mode" = resident ] || preload="LD_PRELOAD=$lib"
+    # A sanitized build's runtime first (meson's SANITIZER_PRELOAD).
+    [ "$mode" = resident ] || preload="LD_PRELOAD=${SANITIZER_PRELOAD:+$SANITIZER_PRELOAD:}$lib"
     route=direct
     [ "$mode" = learned ] && route=loader
     rm -f "$tmp/sg.json" "$tmp/sw.json"
