@@ -245,8 +245,10 @@ int main(int argc, char **argv)
         rc = finish(st, &bytes);
     if (rc == DIFF_NOMEM)
         fprintf(stderr, "diff: out of host memory (%s)\n", st->where);
-    if (rc != DIFF_OK)
+    if (rc != DIFF_OK) {
+        free(st);
         return rc;
+    }
     const uint64_t *c = st->counts;
     printf("diff: seed=%llu ops=%d%s%s launches=%llu allocs=%llu frees=%llu htod=%llu dtoh=%llu "
            "dtod=%llu memsets=%llu queries=%llu captures=%llu replays=%llu loops=%llu live=%d "
@@ -258,5 +260,6 @@ int main(int argc, char **argv)
            (unsigned long long)c[7], (unsigned long long)c[8], (unsigned long long)c[9],
            (unsigned long long)c[10], live, (unsigned long long)bytes,
            (unsigned long long)st->hash);
+    free(st);
     return DIFF_OK;
 }

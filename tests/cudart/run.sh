@@ -38,7 +38,7 @@ cat "$tmp/plain.out"
 check_report "$tmp/plain.json" "plain run"
 
 if [ "$mem" != 1GiB ]; then
-    LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=$mem "$prog" >"$tmp/small.out" 2>&1 &&
+    LD_PRELOAD=$pre LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=$mem "$prog" >"$tmp/small.out" 2>&1 &&
         fail "plain run fits in $mem: the test proves nothing"
     grep -qi "out of memory" "$tmp/small.out" || { cat "$tmp/small.out"; fail "plain run in $mem failed, not for memory"; }
 fi

@@ -511,7 +511,8 @@ typedef struct sg_op {
     /* kernel */
     const sg_kernel_t *kernel;
     int device;                   /* the device it runs on: the context's when issued */
-    unsigned char args[SG_MAX_ARGS];
+    /* Aligned for the argument structs read from it (8-byte words). */
+    _Alignas(16) unsigned char args[SG_MAX_ARGS];
     /* copy: ranges[0] is dst, ranges[1] is src; memset: ranges[0] */
     uint64_t memset_value;
     unsigned memset_width;        /* 1, 2, 4 or 8 bytes */
