@@ -266,6 +266,8 @@ static int run(multi_t *m, uint64_t *sum)
         CK(m->d.MemFree(m->dev[d].x), "free");
     }
 done:
+    for (int d = 0; d < NDEV; d++)
+        free(m->dev[d].w);
     free(w);
     free(out);
     return e;
