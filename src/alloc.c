@@ -431,6 +431,17 @@ static CUresult track_or_decline(CUdeviceptr *dptr, size_t bytesize, sw_route_t 
     return r;
 }
 
+/* Whether the current device's budget has less than bytesize left, read
+ * under the shared gate (the budgets change under the exclusive one). */
+static bool room_short(uint64_t bytesize)
+{
+    sw_gate_rd_always();
+    int dev = sw_dev_current();
+    bool short_of = dev >= 0 && sw_device_room(dev) < bytesize;
+    sw_gate_unrd();
+    return short_of;
+}
+
 CUresult sw_try_track(CUdeviceptr *dptr, size_t bytesize, sw_route_t *route)
 {
     const sw_options_t *o = sw_opts();
@@ -442,8 +453,7 @@ CUresult sw_try_track(CUdeviceptr *dptr, size_t bytesize, sw_route_t *route)
     /* Memory freed in stream order and already reached is released
      * before more is taken; when the budget is short, it is waited for:
      * cheaper than demoting live chunks, which synchronizes anyway. */
-    int dev = sw_dev_current();
-    sw_ordered_reap(dev >= 0 && sw_device_room(dev) < bytesize);
+    sw_ordered_reap(sw_ordered_any() && room_short(bytesize));
     CUresult r = track_or_decline(dptr, bytesize, route);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_ordered_reap(true) > 0)
         r = track_or_decline(dptr, bytesize, route);

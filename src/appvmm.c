@@ -75,13 +75,16 @@ typedef struct app_handle {
     UT_hash_handle hh;
 } app_handle_t;
 
-static app_handle_t *handles; /* gate held exclusively to change */
+static app_handle_t *handles; /* gate held exclusively */
+static int nhandles;          /* records in it (atomic: read with no gate) */
 
-/* Until the first handle of spillway's, every call is the driver's alone,
- * with no gate: other libraries (NCCL, say) use these calls too. */
+/* While spillway holds no record, every call is the driver's alone, with
+ * no gate: other libraries (NCCL, say) use these calls too. A record
+ * being made holds the gate, so a call that misses it is one that could
+ * not have named it yet. */
 static bool any_handles(void)
 {
-    return __atomic_load_n(&handles, __ATOMIC_ACQUIRE) != NULL;
+    return __atomic_load_n(&nhandles, __ATOMIC_ACQUIRE) > 0;
 }
 
 static app_handle_t *find(uint64_t key)
@@ -179,6 +182,7 @@ CUresult sw_app_create(CUmemGenericAllocationHandle *out, size_t size,
             r = CUDA_ERROR_OUT_OF_MEMORY;
         }
         if (r == CUDA_SUCCESS) {
+            __atomic_add_fetch(&nhandles, 1, __ATOMIC_RELEASE);
             count(dev, h->where, (int64_t)size);
             *out = h->key;
         } else {
@@ -282,6 +286,7 @@ static void release_if_done(app_handle_t *h)
     count(h->dev, h->where, -(int64_t)h->size);
     sw_vmm_release(h->real);
     HASH_DELETE(hh, handles, h);
+    __atomic_sub_fetch(&nhandles, 1, __ATOMIC_RELEASE);
     free(h);
 }
 

@@ -147,6 +147,8 @@ CUresult sw_mempool_trim(CUmemoryPool pool, size_t keep);
  * with wait, waits for every pending one first. Returns how many were
  * released. Takes the gate itself: never call it holding the gate. */
 size_t sw_ordered_reap(bool wait);
+/* Whether any stream-ordered free is pending. */
+bool sw_ordered_any(void);
 /* Whether a stream-ordered free of the allocation based at va is pending
  * (a second free of it is the application's error). */
 bool sw_ordered_pending(CUdeviceptr va);

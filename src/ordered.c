@@ -53,7 +53,17 @@ static struct {
     size_t npending, cappending;
     foreign_t *foreign;
     size_t nforeign, capforeign;
+    /* npending and nforeign as the hooks' fast paths read them, with no
+     * lock (atomic): stored under the lock after each change. */
+    size_t seen_pending, seen_foreign;
 } ord = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Lock held. */
+static void publish(void)
+{
+    __atomic_store_n(&ord.seen_pending, ord.npending, __ATOMIC_RELAXED);
+    __atomic_store_n(&ord.seen_foreign, ord.nforeign, __ATOMIC_RELAXED);
+}
 
 /* Grows *v (of *cap elements of size sz) to hold one more; false on OOM
  * (nothing changed). */
@@ -95,13 +105,15 @@ CUresult sw_mempool_created(CUresult r, const CUmemoryPool *pool, const CUmemPoo
     if (device && props->handleTypes == CU_MEM_HANDLE_TYPE_NONE)
         return r;
     pthread_mutex_lock(&ord.lock);
-    /* Unlisted, the pool's allocations would be tracked: memory another
-     * process expects to import. Then nothing of it is tracked. */
+    /* Listed, none of the pool's allocations is tracked: another process
+     * may expect to import them. */
     if (grow((void **)&ord.foreign, ord.nforeign, &ord.capforeign, sizeof *ord.foreign))
         ord.foreign[ord.nforeign++] = (foreign_t){*pool, SW_ROUTE_pool};
     else
-        sw_warn("memory pool %p could not be listed as untrackable; its allocations pass through",
+        sw_warn("out of memory listing memory pool %p: its allocations may be tracked, and "
+                "then cannot be exported",
                 (void *)*pool);
+    publish();
     pthread_mutex_unlock(&ord.lock);
     return r;
 }
@@ -112,6 +124,7 @@ CUresult sw_mempool_destroy(CUmemoryPool pool)
     for (size_t i = 0; i < ord.nforeign; i++)
         if (ord.foreign[i].pool == pool)
             ord.foreign[i] = ord.foreign[--ord.nforeign];
+    publish();
     pthread_mutex_unlock(&ord.lock);
     return SW_CALL(cuMemPoolDestroy, (pool));
 }
@@ -138,7 +151,7 @@ static CUmemoryPool current_pool(void)
 
 static bool any_foreign(void)
 {
-    return __atomic_load_n(&ord.nforeign, __ATOMIC_RELAXED) > 0;
+    return __atomic_load_n(&ord.seen_foreign, __ATOMIC_RELAXED) > 0;
 }
 
 /* ---- allocations ---- */
@@ -188,6 +201,11 @@ CUresult sw_mem_alloc_from_pool(CUresult (*real)(CUdeviceptr *, size_t, CUmemory
 
 /* ---- frees ---- */
 
+bool sw_ordered_any(void)
+{
+    return __atomic_load_n(&ord.seen_pending, __ATOMIC_RELAXED) > 0;
+}
+
 bool sw_ordered_pending(CUdeviceptr va)
 {
     bool found = false;
@@ -221,6 +239,7 @@ static CUresult pend(CUdeviceptr va, CUstream st)
     bool listed = grow((void **)&ord.pending, ord.npending, &ord.cappending, sizeof *ord.pending);
     if (listed)
         ord.pending[ord.npending++] = (pending_t){va, ev};
+    publish();
     pthread_mutex_unlock(&ord.lock);
     if (listed) {
         sw_stat_add(SW_STAT_ordered_frees_deferred, 1);
@@ -273,6 +292,7 @@ static size_t take_done(bool wait, CUdeviceptr **out)
         mine[n++] = *p;
         *p = ord.pending[--ord.npending];
     }
+    publish();
     pthread_mutex_unlock(&ord.lock);
     size_t done = 0;
     for (size_t i = 0; i < n; i++) {
@@ -280,6 +300,7 @@ static size_t take_done(bool wait, CUdeviceptr **out)
             pthread_mutex_lock(&ord.lock);
             if (grow((void **)&ord.pending, ord.npending, &ord.cappending, sizeof *ord.pending))
                 ord.pending[ord.npending++] = mine[i];
+            publish();
             pthread_mutex_unlock(&ord.lock);
             continue; /* unlisted on OOM: it stays allocated, never lost */
         }
@@ -293,7 +314,7 @@ static size_t take_done(bool wait, CUdeviceptr **out)
 
 size_t sw_ordered_reap(bool wait)
 {
-    if (!__atomic_load_n(&ord.npending, __ATOMIC_RELAXED) || !sw_tracking_any())
+    if (!sw_ordered_any() || !sw_tracking_any())
         return 0;
     CUdeviceptr *v;
     size_t n = take_done(wait, &v);
