@@ -201,13 +201,9 @@ static uint64_t demote(int dev, uint64_t need, bool *synced)
 static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
 {
     int dev = c->alloc->dev;
-    uint64_t room = sw_device_room(dev);
-    if (room < c->size && !sw_capturing())
-        room += demote(dev, c->size - room, synced);
-    if (room >= c->size) {
+    if (sw_room_for(dev, c->size, synced)) {
         CUresult r = sw_vmm_back(c, SW_ON_DEVICE);
-        if (r == CUDA_ERROR_OUT_OF_MEMORY && !sw_capturing() &&
-            demote(dev, c->size, synced) > 0) {
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(dev, c->size, synced) > 0) {
             r = sw_vmm_back(c, SW_ON_DEVICE);
             *recovered = r == CUDA_SUCCESS;
         }
