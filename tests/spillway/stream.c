@@ -44,7 +44,9 @@ static int fail(const char *what, CUresult r)
 static float g_of(uint64_t e) { return (float)(e % 7) * 0.25f; }
 static float init_of(int l, uint64_t e) { return (float)((l * 31 + e) % 13); }
 
-int main(void)
+/* Runs the loop with the host buffers main owns, so that every way out of
+ * it, CUDA errors included, leaves them to main to free. */
+static int run(float *model, float *h, float *host_g)
 {
     CUdevice dev;
     CUcontext ctx;
@@ -67,11 +69,6 @@ int main(void)
     CK(cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING));
     CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
 
-    float *model = malloc((size_t)LAYERS * FLOATS * sizeof(float));
-    float *h = malloc((size_t)FLOATS * sizeof(float));
-    float *host_g = malloc((size_t)FLOATS * sizeof(float));
-    if (!model || !h || !host_g)
-        return fprintf(stderr, "stream: out of host memory\n"), 2;
     CUdeviceptr w[LAYERS], gbuf, x, y;
     CK(cuMemAlloc(&gbuf, (size_t)FLOATS * sizeof(float)));
     CK(cuMemAlloc(&x, 4096));
@@ -142,4 +139,17 @@ int main(void)
     if (!bad)
         printf("stream: ok\n");
     return bad;
+}
+
+int main(void)
+{
+    float *model = malloc((size_t)LAYERS * FLOATS * sizeof(float));
+    float *h = malloc((size_t)FLOATS * sizeof(float));
+    float *host_g = malloc((size_t)FLOATS * sizeof(float));
+    int rc = model && h && host_g ? run(model, h, host_g)
+                                  : (fprintf(stderr, "stream: out of host memory\n"), 2);
+    free(model);
+    free(h);
+    free(host_g);
+    return rc;
 }
