@@ -293,12 +293,13 @@ static void note(marks_t *m, const sw_chunk_t *c)
 
 /* Stamps c, the one chunk of its allocation, for this launch. Launches on
  * other threads may stamp the same chunk at once (the gate is only
- * shared): a lost or reordered update skews a prediction (sw_learn_touch
- * ignores a seq older than the last), never a result, since correctness
- * does not depend on the schedule. */
+ * shared): each field is a relaxed atomic (sw.h, sw_sched_load), and a
+ * lost or reordered update skews a prediction (sw_learn_touch ignores a
+ * seq older than the last), never a result, since correctness does not
+ * depend on the schedule. */
 static void touch(marks_t *m, sw_chunk_t *c)
 {
-    if (c->last_use == m->seq)
+    if (__atomic_load_n(&c->last_use, __ATOMIC_RELAXED) == m->seq)
         return;
     sw_learn_touch(c, m->seq);
     note(m, c);
@@ -362,7 +363,7 @@ static void hit(uint64_t word, void *arg)
         for (uint32_t i = first; i < end; i++) {
             const sw_chunk_t *ci = &a->chunks[i];
             all_device &= ci->slot < 0 && ci->where == SW_ON_DEVICE;
-            if (sw_learn_state(ci)->last_use != m->seq)
+            if (sw_learn_state(ci).last_use != m->seq)
                 note(m, ci);
         }
         /* Ranges found clean since the last move join into one, when they
@@ -423,7 +424,7 @@ typedef struct {
 static bool touched_now(const sw_chunk_t *c, void *arg)
 {
     const keep_t *k = arg;
-    return sw_learn_state(c)->last_use == k->seq || c->slot >= 0 || c->alloc->dev != k->dev;
+    return sw_learn_state(c).last_use == k->seq || c->slot >= 0 || c->alloc->dev != k->dev;
 }
 
 static const sw_link_t link = SW_LINK_DEFAULT;
@@ -536,8 +537,8 @@ static void bring_in(marks_t *m)
 static bool not_streamable(const sw_chunk_t *c, void *arg)
 {
     const uint64_t *now = arg;
-    const sw_sched_t *st = sw_learn_state(c);
-    return c->size > sw_window_size() || !st->gap || st->last_use == *now ||
+    const sw_sched_t st = sw_learn_state(c);
+    return c->size > sw_window_size() || !st.gap || st.last_use == *now ||
            c->alloc->dev != sw_dev_home();
 }
 

@@ -294,7 +294,7 @@ static int plan_slot(const plan_t *p, uint64_t next)
             continue;
         if (!c)
             return i;
-        if (sw_learn_state(c)->last_use == p->now)
+        if (sw_learn_state(c).last_use == p->now)
             continue;
         uint64_t n = sw_learn_next_use(c, p->now);
         if (best < 0 || n > far) {
@@ -311,7 +311,7 @@ static int plan_slot(const plan_t *p, uint64_t next)
  * read in place until they prove popular (displace()). */
 static bool periodic(const sw_chunk_t *c, uint64_t period)
 {
-    uint64_t gap = sw_learn_state(c)->gap;
+    uint64_t gap = sw_learn_state(c).gap;
     if (!period || !gap)
         return false;
     uint64_t d = gap > period ? gap - period : period - gap;
@@ -333,7 +333,7 @@ static bool spare(const sw_chunk_t *c, void *arg)
     const plan_t *p = arg;
     /* The slots are home's memory: another device's chunks stay out of
      * every plan (devices.c). */
-    return c->alloc->dev != sw_dev_home() || sw_learn_state(c)->last_use == p->now || (c->slot >= 0 && p->planned[c->slot]) || in_plan(p, c);
+    return c->alloc->dev != sw_dev_home() || sw_learn_state(c).last_use == p->now || (c->slot >= 0 && p->planned[c->slot]) || in_plan(p, c);
 }
 
 /* Displacement: a needed chunk off the loop comes to the device only once
@@ -345,7 +345,7 @@ static bool spare(const sw_chunk_t *c, void *arg)
  * anyway. */
 static void displace(plan_t *p, sw_chunk_t *c)
 {
-    if (sw_learn_state(c)->uses < SW_HOT_USES)
+    if (sw_learn_state(c).uses < SW_HOT_USES)
         return;
     for (int i = 0; i < pf.nslots; i++)
         if (!pf.slots[i].c && !p->planned[i]) {

@@ -246,14 +246,36 @@ void sw_learn_touch(sw_chunk_t *c, uint64_t seq);
  * (see "runs" in learn.c). Ranges of one allocation must not be stamped
  * at once by two threads (callers hold a lock). */
 void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t seq);
-/* c's schedule: its own fields, or those of the run that holds it. Every
- * reader of last_use, uses, gap and heat goes through this; the pointer
- * is good until the next stamp of c's allocation. */
-const sw_sched_t *sw_learn_run_state(const sw_chunk_t *c);
-static inline const sw_sched_t *sw_learn_state(const sw_chunk_t *c)
+/* Schedules are stamped by launches on any thread with the gate held only
+ * shared (launch.c, touch) and read by the policy and prefetch the same
+ * way, so every access to their fields, and to an allocation's runs, is a
+ * relaxed atomic: each field reads as some stamp left it, never torn, and
+ * the race is defined. A reader may see fields of two different stamps, a
+ * prediction slightly off, never a result: where a chunk lives changes
+ * only under the gate held exclusively. */
+static inline sw_sched_t sw_sched_load(const sw_sched_t *s)
+{
+    return (sw_sched_t){__atomic_load_n(&s->last_use, __ATOMIC_RELAXED),
+                        __atomic_load_n(&s->uses, __ATOMIC_RELAXED),
+                        __atomic_load_n(&s->gap, __ATOMIC_RELAXED),
+                        __atomic_load_n(&s->heat, __ATOMIC_RELAXED)};
+}
+static inline void sw_sched_store(sw_sched_t *d, const sw_sched_t *s)
+{
+    __atomic_store_n(&d->last_use, s->last_use, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->uses, s->uses, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->gap, s->gap, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->heat, s->heat, __ATOMIC_RELAXED);
+}
+/* c's schedule, as of now: its own fields, or those of the run that holds
+ * it. Every reader of last_use, uses, gap and heat goes through this. */
+sw_sched_t sw_learn_run_state(const sw_chunk_t *c);
+static inline sw_sched_t sw_learn_state(const sw_chunk_t *c)
 {
     /* Most allocations hold no run: no call. */
-    return c->alloc && c->alloc->nruns ? sw_learn_run_state(c) : &c->sched;
+    return c->alloc && __atomic_load_n(&c->alloc->nruns, __ATOMIC_RELAXED)
+               ? sw_learn_run_state(c)
+               : sw_sched_load(&c->sched);
 }
 /* A new phase of the program (spillway_phase): every chunk's predictions
  * (gap, heat) are dropped at once instead of decaying, so the next uses

@@ -54,18 +54,11 @@ static uint64_t next_gap(uint64_t est, uint64_t g)
 
 static uint32_t heat_at(const sw_sched_t *s, uint64_t now);
 
-static sw_sched_t own(const sw_chunk_t *c)
-{
-    return (sw_sched_t){c->last_use, c->uses, c->gap, c->heat};
-}
+/* Stamps and reads race (sw.h, sw_sched_load): fields are read and
+ * written one relaxed atomic at a time. */
+static sw_sched_t own(const sw_chunk_t *c) { return sw_sched_load(&c->sched); }
 
-static void set_own(sw_chunk_t *c, const sw_sched_t *s)
-{
-    c->last_use = s->last_use;
-    c->uses = s->uses;
-    c->gap = s->gap;
-    c->heat = s->heat;
-}
+static void set_own(sw_chunk_t *c, const sw_sched_t *s) { sw_sched_store(&c->sched, s); }
 
 static bool same(const sw_sched_t *a, const sw_sched_t *b)
 {
@@ -106,30 +99,44 @@ static void step(sw_sched_t *s, uint64_t seq)
  * costs what it used to, and sw_learn_state reads exactly what stamping
  * chunk by chunk would have left. */
 
+/* Runs change under the caller's lock (sw_learn_touch_range) while
+ * launches read them (sw_learn_state) without it: their fields, like the
+ * schedules', are relaxed atomics. A run read while it is replaced gives
+ * a stale schedule, never a bad index: nruns never exceeds SW_RUNS. */
 static const sw_run_t *run_of(const sw_chunk_t *c)
 {
     const sw_alloc_t *a = c->alloc;
     if (!a)
         return NULL;
-    for (uint32_t k = 0; k < a->nruns; k++)
-        if (c->index >= a->runs[k].first && c->index < a->runs[k].end)
+    uint32_t n = __atomic_load_n(&a->nruns, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; k < n; k++)
+        if (c->index >= __atomic_load_n(&a->runs[k].first, __ATOMIC_RELAXED) &&
+            c->index < __atomic_load_n(&a->runs[k].end, __ATOMIC_RELAXED))
             return &a->runs[k];
     return NULL;
+}
+
+static void set_run(sw_run_t *d, uint32_t first, uint32_t end, const sw_sched_t *s)
+{
+    __atomic_store_n(&d->first, first, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->end, end, __ATOMIC_RELAXED);
+    sw_sched_store(&d->s, s);
 }
 
 /* Writes run k's schedule back into its chunks and drops it. */
 static void dissolve(sw_alloc_t *a, uint32_t k)
 {
-    sw_run_t r = a->runs[k];
+    sw_run_t r = a->runs[k], last = a->runs[a->nruns - 1];
     for (uint32_t i = r.first; i < r.end; i++)
         set_own(&a->chunks[i], &r.s);
-    a->runs[k] = a->runs[--a->nruns];
+    set_run(&a->runs[k], last.first, last.end, &last.s);
+    __atomic_store_n(&a->nruns, a->nruns - 1, __ATOMIC_RELAXED);
 }
 
-const sw_sched_t *sw_learn_run_state(const sw_chunk_t *c)
+sw_sched_t sw_learn_run_state(const sw_chunk_t *c)
 {
     const sw_run_t *r = run_of(c);
-    return r ? &r->s : &c->sched;
+    return sw_sched_load(r ? &r->s : &c->sched);
 }
 
 void sw_learn_touch(sw_chunk_t *c, uint64_t seq)
@@ -150,7 +157,9 @@ void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t 
         return;
     for (uint32_t k = 0; k < a->nruns; k++)
         if (a->runs[k].first == first && a->runs[k].end == end) {
-            step(&a->runs[k].s, seq);
+            sw_sched_t s = a->runs[k].s;
+            step(&s, seq);
+            sw_sched_store(&a->runs[k].s, &s);
             return;
         }
     for (uint32_t k = a->nruns; k-- > 0;)
@@ -167,8 +176,11 @@ void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t 
         }
     }
     /* When every run is taken, the range stays stamped chunk by chunk. */
-    if (equal && end - first > 1 && a->nruns < SW_RUNS)
-        a->runs[a->nruns++] = (sw_run_t){first, end, own(&a->chunks[first])};
+    if (equal && end - first > 1 && a->nruns < SW_RUNS) {
+        sw_sched_t s = own(&a->chunks[first]);
+        set_run(&a->runs[a->nruns], first, end, &s);
+        __atomic_store_n(&a->nruns, a->nruns + 1, __ATOMIC_RELAXED);
+    }
 }
 
 /* Drops a's predictions: gap and heat, in its chunks and its runs (a
@@ -192,16 +204,16 @@ void sw_learn_forget(const sw_table_t *t)
 
 uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now)
 {
-    const sw_sched_t *s = sw_learn_state(c);
-    if (s->gap == 0)
+    const sw_sched_t s = sw_learn_state(c);
+    if (s.gap == 0)
         return UINT64_MAX;
     uint64_t k = 1;
-    if (now >= s->last_use)
-        k = (now - s->last_use) / s->gap + 1; /* smallest k with last + k*gap > now */
+    if (now >= s.last_use)
+        k = (now - s.last_use) / s.gap + 1; /* smallest k with last + k*gap > now */
     /* Past the end of the sequence space: as good as never. */
-    if (k > (UINT64_MAX - s->last_use) / s->gap)
+    if (k > (UINT64_MAX - s.last_use) / s.gap)
         return UINT64_MAX;
-    return s->last_use + k * s->gap;
+    return s.last_use + k * s.gap;
 }
 
 /* ---- popularity -------------------------------------------------------
@@ -233,7 +245,8 @@ static uint32_t heat_at(const sw_sched_t *s, uint64_t now)
 
 uint32_t sw_learn_heat(const sw_chunk_t *c, uint64_t now)
 {
-    return heat_at(sw_learn_state(c), now);
+    sw_sched_t s = sw_learn_state(c);
+    return heat_at(&s, now);
 }
 
 /* ---- the loop's period ------------------------------------------------- */
@@ -253,7 +266,7 @@ static void collect_gaps(sw_alloc_t *a, void *arg)
     gaps_t *gs = arg;
     for (uint32_t i = 0; i < a->nchunks && !gs->oom; i++) {
         const sw_chunk_t *c = &a->chunks[i];
-        uint64_t gap = sw_learn_state(c)->gap;
+        uint64_t gap = sw_learn_state(c).gap;
         if (gap == 0)
             continue;
         if (gs->n == gs->cap) {

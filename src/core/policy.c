@@ -63,11 +63,11 @@ static void collect(sw_alloc_t *a, void *arg)
 static int colder(const void *pa, const void *pb, void *unused)
 {
     const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
-    const sw_sched_t *sa = sw_learn_state(a), *sb = sw_learn_state(b);
-    if (sa->last_use != sb->last_use)
-        return sa->last_use < sb->last_use ? -1 : 1;
-    if (sa->uses != sb->uses)
-        return sa->uses < sb->uses ? -1 : 1;
+    const sw_sched_t sa = sw_learn_state(a), sb = sw_learn_state(b);
+    if (sa.last_use != sb.last_use)
+        return sa.last_use < sb.last_use ? -1 : 1;
+    if (sa.uses != sb.uses)
+        return sa.uses < sb.uses ? -1 : 1;
     return a->va < b->va ? -1 : a->va > b->va;
 }
 
@@ -81,7 +81,7 @@ static int later(const void *pa, const void *pb, void *nowp)
     uint64_t na = sw_learn_next_use(a, now), nb = sw_learn_next_use(b, now);
     if (na != nb)
         return na > nb ? -1 : 1;
-    uint64_t ua = sw_learn_state(a)->uses, ub = sw_learn_state(b)->uses;
+    uint64_t ua = sw_learn_state(a).uses, ub = sw_learn_state(b).uses;
     if (ua != ub)
         return ua < ub ? -1 : 1;
     return a->va < b->va ? -1 : a->va > b->va;
@@ -237,14 +237,14 @@ static void find_coldest(sw_alloc_t *a, void *arg)
         sw_chunk_t *c = &a->chunks[i];
         if (c->where != SW_ON_DEVICE || c->resident || c->fixed || c->size < d->hot->size)
             continue;
-        const sw_sched_t *s = sw_learn_state(c);
-        if ((s->uses == 0 && (young || c->pointed)) || (d->keep && d->keep(c, d->arg)))
+        const sw_sched_t s = sw_learn_state(c);
+        if ((s.uses == 0 && (young || c->pointed)) || (d->keep && d->keep(c, d->arg)))
             continue;
         uint32_t h = sw_learn_heat(c, d->now);
         sw_chunk_t *b = d->coldest;
-        uint64_t bl = b ? sw_learn_state(b)->last_use : 0;
+        uint64_t bl = b ? sw_learn_state(b).last_use : 0;
         if (!b || h < d->coldest_heat ||
-            (h == d->coldest_heat && (s->last_use < bl || (s->last_use == bl && c->va < b->va)))) {
+            (h == d->coldest_heat && (s.last_use < bl || (s.last_use == bl && c->va < b->va)))) {
             d->coldest = c;
             d->coldest_heat = h;
         }
@@ -255,7 +255,7 @@ sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint6
                                bool (*keep)(const sw_chunk_t *c, void *arg), void *arg)
 {
     uint64_t heat = sw_learn_heat(hot, now);
-    if (hot->where != SW_ON_HOST || hot->fixed || sw_learn_state(hot)->uses < SW_HOT_USES)
+    if (hot->where != SW_ON_HOST || hot->fixed || sw_learn_state(hot).uses < SW_HOT_USES)
         return NULL;
     displace_t d = {.hot = hot, .now = now, .keep = keep, .arg = arg};
     sw_table_each(t, find_coldest, &d);
@@ -270,7 +270,7 @@ static void find_unseen(sw_alloc_t *a, void *arg)
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
         if (c->where == SW_ON_HOST && c->slot < 0 && c->pointed && !c->fixed &&
-            sw_learn_state(c)->uses == 0 &&
+            sw_learn_state(c).uses == 0 &&
             (!*best || c->va < (*best)->va))
             *best = c;
     }
@@ -294,7 +294,7 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
         return SW_VERDICT_PROMOTE;
     /* A chunk read several times per period is read that many times while
      * it stays resident; one read per period when its schedule is unknown. */
-    uint64_t uses = 1, gap = sw_learn_state(c)->gap;
+    uint64_t uses = 1, gap = sw_learn_state(c).gap;
     if (period != 0 && gap != 0 && period / gap > 1)
         uses = period / gap;
     double size = (double)c->size;

@@ -953,13 +953,13 @@ static void expect_same_schedule(const sw_alloc_t *a, const sw_alloc_t *ref, uin
 {
     for (uint32_t i = 0; i < a->nchunks; i++) {
         const sw_chunk_t *c = &a->chunks[i], *r = &ref->chunks[i];
-        const sw_sched_t *s = sw_learn_state(c);
-        ck_assert_msg(s->last_use == r->last_use && s->uses == r->uses && s->gap == r->gap &&
-                          s->heat == r->heat,
+        const sw_sched_t s = sw_learn_state(c);
+        ck_assert_msg(s.last_use == r->last_use && s.uses == r->uses && s.gap == r->gap &&
+                          s.heat == r->heat,
                       "chunk %u at launch %llu: {%llu %llu %llu %u}, chunk by chunk {%llu %llu "
                       "%llu %u}",
-                      i, (unsigned long long)now, (unsigned long long)s->last_use,
-                      (unsigned long long)s->uses, (unsigned long long)s->gap, s->heat,
+                      i, (unsigned long long)now, (unsigned long long)s.last_use,
+                      (unsigned long long)s.uses, (unsigned long long)s.gap, s.heat,
                       (unsigned long long)r->last_use, (unsigned long long)r->uses,
                       (unsigned long long)r->gap, r->heat);
         ck_assert_uint_eq(sw_learn_next_use(c, now), sw_learn_next_use(r, now));
@@ -1028,10 +1028,10 @@ START_TEST(learn_range_stamped_again_is_held_once)
         sw_learn_touch_range(a, 0, N, seq);
     for (uint32_t i = 0; i < N; i++) {
         ck_assert_uint_eq(a->chunks[i].last_use, 1); /* not walked */
-        const sw_sched_t *s = sw_learn_state(&a->chunks[i]);
-        ck_assert_uint_eq(s->last_use, 50);
-        ck_assert_uint_eq(s->uses, 50);
-        ck_assert_uint_eq(s->gap, 1);
+        const sw_sched_t s = sw_learn_state(&a->chunks[i]);
+        ck_assert_uint_eq(s.last_use, 50);
+        ck_assert_uint_eq(s.uses, 50);
+        ck_assert_uint_eq(s.gap, 1);
     }
     /* A stamp of one of them writes the run back into every chunk first. */
     sw_learn_touch(&a->chunks[7], 60);
@@ -1052,9 +1052,9 @@ START_TEST(learn_range_is_clamped_to_the_allocation)
     sw_learn_touch_range(a, 3, 3, 4);
     sw_learn_touch_range(a, 9, 12, 5);
     for (uint32_t i = 0; i < 4; i++) {
-        const sw_sched_t *s = sw_learn_state(&a->chunks[i]);
-        ck_assert_uint_eq(s->last_use, i < 2 ? 0 : 3);
-        ck_assert_uint_eq(s->uses, i < 2 ? 0 : 1);
+        const sw_sched_t s = sw_learn_state(&a->chunks[i]);
+        ck_assert_uint_eq(s.last_use, i < 2 ? 0 : 3);
+        ck_assert_uint_eq(s.uses, i < 2 ? 0 : 1);
     }
     unit_free_alloc(a);
 }
@@ -1073,13 +1073,13 @@ START_TEST(learn_forget_drops_gaps_and_heat_but_keeps_last_use_and_uses)
     ck_assert_uint_eq(a->nruns, 1);
     sw_learn_forget(t);
     for (uint32_t i = 0; i < 8; i++) {
-        const sw_sched_t *st = sw_learn_state(&a->chunks[i]);
-        ck_assert_uint_eq(st->gap, 0);
-        ck_assert_uint_eq(st->heat, 0);
+        const sw_sched_t st = sw_learn_state(&a->chunks[i]);
+        ck_assert_uint_eq(st.gap, 0);
+        ck_assert_uint_eq(st.heat, 0);
         ck_assert_uint_eq(sw_learn_next_use(&a->chunks[i], 50), UINT64_MAX);
     }
-    ck_assert_uint_eq(sw_learn_state(&a->chunks[0])->last_use, 50);
-    ck_assert_uint_eq(sw_learn_state(&a->chunks[3])->uses, 5);
+    ck_assert_uint_eq(sw_learn_state(&a->chunks[0]).last_use, 50);
+    ck_assert_uint_eq(sw_learn_state(&a->chunks[3]).uses, 5);
     ck_assert_uint_eq(a->chunks[6].last_use, 50);
     ck_assert_uint_eq(a->chunks[6].uses, 5);
     /* The first gap after the phase is taken as it is, not averaged. */
