@@ -224,24 +224,12 @@ static int race(multi_t *m, float *out, uint64_t *sum)
     return EXIT_OK;
 }
 
-static int run(multi_t *m, uint64_t *sum)
+/* The devices set up: peer access, the first input, the steps (or the
+ * race), the frees. Returns on the first CUDA error; run frees the host
+ * memory whatever this returns. */
+static int drive(multi_t *m, float *out, uint64_t *sum)
 {
-    size_t mat = (size_t)m->width * m->width * sizeof(float);
-    float *w = malloc(mat), *out = malloc((size_t)m->width * sizeof(float));
-    int e = EXIT_HOST;
-    if (!w || !out)
-        goto done;
-    e = EXIT_OK;
-    sg_drv_link(&m->d);
-    CUresult r = m->d.Init(0);
-    if (r != CUDA_SUCCESS) {
-        e = fail(r, "cuInit", "flags 0");
-        goto done;
-    }
-    for (int d = 0; d < NDEV && !e; d++)
-        e = setup_side(m, d, w);
-    if (e)
-        goto done;
+    int e = EXIT_OK;
     /* Device 1's kernels read device 0's memory: peer access, as without
      * it the read would fault on a GPU. */
     CK(m->d.CtxSetCurrent(m->dev[1].ctx), "context");
@@ -265,6 +253,27 @@ static int run(multi_t *m, uint64_t *sum)
             CK(m->d.MemFree(m->dev[d].w[l]), "free");
         CK(m->d.MemFree(m->dev[d].x), "free");
     }
+    return e;
+}
+
+static int run(multi_t *m, uint64_t *sum)
+{
+    size_t mat = (size_t)m->width * m->width * sizeof(float);
+    float *w = malloc(mat), *out = malloc((size_t)m->width * sizeof(float));
+    int e = EXIT_HOST;
+    if (!w || !out)
+        goto done;
+    e = EXIT_OK;
+    sg_drv_link(&m->d);
+    CUresult r = m->d.Init(0);
+    if (r != CUDA_SUCCESS) {
+        e = fail(r, "cuInit", "flags 0");
+        goto done;
+    }
+    for (int d = 0; d < NDEV && !e; d++)
+        e = setup_side(m, d, w);
+    if (!e)
+        e = drive(m, out, sum);
 done:
     for (int d = 0; d < NDEV; d++)
         free(m->dev[d].w);
