@@ -30,6 +30,8 @@
 
 #include <cuda.h>
 
+#include "swt_prog.h"
+
 #define MIB (1024u * 1024u)
 #define N (2 * MIB) /* uint32s: 8 MiB */
 
@@ -196,14 +198,10 @@ static int race(CUstream s)
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
-    CUdevice dev;
     CUmodule mod;
     CUstream s;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if (swt_open("capture", &ctx, &mod) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&fill, mod, "sg_fill_u32"));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CUdeviceptr a;

@@ -29,6 +29,8 @@
 
 #include <cuda.h>
 
+#include "swt_prog.h"
+
 #define MIB (1024ull * 1024ull)
 #define SEG (20 * MIB)
 #define NSEG 4
@@ -149,14 +151,10 @@ static int check_handle(CUdeviceptr at, CUmemGenericAllocationHandle want)
 
 int main(void)
 {
-    CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if (swt_open("expandable", &ctx, &mod) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&fill, mod, "sg_fill_u32"));
     CK(cuModuleGetFunction(&checksum, mod, "sg_checksum_u64"));
     CK(cuMemAlloc(&sums, sizeof(uint64_t)));

@@ -20,17 +20,13 @@
 
 #include <cuda.h>
 
+#include "swt_prog.h"
+
 #define LAYERS 6
 #define FLOATS (256u * 1024u) /* 1 MiB */
 #define STEPS 8
 
-static int fail(const char *what, CUresult r)
-{
-    const char *name = NULL;
-    cuGetErrorName(r, &name);
-    fprintf(stderr, "hostwrite: %s: %s\n", what, name ? name : "?");
-    return 2;
-}
+static int fail(const char *what, CUresult r) { return swt_cuda_fail("hostwrite", what, r); }
 
 /* Launches y[slot] = w[0] * x[0] on s. */
 static CUresult read_first(CUfunction gemv, CUdeviceptr w, CUdeviceptr x, CUdeviceptr y,
@@ -44,7 +40,6 @@ static CUresult read_first(CUfunction gemv, CUdeviceptr w, CUdeviceptr x, CUdevi
 
 int main(void)
 {
-    CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
     CUfunction gemv;
@@ -53,11 +48,8 @@ int main(void)
 #define CK(call)                      \
     if ((r = (call)) != CUDA_SUCCESS) \
         return fail(#call, r);
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if ((r = swt_open("hostwrite", &ctx, &mod)) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&gemv, mod, "sg_gemv_f32"));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 

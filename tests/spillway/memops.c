@@ -20,6 +20,8 @@
 
 #include <cuda.h>
 
+#include "swt_prog.h"
+
 #define MIB (1024u * 1024u)
 #define ROUNDS 60
 #define BURST 32 /* memory operations in flight between two waits */
@@ -28,13 +30,7 @@ static CUcontext ctx;
 static CUfunction fill, checksum;
 static volatile int stop;
 
-static int fail(const char *what, CUresult r)
-{
-    const char *name = NULL;
-    cuGetErrorName(r, &name);
-    fprintf(stderr, "memops: %s: %s\n", what, name ? name : "?");
-    return 2;
-}
+static int fail(const char *what, CUresult r) { return swt_cuda_fail("memops", what, r); }
 
 /* The other thread: allocations that push chunks out. */
 static void *mover(void *arg)
@@ -94,18 +90,14 @@ static CUresult write_word(CUstream s, CUdeviceptr p, uint32_t w, uint32_t v, in
 
 int main(void)
 {
-    CUdevice dev;
     CUmodule mod;
     CUstream s;
     CUresult r;
 #define CK(call)                          \
     if ((r = (call)) != CUDA_SUCCESS)     \
         return fail(#call, r);
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if ((r = swt_open("memops", &ctx, &mod)) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&fill, mod, "sg_fill_u32"));
     CK(cuModuleGetFunction(&checksum, mod, "sg_checksum_u64"));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

@@ -29,6 +29,8 @@
 
 #include <cuda.h>
 
+#include "swt_prog.h"
+
 #define MIB (1024u * 1024u)
 #define ROUNDS 10 /* reuse's scratch buffers */
 
@@ -169,16 +171,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: swt-ordered order|errors|reuse\n");
         return 2;
     }
-    CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
     CUstream s;
     CUdeviceptr out;
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if (swt_open("ordered", &ctx, &mod) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&fill, mod, "sg_fill_u32"));
     CK(cuModuleGetFunction(&checksum, mod, "sg_checksum_u64"));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "mech.h"
+#include "swt_prog.h"
 
 static sw_real_t real;
 
@@ -50,13 +51,7 @@ static int bad(const char *what)
     return 1;
 }
 
-static int cuda_fail(const char *what, CUresult r)
-{
-    const char *name = NULL;
-    cuGetErrorName(r, &name);
-    fprintf(stderr, "retarget: %s: %s\n", what, name ? name : "?");
-    return 2;
-}
+static int cuda_fail(const char *what, CUresult r) { return swt_cuda_fail("retarget", what, r); }
 
 static CUfunction gemv;
 static CUdeviceptr x, y;
@@ -80,18 +75,14 @@ static bool rows_are(const float *got, float v)
 
 int main(void)
 {
-    CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
     CUresult r;
 #define CK(call)                      \
     if ((r = (call)) != CUDA_SUCCESS) \
         return cuda_fail(#call, r);
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if ((r = swt_open("retarget", &ctx, &mod)) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&gemv, mod, "sg_gemv_tma_f32"));
     real.cuTensorMapReplaceAddress = cuTensorMapReplaceAddress;
 

@@ -26,18 +26,14 @@
 
 #include <cuda.h>
 
+#include "swt_prog.h"
+
 #define MIB (1024u * 1024u)
 #define LAYERS 10
 #define FLOATS (MIB) /* 4 MiB of floats per weight */
 #define STEPS 12
 
-static int fail(const char *what, CUresult r)
-{
-    const char *name = NULL;
-    cuGetErrorName(r, &name);
-    fprintf(stderr, "stream: %s: %s\n", what, name ? name : "?");
-    return 2;
-}
+static int fail(const char *what, CUresult r) { return swt_cuda_fail("stream", what, r); }
 
 /* The host model: the value element e of weight l holds after `steps`
  * steps of the loop below, given the overwrites. */
@@ -48,7 +44,6 @@ static float init_of(int l, uint64_t e) { return (float)((l * 31 + e) % 13); }
  * it, CUDA errors included, leaves them to main to free. */
 static int run(float *model, float *h, float *host_g)
 {
-    CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
     CUfunction gemv, axpy;
@@ -58,11 +53,8 @@ static int run(float *model, float *h, float *host_g)
 #define CK(call)                          \
     if ((r = (call)) != CUDA_SUCCESS)     \
         return fail(#call, r);
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if ((r = swt_open("stream", &ctx, &mod)) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&gemv, mod, "sg_gemv_f32"));
     CK(cuModuleGetFunction(&axpy, mod, "sg_axpy_f32"));
     CK(cuStreamCreate(&s[0], CU_STREAM_NON_BLOCKING));

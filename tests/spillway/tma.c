@@ -30,19 +30,15 @@
 
 #include <cuda.h>
 
+#include "swt_prog.h"
+
 #define LAYERS 6
 #define ROWS 1024u
 #define COLS 1024u
 #define STEPS 4
 #define FILLERS 4096
 
-static int fail(const char *what, CUresult r)
-{
-    const char *name = NULL;
-    cuGetErrorName(r, &name);
-    fprintf(stderr, "tma: %s: %s\n", what, name ? name : "?");
-    return 2;
-}
+static int fail(const char *what, CUresult r) { return swt_cuda_fail("tma", what, r); }
 
 /* A rank-2 FLOAT32 descriptor of a rows x cols row-major matrix at w, as
  * sg_gemv_tma_f32 takes it: globalDim = {cols, rows}, one row pitch. */
@@ -89,7 +85,6 @@ int main(int argc, char **argv)
 {
     int unseen = argc > 1 && strcmp(argv[1], "unseen") == 0;
     int by_extra = argc > 2 && strcmp(argv[2], "extra") == 0;
-    CUdevice dev;
     CUcontext ctx;
     CUmodule mod;
     CUfunction gemv;
@@ -97,11 +92,8 @@ int main(int argc, char **argv)
 #define CK(call)                      \
     if ((r = (call)) != CUDA_SUCCESS) \
         return fail(#call, r);
-    CK(cuInit(0));
-    CK(cuDeviceGet(&dev, 0));
-    CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CK(cuCtxSetCurrent(ctx));
-    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    if ((r = swt_open("tma", &ctx, &mod)) != CUDA_SUCCESS)
+        return 2;
     CK(cuModuleGetFunction(&gemv, mod, "sg_gemv_tma_f32"));
 
     static float host_w[LAYERS][ROWS * COLS];
