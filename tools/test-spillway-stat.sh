@@ -463,6 +463,7 @@ truncated)
     # signal fails it at once.
     [ -z "${SANITIZER_PRELOAD:-}" ] || exit 77
     f=$(spoilt_file)
+    want="spillway-stat: $f: truncated while being read"
     cp "$f" "$tmp/spoilt"
     for try in 1 2 3 4 5 6 7 8; do
         cp "$tmp/spoilt" "$f"
@@ -471,11 +472,11 @@ truncated)
         run --dir "$tmp/bad" 424242
         wait
         [ "$rc" -lt 128 ] || fail "killed by signal $((rc - 128))"
-        [ "$(cat "$tmp/err")" = "spillway-stat: $f: truncated while being read" ] && break
+        [ "$(cat "$tmp/err")" = "$want" ] && break
         echo "try $try: the reader came late: $(cat "$tmp/err")"
     done
     expect_rc 2
-    expect_err_line "spillway-stat: $f: truncated while being read"
+    expect_err_line "$want"
     ;;
 setuid)
     # setgid (AT_SECURE): SPILLWAY_LOG_FILE, SPILLWAY_REPORT and

@@ -29,12 +29,20 @@ static inline CUresult swt_open(const char *prog, CUcontext *ctx, CUmodule *mod)
 {
     CUdevice dev;
     CUresult r;
-    const char *what = "cuInit";
-    if ((r = cuInit(0)) != CUDA_SUCCESS || (what = "cuDeviceGet", r = cuDeviceGet(&dev, 0)) ||
-        (what = "cuDevicePrimaryCtxRetain", r = cuDevicePrimaryCtxRetain(ctx, dev)) ||
-        (what = "cuCtxSetCurrent", r = cuCtxSetCurrent(*ctx)) ||
-        (what = "cuModuleLoadData", r = cuModuleLoadData(mod, "simgpu-builtin")))
-        swt_cuda_fail(prog, what, r);
+    const char *what;
+    if ((r = cuInit(0)) != CUDA_SUCCESS)
+        what = "cuInit";
+    else if ((r = cuDeviceGet(&dev, 0)) != CUDA_SUCCESS)
+        what = "cuDeviceGet";
+    else if ((r = cuDevicePrimaryCtxRetain(ctx, dev)) != CUDA_SUCCESS)
+        what = "cuDevicePrimaryCtxRetain";
+    else if ((r = cuCtxSetCurrent(*ctx)) != CUDA_SUCCESS)
+        what = "cuCtxSetCurrent";
+    else if ((r = cuModuleLoadData(mod, "simgpu-builtin")) != CUDA_SUCCESS)
+        what = "cuModuleLoadData";
+    else
+        return CUDA_SUCCESS;
+    swt_cuda_fail(prog, what, r);
     return r;
 }
 
