@@ -81,6 +81,9 @@ CUresult sg_need_ctx(void);
 int sg_ctx_device(CUcontext ctx);
 /* The ordinal of the device whose context is current; -1 if none. */
 int sg_current_device(void);
+/* Whether a and b are two different devices. -1 (no context, or a stream
+ * every device shares) is never another device. */
+bool sg_other_device(int a, int b);
 /* dev names a simulated device. */
 bool sg_device_ok(CUdevice dev);
 
@@ -546,6 +549,7 @@ typedef struct sg_stream {
 
 typedef struct sg_event {
     unsigned flags;
+    int device;          /* the current context's when made (-1: none) */
     sg_op_t *op;         /* the marker recorded last (ref held), or NULL */
     uint64_t time_ns;
     bool recorded;

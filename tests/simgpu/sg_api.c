@@ -45,6 +45,11 @@ int sg_current_device(void)
     return sg_ctx_device(current_ctx);
 }
 
+bool sg_other_device(int a, int b)
+{
+    return a >= 0 && b >= 0 && a != b;
+}
+
 CUcontext sg_current_ctx(void)
 {
     return current_ctx;

@@ -201,6 +201,7 @@ SG_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->flags = Flags;
+    e->device = sg_current_device();
     sg_lock();
     sg_handle_add(e, SG_H_EVENT);
     sg_unlock();
@@ -226,11 +227,17 @@ SG_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent)
 }
 
 /* Records a marker. On a capturing stream the event instead stands for
- * the stream's place in the capture (sg_capture_event_record). */
+ * the stream's place in the capture (sg_capture_event_record). The event
+ * and the stream must be of one device, as in the driver; the legacy and
+ * per-thread streams record in the current context, so there the current
+ * device counts. (A wait across devices is allowed: stream_wait.) */
 static CUresult event_record_flags(CUevent he, CUstream hs, unsigned flags, bool pt)
 {
     WITH_STREAM(s, hs, pt);
     CUresult r = sg_is_event(he) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    int dev = s->device >= 0 ? s->device : sg_current_device();
+    if (r == CUDA_SUCCESS && sg_other_device(((sg_event_t *)he)->device, dev))
+        r = CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS && (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL))
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS && s->capture) {

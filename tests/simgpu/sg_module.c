@@ -21,12 +21,14 @@ typedef struct func {
     struct func *twin; /* a CUkernel's own CUfunction */
     struct func *next_free;
     int max_dynamic_smem, carveout; /* the settable attributes */
+    int device; /* its module's device; -1: a library's, usable on any */
 } func_t; /* both CUfunction and CUkernel point at one of these */
 
 typedef struct {
     int kind;        /* SG_H_MODULE or SG_H_LIBRARY */
     func_t **funcs;  /* one per built-in kernel, made when first asked for */
     func_t **kfuncs; /* library only: the CUfunction of each CUkernel */
+    int device;      /* the current context's when loaded (-1: none) */
 } image_t;
 
 /* Handles freed by unloads, reused last-freed first: the driver recycles
@@ -35,14 +37,14 @@ typedef struct {
  * layout, sat before. g.lock held for both. */
 static func_t *free_funcs;
 
-static func_t *func_take(const sg_kernel_t *k, int kind)
+static func_t *func_take(const sg_kernel_t *k, int kind, int device)
 {
     func_t *f = free_funcs;
     if (f)
         free_funcs = f->next_free;
     else if (!(f = malloc(sizeof *f)))
         return NULL;
-    *f = (func_t){.kernel = k, .max_dynamic_smem = 48 << 10, .carveout = -1};
+    *f = (func_t){.kernel = k, .max_dynamic_smem = 48 << 10, .carveout = -1, .device = device};
     sg_handle_add(f, kind);
     return f;
 }
@@ -94,6 +96,7 @@ static CUresult image_load(int kind, const void *data, image_t **out)
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     m->kind = kind;
+    m->device = sg_current_device();
     sg_lock();
     sg_handle_add(m, kind);
     sg_unlock();
@@ -169,11 +172,15 @@ static CUresult image_get(int kind, void *h, const char *name, func_t **out)
         const sg_kernel_t *k = sg_kernel_at(i);
         if (strcmp(k->name, name) != 0)
             continue;
+        /* A module's functions exist in the context it was loaded in
+         * only; a library's kernels are loaded into each context on
+         * demand by the driver, so they (and their one CUfunction here)
+         * serve every device. */
         if (!m->funcs[i] && kind == SG_H_MODULE) {
-            m->funcs[i] = func_take(k, SG_H_FUNC);
+            m->funcs[i] = func_take(k, SG_H_FUNC, m->device);
         } else if (!m->funcs[i]) {
-            m->funcs[i] = func_take(k, SG_H_KERNEL);
-            m->kfuncs[i] = m->funcs[i] ? func_take(k, SG_H_FUNC) : NULL;
+            m->funcs[i] = func_take(k, SG_H_KERNEL, -1);
+            m->kfuncs[i] = m->funcs[i] ? func_take(k, SG_H_FUNC, -1) : NULL;
             if (m->funcs[i])
                 m->funcs[i]->twin = m->kfuncs[i];
         }
@@ -444,6 +451,11 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUst
     int kind = kind_of(f);
     if (kind != SG_H_FUNC && kind != SG_H_KERNEL)
         return CUDA_ERROR_INVALID_HANDLE;
+    /* A function of another context's module is an invalid handle here,
+     * as in the driver. */
+    int dev = sg_current_device();
+    if (sg_other_device(((func_t *)f)->device, dev))
+        return CUDA_ERROR_INVALID_HANDLE;
     if (gx == 0 || gy == 0 || gz == 0)
         return CUDA_ERROR_INVALID_VALUE;
     const sg_kernel_t *k = ((func_t *)f)->kernel;
@@ -456,14 +468,20 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUst
         return r;
     }
     op->kernel = k;
-    op->device = sg_current_device() > 0 ? sg_current_device() : 0;
+    op->device = dev > 0 ? dev : 0;
     /* The table is read now, before taking g.lock (peek takes mem_lock). */
     op->nranges = k->ranges(op->args, op->ranges, sg_mem_peek);
     sg_lock();
+    /* The kernel runs on the current context's device, so the stream must
+     * be one of that device's (or the legacy or per-thread one, which
+     * every device shares here), as the driver requires. */
     sg_stream_t *s = sg_stream_get(hs, per_thread);
-    r = s ? sg_submit(s, op) : CUDA_ERROR_INVALID_HANDLE;
-    if (!s)
+    if (s && !sg_other_device(s->device, dev)) {
+        r = sg_submit(s, op);
+    } else {
+        r = CUDA_ERROR_INVALID_HANDLE;
         sg_op_put(op);
+    }
     sg_unlock();
     return r;
 }
