@@ -81,32 +81,36 @@ static uint64_t physical_ram(void)
 }
 
 /* Makes the current device ready for a tracked allocation: the table and
- * the host budget once, the device's own budget when it is first seen
- * (devices.c), and the window on the first device, out of its budget.
- * Returns the device, or -1 when the allocation must pass through. */
+ * the host budget once, and each device, when it is first seen, its own
+ * budget (devices.c) and its window, out of that budget. Returns the
+ * device, or -1 when the allocation must pass through. */
 static int ready(const sw_vmm_info_t **vi)
 {
     *vi = sw_vmm_setup();
     if (!*vi)
         return -1;
-    bool first = sw_dev_home() < 0;
-    int dev = sw_dev_ready(*vi);
-    if (dev < 0 || !first)
-        return table ? dev : -1;
-    /* The first device: what exists once is made now. */
+    bool first = sw_dev_home() < 0, fresh;
+    int dev = sw_dev_ready(*vi, &fresh);
+    if (dev < 0)
+        return -1;
     const sw_options_t *o = sw_opts();
-    host_budget = sw_amount_resolve(&o->host_budget, physical_ram());
-    if (host_pending != SPILLWAY_BUDGET_KEEP)
-        host_budget = host_pending;
-    table = sw_table_new((*vi)->granularity);
+    if (first) {
+        /* What exists once is made with the first device. */
+        host_budget = sw_amount_resolve(&o->host_budget, physical_ram());
+        if (host_pending != SPILLWAY_BUDGET_KEEP)
+            host_budget = host_pending;
+        table = sw_table_new((*vi)->granularity);
+        sw_info("budgets: host %llu bytes", (unsigned long long)host_budget);
+    }
     if (!table)
         return -1;
-    /* The prefetch window comes out of the first device's GPU budget. */
+    /* The streaming window is per device; the remapping one
+     * (SPILLWAY_REWRITE=0) is the first device's alone. */
     uint64_t budget;
-    if (sw_dev_budget(dev, &budget))
-        sw_dev_bytes_add(dev, (int64_t)(o->rewrite ? sw_window_setup(budget, table)
-                                                   : sw_prefetch_setup(budget)));
-    sw_info("budgets: host %llu bytes", (unsigned long long)host_budget);
+    if (fresh && sw_dev_budget(dev, &budget))
+        sw_dev_bytes_add(dev, (int64_t)(o->rewrite ? sw_window_setup(dev, budget, table)
+                                        : first    ? sw_prefetch_setup(budget)
+                                                   : 0));
     return dev;
 }
 

@@ -46,16 +46,21 @@
  *   context (made at its first tracked allocation): a copy issued to a
  *   stream of another device is allowed by CUDA, and so the copy engine of
  *   the chunk's own device does the work, with no peer path needed.
+ * - Windows. Each device gets its own streaming window (window.c), out
+ *   of its own budget, with its own fingerprint module (a module and its
+ *   kernels belong to one context) and its copy stream below, all made in
+ *   the context current at its first tracked allocation. A launch is
+ *   served by the window of its context's device, with that device's
+ *   chunks only: an event may be recorded only on a stream of its own
+ *   device, and a kernel only launched in its own context.
  * - What stays on the first device. The first device spillway tracks (the
- *   one vmm.c probed) keeps what exists once: the streaming window (or
- *   the remapping window), the fingerprint kernel, host copies kept of
- *   promoted chunks, and the pool of released device handles. Chunks of
- *   other devices are never streamed: when demoted they are read in place,
- *   through the host mapping, which grants their device access; a move
- *   copies both ways (no kept copy); and a launch on another device is
- *   never served from the window (its copy is on the first device).
- * - Statistics. device_bytes stays the sum; devN_device_bytes and
- *   devN_gpu_budget (stats_fields.h) give each device's share and budget.
+ *   one vmm.c probed) keeps what exists once: the remapping window
+ *   (SPILLWAY_REWRITE=0), host copies kept of promoted chunks, and the
+ *   pool of released device handles. Another device's move copies both
+ *   ways (no kept copy).
+ * - Statistics. device_bytes and bytes_streamed stay the sums;
+ *   devN_device_bytes, devN_gpu_budget and devN_bytes_streamed
+ *   (stats_fields.h) give each device's share and budget.
  *
  * All state below changes with the gate held exclusively (allocations,
  * moves, frees, budget changes, the peer-access hook); launches read a
@@ -64,7 +69,7 @@
  */
 #include "mech.h"
 
-#define MAX_CTX 8 /* contexts recorded per device */
+#define MAX_CTX (SW_MAX_CONTEXTS / SW_MAX_DEVICES) /* contexts recorded per device */
 
 typedef struct {
     int state;                 /* DEV_* */
@@ -85,7 +90,6 @@ static sw_devstate_t devs[SW_MAX_DEVICES];
 static int home = -1;             /* the first device: vmm.c's, the window's */
 static int nctx_total;            /* contexts recorded, all devices */
 static bool any_budget;
-static int nready;                /* devices DEV_READY */
 /* A budget spillway_set_budgets gave: every device's, those seen later
  * too, in place of the options'. */
 static bool override, override_set;
@@ -109,19 +113,20 @@ int sw_dev_home(void)
     return home;
 }
 
-/* The stats mirror of one device's figures. Field order is fixed
- * (stats_fields.h): device_bytes, then gpu_budget, per device. */
-static sw_stat_id_t stat_bytes(int dev)
-{
-    return (sw_stat_id_t)(SW_STAT_dev0_device_bytes + 2 * dev);
-}
+/* The stats mirror of one device's figures: a group of fields per
+ * device, in a fixed order (stats_fields.h). */
+#define DEV_STATS (SW_STAT_dev1_device_bytes - SW_STAT_dev0_device_bytes)
+_Static_assert(SW_STAT_dev7_bytes_streamed == SW_STAT_dev0_bytes_streamed + 7 * DEV_STATS,
+               "per-device stats groups");
 
-_Static_assert(SW_STAT_dev1_device_bytes == SW_STAT_dev0_device_bytes + 2, "per-device stats pairs");
-_Static_assert(SW_STAT_dev0_gpu_budget == SW_STAT_dev0_device_bytes + 1, "per-device stats pairs");
+sw_stat_id_t sw_dev_stat(int dev, sw_stat_id_t dev0_field)
+{
+    return (sw_stat_id_t)(dev0_field + DEV_STATS * dev);
+}
 
 static void publish_budget(int dev)
 {
-    sw_stat_id_t id = (sw_stat_id_t)(stat_bytes(dev) + 1);
+    sw_stat_id_t id = sw_dev_stat(dev, SW_STAT_dev0_gpu_budget);
     uint64_t now = devs[dev].budget_set ? devs[dev].budget : 0;
     sw_stat_add(id, (int64_t)now - (int64_t)sw_stat_get(id));
 }
@@ -205,8 +210,9 @@ static int probe(int dev, const sw_vmm_info_t *vi)
     return DEV_READY;
 }
 
-int sw_dev_ready(const sw_vmm_info_t *vi)
+int sw_dev_ready(const sw_vmm_info_t *vi, bool *fresh)
 {
+    *fresh = false;
     int dev = sw_dev_current();
     CUcontext ctx = NULL;
     if (!valid(dev) || SW_CALL(cuCtxGetCurrent, (&ctx)) != CUDA_SUCCESS || !ctx)
@@ -227,7 +233,7 @@ int sw_dev_ready(const sw_vmm_info_t *vi)
         any_budget |= d->budget_set;
         publish_budget(dev);
         d->state = DEV_READY;
-        nready++;
+        *fresh = true;
         sw_info("device %d: budget %s%llu bytes, reachable by %d device(s)", dev,
                 d->budget_set ? "" : "(none) ", (unsigned long long)d->budget, d->naccess);
     }
@@ -287,7 +293,7 @@ void sw_dev_bytes_add(int dev, int64_t delta)
         return;
     __atomic_add_fetch(&devs[dev].bytes, (uint64_t)delta, __ATOMIC_RELAXED);
     sw_stat_add(SW_STAT_device_bytes, delta);
-    sw_stat_add(stat_bytes(dev), delta);
+    sw_stat_add(sw_dev_stat(dev, SW_STAT_dev0_device_bytes), delta);
 }
 
 void sw_dev_set_budgets(bool set, uint64_t budget)
@@ -303,11 +309,6 @@ void sw_dev_set_budgets(bool set, uint64_t budget)
         devs[dev].budget = set ? budget : 0;
         publish_budget(dev);
     }
-}
-
-bool sw_dev_several(void)
-{
-    return __atomic_load_n(&nready, __ATOMIC_RELAXED) > 1;
 }
 
 int sw_dev_next(int after)
@@ -329,9 +330,21 @@ size_t sw_dev_access(int dev, const CUmemAccessDesc **desc)
     return (size_t)devs[dev].naccess;
 }
 
-CUstream sw_dev_stream(int dev)
+CUresult sw_dev_copy_stream(int dev, CUstream *st)
 {
-    return dev == home ? NULL : devs[dev].stream;
+    if (dev == home)
+        return sw_vmm_stream(st);
+    *st = devs[dev].stream;
+    return CUDA_SUCCESS;
+}
+
+int sw_dev_contexts(CUcontext *out, int max)
+{
+    int n = 0;
+    for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
+        for (int i = 0; i < devs[dev].nctx && n < max; i++)
+            out[n++] = devs[dev].ctx[i];
+    return n;
 }
 
 /* Waits for ctx; a context that is gone has nothing left to wait for. */

@@ -7,8 +7,12 @@
  * arrived goes home by a remap, without copying a byte, because its host
  * copy is still exact.
  *
- * The module is loaded on first use, under the exclusive gate like every
- * caller; if it cannot be, every chunk leaving the device is copied.
+ * A module belongs to the context it was loaded in, and its kernels run
+ * only on streams of that context's device: each device gets its own,
+ * loaded on first use while that device is current (a window is made,
+ * or a chunk of it moves); asked for while another device is current it
+ * is not ready yet. If it cannot be loaded, nothing of that device is
+ * known unchanged: every copy goes home.
  */
 #include "mech.h"
 
@@ -16,13 +20,15 @@
 
 #include <string.h>
 
-static struct {
+typedef struct {
     bool tried;
     CUfunction fn;   /* spillway_fingerprint, or NULL */
     CUfunction cic;  /* spillway_copy_if_changed, loaded with it */
     CUdeviceptr out; /* one fingerprint, for sw_fp_take */
     uint64_t *host;  /* its pinned copy */
-} fp;
+} fp_module_t;
+
+static fp_module_t fps[SW_MAX_DEVICES];
 
 /* Grid for a kernel walking `bytes` with 256 threads a block, a word each. */
 static unsigned blocks_for(uint64_t bytes)
@@ -31,44 +37,59 @@ static unsigned blocks_for(uint64_t bytes)
     return (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
 }
 
-bool sw_fp_ready(void)
+/* dev's module, loaded if it can be now; NULL when it is not ready. */
+static const fp_module_t *module(int dev)
 {
-    if (fp.tried)
-        return fp.fn != NULL;
-    fp.tried = true;
+    if (dev < 0 || dev >= SW_MAX_DEVICES)
+        return NULL;
+    fp_module_t *fp = &fps[dev];
+    if (fp->tried)
+        return fp->fn ? fp : NULL;
+    if (sw_dev_current() != dev)
+        return NULL; /* it would load into another device's context */
+    fp->tried = true;
     const sw_real_t *r = sw_real();
     CUmodule mod;
     if (r->cuModuleLoadData(&mod, fingerprint_ptx) != CUDA_SUCCESS ||
-        r->cuModuleGetFunction(&fp.fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
-        r->cuModuleGetFunction(&fp.cic, mod, "spillway_copy_if_changed") != CUDA_SUCCESS ||
-        r->cuMemAlloc_v2(&fp.out, SW_FP_BYTES) != CUDA_SUCCESS ||
-        r->cuMemAllocHost_v2((void **)&fp.host, SW_FP_BYTES) != CUDA_SUCCESS) {
-        sw_warn("cannot load the fingerprint kernel: every chunk leaving the GPU is copied home");
-        fp.fn = NULL;
+        r->cuModuleGetFunction(&fp->fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
+        r->cuModuleGetFunction(&fp->cic, mod, "spillway_copy_if_changed") != CUDA_SUCCESS ||
+        r->cuMemAlloc_v2(&fp->out, SW_FP_BYTES) != CUDA_SUCCESS ||
+        r->cuMemAllocHost_v2((void **)&fp->host, SW_FP_BYTES) != CUDA_SUCCESS) {
+        sw_warn("device %d: cannot load the fingerprint kernel: every copy leaving its memory "
+                "goes home",
+                dev);
+        fp->fn = NULL;
     }
-    return fp.fn != NULL;
+    return fp->fn ? fp : NULL;
 }
 
-CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st)
+bool sw_fp_ready(int dev)
+{
+    return module(dev) != NULL;
+}
+
+CUresult sw_fp_queue(int dev, CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st)
 {
     const sw_real_t *r = sw_real();
-    if (!sw_fp_ready())
+    const fp_module_t *fp = module(dev);
+    if (!fp)
         return CUDA_ERROR_NOT_FOUND;
     CUresult e = r->cuMemsetD8Async(out, 0, SW_FP_BYTES, st);
     void *args[] = {&src, &bytes, &out};
     if (e == CUDA_SUCCESS)
-        e = r->cuLaunchKernel(fp.fn, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args, NULL);
+        e = r->cuLaunchKernel(fp->fn, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args, NULL);
     return e;
 }
 
-CUresult sw_fp_copy_if_changed(CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
+CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
                                CUdeviceptr fp_home, CUdeviceptr fp_now, CUdeviceptr changed,
                                CUstream st)
 {
-    if (!sw_fp_ready())
+    const fp_module_t *fp = module(dev);
+    if (!fp)
         return CUDA_ERROR_NOT_FOUND;
     void *args[] = {&src, &dst, &bytes, &fp_home, &fp_now, &changed};
-    return SW_REAL(cuLaunchKernel)(fp.cic, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
+    return SW_REAL(cuLaunchKernel)(fp->cic, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
                                    NULL);
 }
 
@@ -76,17 +97,19 @@ CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pend
 {
     CUstream st;
     *pending = false;
-    /* Loads the kernel and fp.out first: fp.out is read below. */
-    if (!sw_fp_ready())
+    /* Kept copies are home's alone (devices.c): its module, its stream. */
+    int dev = sw_dev_home();
+    const fp_module_t *fp = module(dev);
+    if (!fp)
         return CUDA_ERROR_NOT_FOUND;
     CUresult e = sw_vmm_stream(&st);
     if (e == CUDA_SUCCESS)
-        e = sw_fp_queue(src, bytes, fp.out, st);
+        e = sw_fp_queue(dev, src, bytes, fp->out, st);
     if (e == CUDA_SUCCESS)
-        e = SW_REAL(cuMemcpyDtoHAsync_v2)(fp.host, fp.out, SW_FP_BYTES, st);
+        e = SW_REAL(cuMemcpyDtoHAsync_v2)(fp->host, fp->out, SW_FP_BYTES, st);
     if (e == CUDA_SUCCESS)
         e = sw_vmm_wait(st, pending);
     if (e == CUDA_SUCCESS)
-        memcpy(out, fp.host, SW_FP_BYTES);
+        memcpy(out, fp->host, SW_FP_BYTES);
     return e;
 }

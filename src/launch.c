@@ -531,15 +531,22 @@ static void bring_in(marks_t *m)
     sw_gate_rd_always();
 }
 
-/* keep() for adoption: all but a resident chunk the window could stream
- * instead: one that arguments name in the loop (a known gap) and that
- * fits the window. */
+/* What adoption's keep() is asked about: the launch, and the device of
+ * the chunk to adopt, whose window would stream the victim. */
+typedef struct {
+    uint64_t now;
+    int dev;
+} adopt_for_t;
+
+/* keep() for adoption: all but a resident chunk of that device its window
+ * could stream instead: one that arguments name in the loop (a known
+ * gap) and that fits the window. */
 static bool not_streamable(const sw_chunk_t *c, void *arg)
 {
-    const uint64_t *now = arg;
+    const adopt_for_t *a = arg;
     const sw_sched_t st = sw_learn_state(c);
-    return c->size > sw_window_size() || !st.gap || st.last_use == *now ||
-           c->alloc->dev != sw_dev_home();
+    return c->alloc->dev != a->dev || c->size > sw_window_size(a->dev) || !st.gap ||
+           st.last_use == a->now;
 }
 
 /* Adoption, with the streaming window: a host chunk only a pointer table
@@ -557,11 +564,14 @@ static bool not_streamable(const sw_chunk_t *c, void *arg)
 static bool adoption(uint64_t now, sw_chunk_t **in, sw_chunk_t **out)
 {
     uint64_t freed;
-    /* Only home's chunks trade: the window streams the victim from then
-     * on, and it streams home's chunks alone (devices.c). */
-    return (*in = sw_policy_unseen(sw_tracked())) && (*in)->alloc->dev == sw_dev_home() &&
-           sw_policy_victims_learned(sw_tracked(), (*in)->size, now, not_streamable, &now, out,
-                                     1, &freed) == 1 &&
+    adopt_for_t a = {.now = now};
+    /* A chunk trades with one of its own device: that device's window
+     * streams the victim from then on. */
+    if (!(*in = sw_policy_unseen(sw_tracked())))
+        return false;
+    a.dev = (*in)->alloc->dev;
+    return sw_policy_victims_learned(sw_tracked(), (*in)->size, now, not_streamable, &a, out, 1,
+                                     &freed) == 1 &&
            freed >= (*in)->size;
 }
 
@@ -735,13 +745,14 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
 {
     int served = 0;
     uint64_t period = sw_period(m->seq);
-    /* The window is the first device's memory: a launch on another device
-     * reads in place (asked only once a second device is tracked). */
-    bool here = !sw_dev_several() || sw_dev_current() == sw_dev_home();
+    /* The launch runs on the current context's device: that device's
+     * window serves it, and only with its own chunks (the window is that
+     * device's memory); the rest are read in place. */
+    int dev = sw_window_here();
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        if (here && sw_window_streamable(u->word, u->len) &&
-            sw_window_use(u->word, u->len, m->seq, period, s, &u->copy)) {
+        if (dev >= 0 && sw_window_streamable(dev, u->word, u->len) &&
+            sw_window_use(dev, u->word, u->len, m->seq, period, s, &u->copy)) {
             u->served = true;
             served++;
         } else {

@@ -271,8 +271,9 @@ int sw_dev_home(void);
  * its budget resolved, the current context recorded for the safety
  * rule): its ordinal, or -1 when spillway cannot track there (no
  * context, no VMM, too many contexts): the allocation then passes
- * through. Gate held exclusively. */
-int sw_dev_ready(const sw_vmm_info_t *vi);
+ * through. *fresh: the device was made ready by this call. Gate held
+ * exclusively. */
+int sw_dev_ready(const sw_vmm_info_t *vi, bool *fresh);
 /* The cuCtxEnablePeerAccess hook: calls the driver and, on success,
  * records the current context, whose kernels may now reach its peer's
  * tracked chunks, for the safety synchronization. The driver's result. */
@@ -286,19 +287,23 @@ uint64_t sw_dev_bytes(int dev);
 /* dev's resident bytes change by delta: its count, device_bytes and
  * devN_device_bytes move together. Can't fail. */
 void sw_dev_bytes_add(int dev, int64_t delta);
+/* Device dev's field of a per-device group, named by device 0's. */
+sw_stat_id_t sw_dev_stat(int dev, sw_stat_id_t dev0_field);
 /* spillway_set_budgets: every tracked device gets the same budget. */
 void sw_dev_set_budgets(bool set, uint64_t budget);
 /* The next tracked device after `after` (-1: the first); -1 at the end. */
 int sw_dev_next(int after);
-/* More than one device is tracked. */
-bool sw_dev_several(void);
 /* dev's device-handle properties, and the access list its mappings get
  * (dev and the devices that can reach it as peers). */
 const CUmemAllocationProp *sw_dev_prop(int dev);
 size_t sw_dev_access(int dev, const CUmemAccessDesc **desc);
-/* The stream moves of dev's chunks copy on; NULL for home (spillway's
- * own stream, sw_vmm_stream). */
-CUstream sw_dev_stream(int dev);
+/* The stream moves of dev's chunks copy on into *st: home's is spillway's
+ * own stream (sw_vmm_stream), another device's the one made in its
+ * context when it was first seen. */
+CUresult sw_dev_copy_stream(int dev, CUstream *st);
+/* Up to max of the contexts recorded (all devices) into out: how many. */
+#define SW_MAX_CONTEXTS (SW_MAX_DEVICES * 8)
+int sw_dev_contexts(CUcontext *out, int max);
 /* The safety rule's synchronization: the current context, then every
  * other context recorded (devices.c). The first failure is returned;
  * nothing may then be unmapped. */
@@ -346,21 +351,23 @@ void sw_pool_give(sw_where_t where, uint64_t size, uint64_t h);
 void sw_pool_drain(sw_where_t where);
 
 /* ---- fingerprint.c: knowing a chunk unchanged, exactly ----
- * Gate held exclusively for all three. sw_fp_ready loads the kernel on
- * first use; false when it cannot (then nothing is known unchanged). */
-bool sw_fp_ready(void);
+ * One module per device. sw_fp_ready(dev) loads dev's on first use, while
+ * dev is current; false when it cannot (then nothing is known unchanged).
+ * Kernels are queued on streams of dev. The window's lock or the gate
+ * held exclusively orders the loads. */
+bool sw_fp_ready(int dev);
 /* A fingerprint is two words (fingerprint.cu). */
 #define SW_FP_BYTES 16
 /* Queues the fingerprint of [src, +bytes) into the device words at out. */
-CUresult sw_fp_queue(CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st);
-/* Takes it on spillway's stream and waits for it (sw_vmm_wait: on
- * *pending the kernel may still be reading src). */
+CUresult sw_fp_queue(int dev, CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st);
+/* Takes it with home's module on spillway's stream and waits for it
+ * (sw_vmm_wait: on *pending the kernel may still be reading src). */
 CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending);
 
 /* Queues spillway_copy_if_changed (fingerprint.cu): copies [src, +bytes)
  * to dst when the fingerprints at fp_home and fp_now differ, and then sets
  * the 32-bit word at `changed`. NOT_FOUND without the kernel. */
-CUresult sw_fp_copy_if_changed(CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
+CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
                                CUdeviceptr fp_home, CUdeviceptr fp_now, CUdeviceptr changed,
                                CUstream st);
 
@@ -380,15 +387,16 @@ CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream));
  * synchronizing. */
 bool sw_streams_unordered(void);
 /* st waits, on the GPU, for all the work the application has issued: the
- * legacy stream (every blocking stream), every non-blocking stream, and
- * the queued work of streams destroyed since; ev is recorded on each. No
- * host wait; false if st could not be ordered so. *waited takes the
- * destroyed streams' events, for sw_streams_release once st has been
- * waited for (done) or not; NULL leaves them for the next ordering. */
-bool sw_streams_order_all(CUstream st, CUevent ev, sw_list_t *waited);
+ * legacy stream (every blocking stream) of the current context and of
+ * every context devices.c recorded, every non-blocking stream, and the
+ * queued work of streams destroyed since; an event of each stream's
+ * context is recorded on it. No host wait; false if st could not be
+ * ordered so. *waited takes the destroyed streams' events, for
+ * sw_streams_release once st has been waited for (done) or not; NULL
+ * leaves them for the next ordering. Gate held (shared is enough). */
+bool sw_streams_order_all(CUstream st, sw_list_t *waited);
 void sw_streams_release(sw_list_t *waited, bool done);
-/* sw_streams_order_all with an event of its own, leaving destroyed
- * streams' events in place. */
+/* sw_streams_order_all, leaving destroyed streams' events in place. */
 CUresult sw_streams_order(CUstream st);
 /* Everything the application issues from now on waits for ev, on the GPU;
  * a non-blocking stream first seen later waits for it then. */
@@ -410,28 +418,34 @@ void sw_prefetch_unmirror(sw_chunk_t *c);
 void sw_prefetch_forget(sw_chunk_t *c);
 
 
-/* ---- window.c: the streaming window (SPILLWAY_REWRITE=1, the default) ----
- * Device memory made once; host ranges are copied into it on spillway's
- * stream and launches are rewritten to read the copies. Every function
- * takes the window's own lock; callers hold the gate (shared is enough). */
+/* ---- window.c: the streaming windows (SPILLWAY_REWRITE=1, the default) ----
+ * One per device: its memory, made once; host ranges of its chunks are
+ * copied into it on spillway's stream and launches in its context are
+ * rewritten to read the copies. Every function takes the windows' own
+ * locks; callers hold the gate (shared is enough). */
 #define SW_WINDOW_MAX_USES 16 /* copies one launch may read */
+/* Some device has a window. */
 bool sw_window_on(void);
-uint64_t sw_window_size(void); /* 0 while off */
-/* Makes the window once a GPU budget is known, for the allocations of t;
- * the bytes it took. */
-uint64_t sw_window_setup(uint64_t budget, const sw_table_t *t);
-/* Whether [start, +len) may be streamed: every chunk on the host. */
-bool sw_window_streamable(uint64_t start, uint64_t len);
-/* Launch `now` on s names the host range [start, +len), streamable, in a
- * loop of `period` launches (0: unknown): true and
+uint64_t sw_window_size(int dev); /* 0: dev has none */
+/* The device whose window serves launches in the current context; -1
+ * when none does (another context, or no window there). */
+int sw_window_here(void);
+/* Makes dev's window, in the current context (dev's), out of dev's GPU
+ * budget, for the allocations of t: the bytes it took (0: none made). */
+uint64_t sw_window_setup(int dev, uint64_t budget, const sw_table_t *t);
+/* Whether [start, +len) may be streamed by dev's window: every chunk dev's
+ * and on the host. */
+bool sw_window_streamable(int dev, uint64_t start, uint64_t len);
+/* Launch `now` on s, in dev's context, names the host range [start, +len),
+ * streamable, in a loop of `period` launches (0: unknown): true and
  * *copy (the copy's address, for start) when it may read the window copy
  * instead. s then waits for the copy on the GPU; the caller launches and
  * calls sw_window_read(s) before releasing the gate. false: read in place
  * (any copy of an overlapping range dropped first, s ordered after it):
  * also for a range that does not recur with the loop, since a copy it
  * does not repay is a copy wasted. */
-bool sw_window_use(uint64_t start, uint64_t len, uint64_t now, uint64_t period, CUstream s,
-                   uint64_t *copy);
+bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t period,
+                   CUstream s, uint64_t *copy);
 /* The launch will not read the copy of the range at start after all
  * (its arguments could not be pointed at it): the copy goes home, with s
  * after it, and is not counted as read. */
@@ -439,7 +453,7 @@ void sw_window_unuse(uint64_t start, CUstream s);
 /* After the launch: records that s reads the copies sw_window_use gave
  * this thread. Cheap when there are none. */
 void sw_window_read(CUstream s);
-/* Whether any copy is in the window (a hint, read without the lock). */
+/* Whether any window has had a range (a hint, read without the lock). */
 bool sw_window_busy(void);
 /* Work on s is about to read or write home in [lo, +len) in place (a copy,
  * a memset, a launch not rewritten, a move): overlapping copies go home

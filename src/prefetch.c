@@ -73,7 +73,7 @@ static struct {
     int nslots;
     slot_t slots[MAX_SLOTS];
     CUdeviceptr stage_base;
-    CUevent sync_ev, batch_ev;
+    CUevent batch_ev;
     bool fp_on;            /* fingerprints can be taken: else always write back */
     CUdeviceptr fp_dev;    /* per slot: the fingerprint when filled, then before emptied */
     uint64_t *fp_host;     /* pinned copy of fp_dev */
@@ -85,7 +85,8 @@ static void fingerprint_setup(void)
 {
     const sw_real_t *r = sw_real();
     size_t bytes = 2 * MAX_SLOTS * SW_FP_BYTES;
-    pf.fp_on = sw_fp_ready() && r->cuMemAlloc_v2(&pf.fp_dev, bytes) == CUDA_SUCCESS &&
+    pf.fp_on = sw_fp_ready(sw_dev_home()) &&
+               r->cuMemAlloc_v2(&pf.fp_dev, bytes) == CUDA_SUCCESS &&
                r->cuMemAllocHost_v2((void **)&pf.fp_host, bytes) == CUDA_SUCCESS;
 }
 
@@ -124,8 +125,7 @@ uint64_t sw_prefetch_setup(uint64_t budget)
         return 0;
     }
     const sw_real_t *r = sw_real();
-    if (r->cuEventCreate(&pf.sync_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
-        r->cuEventCreate(&pf.batch_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
+    if (r->cuEventCreate(&pf.batch_ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
         sw_vmm_reserve((uint64_t)n * pf.slot_size, &pf.stage_base) != CUDA_SUCCESS) {
         sw_warn("cannot set up the prefetch window: prefetch is off");
         return 0;
@@ -200,7 +200,7 @@ static CUresult queue_fill(int si, sw_chunk_t *c, bool changed, CUstream st, boo
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoDAsync_v2)(s->stage, mirror_of(c), c->size, st);
     *fp = e == CUDA_SUCCESS && pf.fp_on &&
-          sw_fp_queue(s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
+          sw_fp_queue(sw_dev_home(), s->stage, c->size, fp_slot(si, 0), st) == CUDA_SUCCESS;
     return e;
 }
 
@@ -436,20 +436,21 @@ static void plan(plan_t *p, const uint64_t *need, int n)
  * for all of it. A slot counts as unchanged only if both its fingerprints
  * were taken and read back and they agree (*read_back, emptied_fp[slot]);
  * anything less copies it home. Where st cannot be ordered so, the host
- * synchronizes the context first. Fails, and nothing may move, only if no
- * wait succeeded. */
+ * synchronizes every context first (the safety rule's wait). Fails, and
+ * nothing may move, only if no wait succeeded. */
 static CUresult sync_and_read_back(const plan_t *p, CUstream st, bool *emptied_fp, bool *read_back)
 {
     const sw_real_t *r = sw_real();
     sw_list_t waited;
     sw_stat_add(SW_STAT_safety_syncs, 1);
-    bool ordered = sw_streams_order_all(st, pf.sync_ev, &waited);
-    CUresult e = ordered ? CUDA_SUCCESS : r->cuCtxSynchronize();
+    bool ordered = sw_streams_order_all(st, &waited);
+    CUresult e = ordered ? CUDA_SUCCESS : sw_dev_sync_all();
     *read_back = false;
     for (int i = 0; i < p->nfill && pf.fp_on && e == CUDA_SUCCESS; i++) {
         slot_t *s = &pf.slots[p->slot[i]];
         if (s->c && s->fp_filled &&
-            sw_fp_queue(s->stage, s->c->size, fp_slot(p->slot[i], 1), st) == CUDA_SUCCESS)
+            sw_fp_queue(sw_dev_home(), s->stage, s->c->size, fp_slot(p->slot[i], 1), st) ==
+                CUDA_SUCCESS)
             *read_back = emptied_fp[p->slot[i]] = true;
     }
     if (*read_back &&
@@ -459,7 +460,7 @@ static CUresult sync_and_read_back(const plan_t *p, CUstream st, bool *emptied_f
     if (e == CUDA_SUCCESS && (ordered || *read_back) &&
         (e = r->cuStreamSynchronize(st)) != CUDA_SUCCESS) {
         *read_back = false;
-        e = r->cuCtxSynchronize();
+        e = sw_dev_sync_all();
     }
     sw_streams_release(&waited, e == CUDA_SUCCESS);
     return e;

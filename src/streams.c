@@ -13,23 +13,33 @@
  *   retired  an event recorded on each destroyed stream just before
  *            cuStreamDestroy, which returns while its work is still
  *            queued: the next ordering waits for that work too.
- * Blocking streams are covered through the legacy stream. Should a list
- * fail to grow, `unordered` is set for good and callers fall back to
- * synchronizing. The launch path looks a stream up in a per-thread cache
- * of recent streams first; forgetting a stream bumps `gen`, which empties
- * every cache. This file calls only the driver.
+ * Blocking streams are covered through the legacy stream of each context.
+ * An event may be recorded only on a stream of its own device, so each
+ * context gets its own ordering event, and each non-blocking stream is
+ * listed with the context that was current when it was first seen (the
+ * one it was made in, or launched in: a launch must be issued in its
+ * stream's context). Should a list fail to grow, `unordered` is set for
+ * good and callers fall back to synchronizing. The launch path looks a
+ * stream up in a per-thread cache of recent streams first; forgetting a
+ * stream bumps `gen`, which empties every cache. This file calls the
+ * driver, and devices.c for the contexts.
  */
 #include "mech.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#define MAX_ORDER_CTX SW_MAX_CONTEXTS
+
 static struct {
-    pthread_mutex_t lock;     /* the three lists and latest */
+    pthread_mutex_t lock;     /* the lists, the ordering events and latest */
     sw_list_t seen, app, retired;
+    sw_list_t app_ctx;        /* app's contexts, index for index */
     bool unordered;           /* a non-blocking stream is in no list */
     uint64_t gen;             /* bumped when a stream is forgotten */
-    CUevent order_ev;         /* sw_streams_order's, made on first use */
+    CUcontext order_ctx[MAX_ORDER_CTX]; /* sw_streams_order_all's events, */
+    CUevent order_ev[MAX_ORDER_CTX];    /* one per context, made on first use */
+    int norder;
     CUevent latest;           /* what a newly seen non-blocking stream waits for */
 } ss = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -52,12 +62,15 @@ static bool list_add(sw_list_t *l, void *v)
     return true;
 }
 
-/* Removes v if listed; whether it was. */
-static bool list_drop(sw_list_t *l, const void *v)
+/* Removes v if listed, and the entry of `also` at the same index (a list
+ * kept beside l, or NULL); whether it was. */
+static bool list_drop(sw_list_t *l, const void *v, sw_list_t *also)
 {
     for (int i = 0; i < l->n; i++)
         if (l->v[i] == v) {
             l->v[i] = l->v[--l->n];
+            if (also)
+                also->v[i] = also->v[--also->n];
             return true;
         }
     return false;
@@ -102,8 +115,15 @@ static bool classify(CUstream s)
      * commit's copies here, or it could read a slot before its bytes
      * arrive. A commit records batch_ev before it takes this lock to order
      * its streams, so one of the two covers s. */
+    CUcontext ctx = NULL;
     if (flags & CU_STREAM_NON_BLOCKING) {
-        if (!list_add(&ss.app, s) && !__atomic_load_n(&ss.unordered, __ATOMIC_RELAXED)) {
+        bool listed = SW_REAL(cuCtxGetCurrent)(&ctx) == CUDA_SUCCESS && ctx &&
+                      list_add(&ss.app_ctx, ctx);
+        if (listed && !list_add(&ss.app, s)) {
+            ss.app_ctx.n--;
+            listed = false;
+        }
+        if (!listed && !__atomic_load_n(&ss.unordered, __ATOMIC_RELAXED)) {
             __atomic_store_n(&ss.unordered, true, __ATOMIC_RELEASE);
             sw_warn("cannot record stream %p: each commit point now synchronizes the device",
                     (void *)s);
@@ -178,24 +198,70 @@ CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream))
     /* An invalid or capturing s fails here as it will in destroy(). */
     if (!ev)
         r->cuStreamSynchronize(s);
-    list_drop(&ss.app, s);
-    list_drop(&ss.seen, s);
+    list_drop(&ss.app, s, &ss.app_ctx);
+    list_drop(&ss.seen, s, NULL);
     __atomic_add_fetch(&ss.gen, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&ss.lock);
     return destroy(s);
 }
 
-bool sw_streams_order_all(CUstream st, CUevent ev, sw_list_t *waited)
+/* ctx's ordering event, made with ctx current on first use; NULL when
+ * it cannot be made. *current: the context current now, restored after.
+ * Lock held. */
+static CUevent order_event(CUcontext ctx, CUcontext current)
 {
     const sw_real_t *r = sw_real();
-    bool ok = !__atomic_load_n(&ss.unordered, __ATOMIC_ACQUIRE) &&
-              r->cuEventRecord(ev, CU_STREAM_LEGACY) == CUDA_SUCCESS &&
+    for (int i = 0; i < ss.norder; i++)
+        if (ss.order_ctx[i] == ctx)
+            return ss.order_ev[i];
+    CUevent ev = NULL;
+    if (ss.norder == MAX_ORDER_CTX ||
+        (ctx != current && r->cuCtxSetCurrent(ctx) != CUDA_SUCCESS))
+        return NULL;
+    if (r->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        ev = NULL;
+    if (ctx != current)
+        r->cuCtxSetCurrent(current);
+    if (ev) {
+        ss.order_ctx[ss.norder] = ctx;
+        ss.order_ev[ss.norder++] = ev;
+    }
+    return ev;
+}
+
+/* st waits for ctx's legacy stream (its blocking streams). Lock held. */
+static bool order_legacy(CUstream st, CUcontext ctx, CUcontext current)
+{
+    const sw_real_t *r = sw_real();
+    CUevent ev = order_event(ctx, current);
+    if (!ev || (ctx != current && r->cuCtxSetCurrent(ctx) != CUDA_SUCCESS))
+        return false;
+    bool ok = r->cuEventRecord(ev, CU_STREAM_LEGACY) == CUDA_SUCCESS &&
               r->cuStreamWaitEvent(st, ev, 0) == CUDA_SUCCESS;
+    if (ctx != current)
+        ok &= r->cuCtxSetCurrent(current) == CUDA_SUCCESS;
+    return ok;
+}
+
+bool sw_streams_order_all(CUstream st, sw_list_t *waited)
+{
+    const sw_real_t *r = sw_real();
+    CUcontext current = NULL, others[SW_MAX_CONTEXTS];
+    int nothers = sw_dev_contexts(others, SW_MAX_CONTEXTS);
     pthread_mutex_lock(&ss.lock);
-    /* One event serves every stream: a wait takes the record before it. */
-    for (int i = 0; i < ss.app.n && ok; i++)
-        ok = r->cuEventRecord(ev, (CUstream)ss.app.v[i]) == CUDA_SUCCESS &&
+    bool ok = !__atomic_load_n(&ss.unordered, __ATOMIC_ACQUIRE) &&
+              r->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current &&
+              order_legacy(st, current, current);
+    /* Every other context spillway knows may have blocking work too. */
+    for (int i = 0; i < nothers && ok; i++)
+        ok = others[i] == current || order_legacy(st, others[i], current);
+    /* One event per context serves its streams: a wait takes the record
+     * before it. */
+    for (int i = 0; i < ss.app.n && ok; i++) {
+        CUevent ev = order_event((CUcontext)ss.app_ctx.v[i], current);
+        ok = ev && r->cuEventRecord(ev, (CUstream)ss.app.v[i]) == CUDA_SUCCESS &&
              r->cuStreamWaitEvent(st, ev, 0) == CUDA_SUCCESS;
+    }
     for (int i = 0; i < ss.retired.n && ok; i++)
         ok = r->cuStreamWaitEvent(st, (CUevent)ss.retired.v[i], 0) == CUDA_SUCCESS;
     if (waited) {
@@ -208,18 +274,7 @@ bool sw_streams_order_all(CUstream st, CUevent ev, sw_list_t *waited)
 
 CUresult sw_streams_order(CUstream st)
 {
-    CUevent ev = __atomic_load_n(&ss.order_ev, __ATOMIC_ACQUIRE);
-    if (!ev) {
-        if (SW_REAL(cuEventCreate)(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        CUevent none = NULL;
-        if (!__atomic_compare_exchange_n(&ss.order_ev, &none, ev, false, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_ACQUIRE)) {
-            SW_REAL(cuEventDestroy_v2)(ev); /* another thread made it first */
-            ev = none;
-        }
-    }
-    return sw_streams_order_all(st, ev, NULL) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return sw_streams_order_all(st, NULL) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 void sw_streams_release(sw_list_t *waited, bool done)

@@ -301,9 +301,9 @@ CUresult sw_vmm_wait(CUstream st, bool *pending)
  * abandoned on any failure. */
 static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, int dev, bool *pending)
 {
-    CUstream st = sw_dev_stream(dev);
+    CUstream st;
     *pending = false;
-    CUresult e = st ? CUDA_SUCCESS : sw_vmm_stream(&st);
+    CUresult e = sw_dev_copy_stream(dev, &st);
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoDAsync_v2)(dst, src, size, st);
     if (e == CUDA_SUCCESS)

@@ -4,6 +4,14 @@
  * that read them, and those kernels get their arguments rewritten to point
  * at the copy. No mapping changes, and the host never waits.
  *
+ * One window per device (devices.c, "Windows"), all as below: its memory,
+ * its streams and events are made in the context of its device's first
+ * tracked allocation, and it serves the launches in that context with
+ * that device's chunks. Work that writes a home in place may come from
+ * any device (a peer copy), so touches and flushes ask every window: a
+ * stream may wait for another device's events, though it may record
+ * only its own device's.
+ *
  *   window (device, made once):   [ e3 | e4 | e5 |  free  | e1 | e2 ]
  *                                                 ^ head: the next copy
  *   a range's own address:        still maps its home (host memory)
@@ -55,8 +63,9 @@
  * GB/s on PCIe Gen5, docs/cuda-facts.md §4), so a recurring range the
  * chain did not predict is still copied when its launch comes.
  *
- * LOCKING. One mutex, `lock`, guards everything here. Callers hold the
- * gate (shared or exclusive), so no chunk moves meanwhile.
+ * LOCKING. One mutex per window, `lock`, guards everything in it; `wins`
+ * is written only under the gate held exclusively. Callers hold the gate
+ * (shared or exclusive), so no chunk moves meanwhile.
  */
 #include "mech.h"
 
@@ -93,9 +102,10 @@ typedef struct {
     int nread;
 } entry_t;
 
-static struct {
+typedef struct {
     pthread_mutex_t lock;
-    bool on;
+    int dev;             /* whose memory it is */
+    CUcontext ctx;       /* the context it serves, that of its setup */
     const sw_table_t *table; /* the tracked allocations (alloc.c) */
     CUdeviceptr base;    /* the window */
     uint64_t size, head;
@@ -117,78 +127,130 @@ static struct {
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
     int last;            /* the unit used last, for the chain */
-} w = {.lock = PTHREAD_MUTEX_INITIALIZER, .last = -1};
+} win_t;
+
+/* Each device's window, made at its first tracked allocation (NULL: none).
+ * Written once under the exclusive gate, read under the shared one. */
+static win_t *wins[SW_MAX_DEVICES];
+static bool any_on;   /* some window is on */
+static bool any_unit; /* some window has had a range (sw_window_busy) */
 
 static __thread struct {
+    win_t *w; /* the window they are in: the launch's device's */
     int n;
     int e[SW_WINDOW_MAX_USES];
     bool waited; /* one of them had not landed when the launch was issued */
 } pending; /* entries the launch being issued on this thread reads */
 
-static CUdeviceptr fp_home(int ui) { return w.fp + (uint64_t)ui * 2 * SW_FP_BYTES; }
-static CUdeviceptr fp_now(int ui) { return fp_home(ui) + SW_FP_BYTES; }
+static CUdeviceptr fp_home(win_t *w, int ui) { return w->fp + (uint64_t)ui * 2 * SW_FP_BYTES; }
+static CUdeviceptr fp_now(win_t *w, int ui) { return fp_home(w, ui) + SW_FP_BYTES; }
+
+static win_t *win(int dev)
+{
+    return dev >= 0 && dev < SW_MAX_DEVICES ? __atomic_load_n(&wins[dev], __ATOMIC_ACQUIRE)
+                                            : NULL;
+}
 
 bool sw_window_on(void)
 {
-    return w.on;
+    return __atomic_load_n(&any_on, __ATOMIC_RELAXED);
 }
 
-uint64_t sw_window_size(void)
+uint64_t sw_window_size(int dev)
 {
-    return w.size;
+    win_t *w = win(dev);
+    return w ? w->size : 0;
 }
 
-uint64_t sw_window_setup(uint64_t budget, const sw_table_t *t)
+int sw_window_here(void)
+{
+    CUcontext ctx = NULL;
+    if (!sw_window_on() || SW_CALL(cuCtxGetCurrent, (&ctx)) != CUDA_SUCCESS || !ctx)
+        return -1;
+    for (int dev = 0; dev < SW_MAX_DEVICES; dev++) {
+        win_t *w = win(dev);
+        if (w && w->ctx == ctx)
+            return dev;
+    }
+    return -1;
+}
+
+/* Makes w's memory, streams and events in the current context, dev's;
+ * false, with nothing left allocated, when one cannot be made. */
+static bool make(win_t *w, int dev, uint64_t size)
+{
+    const sw_real_t *r = sw_real();
+    if (r->cuCtxGetCurrent(&w->ctx) != CUDA_SUCCESS || !w->ctx)
+        return false;
+    if (r->cuMemAlloc_v2(&w->base, size) != CUDA_SUCCESS) {
+        sw_warn("device %d: cannot allocate a %llu-byte streaming window: streaming is off there",
+                dev, (unsigned long long)size);
+        return false;
+    }
+    /* The capture stream is made now: a capture in the global mode may
+     * not make one. Without it captures read in place. */
+    if (r->cuStreamCreate(&w->cst, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        w->cst = NULL;
+    /* Copies go on the stream moves of dev's chunks use: a move's copy
+     * follows every window copy of its home on the GPU (sw_move). */
+    if (sw_dev_copy_stream(dev, &w->st) == CUDA_SUCCESS &&
+        r->cuEventCreate(&w->replayed, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) {
+        if (r->cuEventCreate(&w->done, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+            return true;
+        r->cuEventDestroy_v2(w->replayed);
+    }
+    if (w->cst)
+        r->cuStreamDestroy_v2(w->cst);
+    r->cuMemFree_v2(w->base);
+    sw_warn("device %d: cannot set up the streaming window: streaming is off there", dev);
+    return false;
+}
+
+uint64_t sw_window_setup(int dev, uint64_t budget, const sw_table_t *t)
 {
     const sw_options_t *o = sw_opts();
     const sw_real_t *r = sw_real();
     uint64_t size = sw_amount_resolve(&o->prefetch_bytes, budget);
     size &= ~(uint64_t)0xffff; /* copies of 64 KiB multiples keep offsets aligned */
-    if (o->policy != SW_POLICY_LEARNED || size == 0)
+    if (o->policy != SW_POLICY_LEARNED || size == 0 || win(dev) || dev < 0 ||
+        dev >= SW_MAX_DEVICES)
         return 0;
-    if (r->cuMemAlloc_v2(&w.base, size) != CUDA_SUCCESS) {
-        sw_warn("cannot allocate a %llu-byte streaming window: streaming is off",
-                (unsigned long long)size);
-        return 0;
-    }
-    /* The capture stream is made now: a capture in the global mode may
-     * not make one. Without it captures read in place. */
-    if (r->cuStreamCreate(&w.cst, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-        w.cst = NULL;
-    if (sw_vmm_stream(&w.st) != CUDA_SUCCESS ||
-        r->cuEventCreate(&w.replayed, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS ||
-        r->cuEventCreate(&w.done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-        r->cuMemFree_v2(w.base);
-        sw_warn("cannot set up the streaming window: streaming is off");
+    win_t *w = calloc(1, sizeof *w);
+    if (!w || !make(w, dev, size)) {
+        free(w);
         return 0;
     }
-    w.fp_on = sw_fp_ready() &&
-              r->cuMemAlloc_v2(&w.fp, (size_t)MAX_UNITS * 2 * SW_FP_BYTES) == CUDA_SUCCESS &&
-              r->cuMemAllocHost_v2((void **)&w.changed, MAX_UNITS * sizeof *w.changed) ==
+    pthread_mutex_init(&w->lock, NULL);
+    w->dev = dev;
+    w->last = -1;
+    w->fp_on = sw_fp_ready(dev) &&
+              r->cuMemAlloc_v2(&w->fp, (size_t)MAX_UNITS * 2 * SW_FP_BYTES) == CUDA_SUCCESS &&
+              r->cuMemAllocHost_v2((void **)&w->changed, MAX_UNITS * sizeof *w->changed) ==
                   CUDA_SUCCESS;
-    if (w.fp_on)
-        memset(w.changed, 0, MAX_UNITS * sizeof *w.changed);
+    if (w->fp_on)
+        memset(w->changed, 0, MAX_UNITS * sizeof *w->changed);
     for (int i = 0; i < MAX_ENTRIES; i++)
-        w.entries[i].unit = -1;
-    w.side = w.st;
-    w.table = t;
-    w.size = size;
-    w.on = true;
-    sw_info("streaming window: %llu bytes%s", (unsigned long long)size,
-            w.fp_on ? "" : " (no fingerprints: every copy goes home)");
+        w->entries[i].unit = -1;
+    w->side = w->st;
+    w->table = t;
+    w->size = size;
+    __atomic_store_n(&wins[dev], w, __ATOMIC_RELEASE);
+    __atomic_store_n(&any_on, true, __ATOMIC_RELAXED);
+    sw_info("device %d: streaming window: %llu bytes%s", dev, (unsigned long long)size,
+            w->fp_on ? "" : " (no fingerprints: every copy goes home)");
     return size;
 }
 
 /* Forgets e's copy without sending it home (its range is being freed, or
  * a capture that failed made it). Lock held. */
-static void drop_entry(entry_t *e)
+static void drop_entry(win_t *w, entry_t *e)
 {
-    w.units[e->unit].entry = -1;
-    sw_stat_add(SW_STAT_window_bytes, -(int64_t)w.units[e->unit].len);
+    w->units[e->unit].entry = -1;
+    sw_stat_add(SW_STAT_window_bytes, -(int64_t)w->units[e->unit].len);
     e->unit = -1;
     e->nread = 0;
     e->ahead = false;
-    __atomic_sub_fetch(&w.live, 1, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&w->live, 1, __ATOMIC_RELAXED);
 }
 
 /* A step the capture's graph needs could not be issued into it (a copy
@@ -197,65 +259,69 @@ static void drop_entry(entry_t *e)
  * (docs/cuda-facts.md), so the driver itself ends it with
  * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; should it not, sw_capture_end
  * answers that (sw_window_capture_ends). Lock held. */
-static void break_capture(void)
+static void break_capture(win_t *w)
 {
-    w.broken = true;
-    SW_REAL(cuStreamSynchronize)(w.origin);
+    w->broken = true;
+    SW_REAL(cuStreamSynchronize)(w->origin);
 }
 
 /* Work queued on the copies' stream that reads home is past the point
  * where a fence could be recorded after it: nothing would order a later
  * write of home after it. Eagerly the host waits for it; in a capture it
  * cannot. Lock held. */
-static void unfenced(void)
+static void unfenced(win_t *w)
 {
-    if (w.origin)
-        break_capture();
-    else if (SW_REAL(cuStreamSynchronize)(w.side) != CUDA_SUCCESS)
+    if (w->origin)
+        break_capture(w);
+    else if (SW_REAL(cuStreamSynchronize)(w->side) != CUDA_SUCCESS)
         sw_error("cannot wait for a window copy: a write of its home may race with it");
 }
 
-bool sw_window_streamable(uint64_t start, uint64_t len)
+static bool streamable(const win_t *w, uint64_t start, uint64_t len)
 {
-    const sw_table_t *t = w.table;
     for (uint64_t p = start; p < start + len;) {
-        const sw_chunk_t *c = sw_table_lookup(t, p);
+        const sw_chunk_t *c = sw_table_lookup(w->table, p);
         /* A fixed chunk's handle is mapped elsewhere too (appvmm.c): a
-         * write through that address would leave a copy stale. The
-         * window is device memory of the first device: another device's
-         * chunks are read in place (devices.c). */
-        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->fixed ||
-            c->alloc->dev != sw_dev_home())
+         * write through that address would leave a copy stale. A chunk
+         * of another device is streamed by that device's window. */
+        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || c->alloc->dev != w->dev)
             return false;
         p = c->va + c->size;
     }
     return true;
 }
 
+bool sw_window_streamable(int dev, uint64_t start, uint64_t len)
+{
+    const win_t *w = win(dev);
+    return w && streamable(w, start, len);
+}
+
 /* ---- units ---- */
 
-static int unit_find(uint64_t start)
+static int unit_find(win_t *w, uint64_t start)
 {
-    for (int i = 0; i < w.nunits; i++)
-        if (w.units[i].live && w.units[i].start == start)
+    for (int i = 0; i < w->nunits; i++)
+        if (w->units[i].live && w->units[i].start == start)
             return i;
     return -1;
 }
 
-static int unit_get(uint64_t start, uint64_t len)
+static int unit_get(win_t *w, uint64_t start, uint64_t len)
 {
-    int ui = unit_find(start);
+    int ui = unit_find(w, start);
     if (ui >= 0)
         return ui;
-    for (ui = 0; ui < w.nunits && w.units[ui].live; ui++)
+    for (ui = 0; ui < w->nunits && w->units[ui].live; ui++)
         ;
     if (ui == MAX_UNITS)
         return -1;
-    if (ui == w.nunits)
-        __atomic_store_n(&w.nunits, w.nunits + 1, __ATOMIC_RELAXED);
-    w.units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true};
-    if (w.fp_on)
-        w.changed[ui] = 0;
+    if (ui == w->nunits)
+        __atomic_store_n(&w->nunits, w->nunits + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&any_unit, true, __ATOMIC_RELAXED);
+    w->units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true};
+    if (w->fp_on)
+        w->changed[ui] = 0;
     return ui;
 }
 
@@ -263,21 +329,21 @@ static int unit_get(uint64_t start, uint64_t len)
 
 /* The copies' stream waits for every stream the application issued work
  * on (home may be written by it); in a capture, for the capturing one. */
-static CUresult after_app(void)
+static CUresult after_app(win_t *w)
 {
-    if (!w.origin)
-        return sw_streams_order(w.st);
+    if (!w->origin)
+        return sw_streams_order(w->st);
     /* In a capture, cst joins it once, and again only after work that
      * wrote a home in place (sw_window_touch); a range's own copies home
      * are waited for by its fill. So a replay's copies run as early as
      * their space allows, beside the kernels before them. */
-    if (w.cst_in && !w.dirty)
+    if (w->cst_in && !w->dirty)
         return CUDA_SUCCESS;
     const sw_real_t *r = sw_real();
-    CUresult e = r->cuEventRecord(w.done, w.origin);
-    if (e == CUDA_SUCCESS && (e = r->cuStreamWaitEvent(w.cst, w.done, 0)) == CUDA_SUCCESS) {
-        w.cst_in = true;
-        w.dirty = false;
+    CUresult e = r->cuEventRecord(w->done, w->origin);
+    if (e == CUDA_SUCCESS && (e = r->cuStreamWaitEvent(w->cst, w->done, 0)) == CUDA_SUCCESS) {
+        w->cst_in = true;
+        w->dirty = false;
     }
     return e;
 }
@@ -285,14 +351,14 @@ static CUresult after_app(void)
 /* Frees e's space for a fill on the copies' stream: that stream waits
  * for every launch that read e (and its copy home after it). Home is
  * current already. On failure e is kept and its space is not reused. */
-static CUresult evict(entry_t *e)
+static CUresult evict(win_t *w, entry_t *e)
 {
     const sw_real_t *r = sw_real();
     CUresult c = CUDA_SUCCESS;
     for (int i = 0; i < e->nread && c == CUDA_SUCCESS; i++)
-        c = r->cuStreamWaitEvent(w.side, e->read[i], 0);
+        c = r->cuStreamWaitEvent(w->side, e->read[i], 0);
     if (c == CUDA_SUCCESS)
-        drop_entry(e);
+        drop_entry(w, e);
     return c;
 }
 
@@ -305,27 +371,27 @@ static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
  * false, evicting nothing, if one of those is about to be read, or was
  * copied ahead and not read yet while `ahead` (a copy ahead never pushes
  * out another one: the chain would thrash). */
-static bool make_room(uint64_t at, uint64_t len, bool ahead)
+static bool make_room(win_t *w, uint64_t at, uint64_t len, bool ahead)
 {
     for (int i = 0; i < MAX_ENTRIES; i++) {
-        entry_t *e = &w.entries[i];
-        if (e->unit >= 0 && overlaps(at, len, e->off, w.units[e->unit].len) &&
+        entry_t *e = &w->entries[i];
+        if (e->unit >= 0 && overlaps(at, len, e->off, w->units[e->unit].len) &&
             (e->pins || (ahead && e->ahead)))
             return false;
     }
     for (int i = 0; i < MAX_ENTRIES; i++) {
-        entry_t *e = &w.entries[i];
-        if (e->unit >= 0 && overlaps(at, len, e->off, w.units[e->unit].len) &&
-            evict(e) != CUDA_SUCCESS)
+        entry_t *e = &w->entries[i];
+        if (e->unit >= 0 && overlaps(at, len, e->off, w->units[e->unit].len) &&
+            evict(w, e) != CUDA_SUCCESS)
             return false;
     }
     return true;
 }
 
-static entry_t *free_entry(void)
+static entry_t *free_entry(win_t *w)
 {
     for (int i = 0; i < MAX_ENTRIES; i++) {
-        entry_t *e = &w.entries[i];
+        entry_t *e = &w->entries[i];
         if (e->unit < 0 && !e->pins) {
             if (!e->filled && SW_REAL(cuEventCreate)(&e->filled, CU_EVENT_DISABLE_TIMING) !=
                                   CUDA_SUCCESS) {
@@ -341,40 +407,41 @@ static entry_t *free_entry(void)
 /* Copies unit ui into the window at the head; its entry, or NULL when
  * there is no room (see make_room) or a call failed: the range is then
  * read in place, which is always correct. */
-static entry_t *fill(int ui, bool ahead)
+static entry_t *fill(win_t *w, int ui, bool ahead)
 {
     const sw_real_t *r = sw_real();
-    unit_t *u = &w.units[ui];
-    uint64_t at = w.head + u->len <= w.size ? w.head : 0;
-    entry_t *e = free_entry();
-    if (!e || !make_room(at, u->len, ahead))
+    unit_t *u = &w->units[ui];
+    uint64_t at = w->head + u->len <= w->size ? w->head : 0;
+    entry_t *e = free_entry(w);
+    if (!e || !make_room(w, at, u->len, ahead))
         return NULL;
-    CUdeviceptr copy = w.base + at;
+    CUdeviceptr copy = w->base + at;
     /* In a capture, after the range's latest copy home in it. */
-    if (w.origin && u->homed_on && r->cuStreamWaitEvent(w.side, u->homed, 0) != CUDA_SUCCESS)
+    if (w->origin && u->homed_on && r->cuStreamWaitEvent(w->side, u->homed, 0) != CUDA_SUCCESS)
         return NULL;
-    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w.side) != CUDA_SUCCESS)
+    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w->side) != CUDA_SUCCESS)
         return NULL;
     /* home's fingerprint: the bytes just copied, taken from the window at
      * device speed, once; each copy home keeps it current (send_home). */
-    if (!u->fp_known && w.fp_on)
-        u->fp_known = sw_fp_queue(copy, u->len, fp_home(ui), w.side) == CUDA_SUCCESS;
-    if (r->cuEventRecord(e->filled, w.side) != CUDA_SUCCESS) {
+    if (!u->fp_known && w->fp_on)
+        u->fp_known = sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), w->side) == CUDA_SUCCESS;
+    if (r->cuEventRecord(e->filled, w->side) != CUDA_SUCCESS) {
         /* Nothing reads the copy, and the next fill here follows it on
          * the same stream; but a write of home must not overtake it. */
-        unfenced();
+        unfenced(w);
         return NULL;
     }
     e->unit = ui;
     e->off = at;
     e->ahead = ahead;
     e->nread = 0;
-    u->entry = (int)(e - w.entries);
-    w.head = at + u->len;
-    __atomic_add_fetch(&w.live, 1, __ATOMIC_RELAXED);
+    u->entry = (int)(e - w->entries);
+    w->head = at + u->len;
+    __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
     sw_stats_batch_begin();
     sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
     sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);
+    sw_stat_add(sw_dev_stat(w->dev, SW_STAT_dev0_bytes_streamed), (int64_t)u->len);
     sw_stat_add(ahead ? SW_STAT_prefetches : SW_STAT_prefetch_late, 1);
     sw_stats_batch_end();
     return e;
@@ -392,15 +459,15 @@ static bool reader_ok(const entry_t *e, CUstream s)
 
 /* The chain: the ranges used after ui last time, copied ahead while the
  * window has room for them. */
-static void copy_ahead(int ui)
+static void copy_ahead(win_t *w, int ui)
 {
-    uint64_t room = w.size - w.units[ui].len;
-    int v = w.units[ui].next;
-    for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++, v = w.units[v].next) {
-        unit_t *u = &w.units[v];
+    uint64_t room = w->size - w->units[ui].len;
+    int v = w->units[ui].next;
+    for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++, v = w->units[v].next) {
+        unit_t *u = &w->units[v];
         if (u->entry >= 0)
             continue;
-        if (u->len > room || !sw_window_streamable(u->start, u->len) || !fill(v, true))
+        if (u->len > room || !streamable(w, u->start, u->len) || !fill(w, v, true))
             break;
         room -= u->len;
     }
@@ -409,11 +476,11 @@ static void copy_ahead(int ui)
 /* s comes after ev: on the GPU, or else, outside a capture, because the
  * host waited for ev. On failure (neither could be done) the driver's
  * last error. */
-static CUresult order_after(CUstream s, CUevent ev)
+static CUresult order_after(win_t *w, CUstream s, CUevent ev)
 {
     const sw_real_t *r = sw_real();
     CUresult c = r->cuStreamWaitEvent(s, ev, 0);
-    if (c == CUDA_SUCCESS || w.origin)
+    if (c == CUDA_SUCCESS || w->origin)
         return c;
     return r->cuEventSynchronize(ev);
 }
@@ -423,24 +490,24 @@ static CUresult order_after(CUstream s, CUevent ev)
  * after its fill (which reads home) and after the launches that read it
  * (with their copies home). false, dropping nothing more, if s cannot be
  * ordered so; a copy about to be read (pinned) is left alone. */
-static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, CUstream s)
+static bool drop_overlaps(win_t *w, uint64_t lo, uint64_t len, int keep, CUstream s)
 {
     for (int i = 0; i < MAX_ENTRIES; i++) {
-        entry_t *e = &w.entries[i];
+        entry_t *e = &w->entries[i];
         if (e->unit < 0 || e->unit == keep || e->pins ||
-            !overlaps(lo, len, w.units[e->unit].start, w.units[e->unit].len))
+            !overlaps(lo, len, w->units[e->unit].start, w->units[e->unit].len))
             continue;
-        if (order_after(s, e->filled) != CUDA_SUCCESS)
+        if (order_after(w, s, e->filled) != CUDA_SUCCESS)
             return false;
         for (int k = 0; k < e->nread; k++)
-            if (e->reader[k] != s && order_after(s, e->read[k]) != CUDA_SUCCESS)
+            if (e->reader[k] != s && order_after(w, s, e->read[k]) != CUDA_SUCCESS)
                 return false;
-        drop_entry(e);
+        drop_entry(w, e);
         /* Its space is free at once, but only s waited for its readers.
          * An eager fill waits for every application stream (after_app);
          * in a capture, cst must rejoin the origin before its next fill,
          * or a fill into this space races with the launch reading it. */
-        w.dirty |= w.origin != NULL;
+        w->dirty |= w->origin != NULL;
     }
     return true;
 }
@@ -448,12 +515,12 @@ static bool drop_overlaps(uint64_t lo, uint64_t len, int keep, CUstream s)
 /* drop_overlaps for work about to write home in place: a copy it could
  * not drop would be read, stale, by later rewritten launches. A capture
  * is failed; eagerly only a wait that failed twice leaves one (logged). */
-static void drop_for_write(uint64_t lo, uint64_t len, CUstream s)
+static void drop_for_write(win_t *w, uint64_t lo, uint64_t len, CUstream s)
 {
-    if (drop_overlaps(lo, len, -1, s))
+    if (drop_overlaps(w, lo, len, -1, s))
         return;
-    if (w.origin)
-        break_capture();
+    if (w->origin)
+        break_capture(w);
     else
         sw_error("cannot order work after the window's copies of 0x%llx +%llu: they may go stale",
                  (unsigned long long)lo, (unsigned long long)len);
@@ -462,12 +529,12 @@ static void drop_for_write(uint64_t lo, uint64_t len, CUstream s)
 /* Queues on s, right after the launch that read e, e's way home if that
  * launch changed it (see "home" above), after the range's previous copy
  * home on another stream. Lock held. */
-static CUresult send_home(entry_t *e, CUstream s)
+static CUresult send_home(win_t *w, entry_t *e, CUstream s)
 {
     const sw_real_t *r = sw_real();
     int ui = e->unit;
-    unit_t *u = &w.units[ui];
-    CUdeviceptr copy = w.base + e->off;
+    unit_t *u = &w->units[ui];
+    CUdeviceptr copy = w->base + e->off;
     CUresult c = CUDA_SUCCESS;
     if (!u->homed && r->cuEventCreate(&u->homed, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
         u->homed = NULL;
@@ -475,22 +542,22 @@ static CUresult send_home(entry_t *e, CUstream s)
     }
     if (u->homed_on && u->homed_on != s)
         c = r->cuStreamWaitEvent(s, u->homed, 0);
-    if (c == CUDA_SUCCESS && (u->written || !w.fp_on || !u->fp_known)) {
+    if (c == CUDA_SUCCESS && (u->written || !w->fp_on || !u->fp_known)) {
         c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, s);
         if (c == CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
             /* home's fingerprint is now the copy's: taken on the way */
-            u->fp_known = w.fp_on && !u->written &&
-                          sw_fp_queue(copy, u->len, fp_home(ui), s) == CUDA_SUCCESS;
+            u->fp_known = w->fp_on && !u->written &&
+                          sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), s) == CUDA_SUCCESS;
         }
     } else if (c == CUDA_SUCCESS) {
-        c = sw_fp_queue(copy, u->len, fp_now(ui), s);
+        c = sw_fp_queue(w->dev, copy, u->len, fp_now(w, ui), s);
         if (c == CUDA_SUCCESS)
-            c = sw_fp_copy_if_changed(copy, u->start, u->len, fp_home(ui), fp_now(ui),
-                                      (CUdeviceptr)(uintptr_t)&w.changed[ui], s);
+            c = sw_fp_copy_if_changed(w->dev, copy, u->start, u->len, fp_home(w, ui), fp_now(w, ui),
+                                      (CUdeviceptr)(uintptr_t)&w->changed[ui], s);
         /* Home now holds the copy's bytes either way. */
         if (c == CUDA_SUCCESS)
-            c = r->cuMemcpyDtoDAsync_v2(fp_home(ui), fp_now(ui), SW_FP_BYTES, s);
+            c = r->cuMemcpyDtoDAsync_v2(fp_home(w, ui), fp_now(w, ui), SW_FP_BYTES, s);
     }
     if (c == CUDA_SUCCESS && (c = r->cuEventRecord(u->homed, s)) == CUDA_SUCCESS)
         u->homed_on = s;
@@ -515,54 +582,58 @@ static bool recurs(unit_t *u, uint64_t now, uint64_t period)
     return yes;
 }
 
-bool sw_window_use(uint64_t start, uint64_t len, uint64_t now, uint64_t period, CUstream s,
-                   uint64_t *copy)
+bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t period,
+                   CUstream s, uint64_t *copy)
 {
-    pthread_mutex_lock(&w.lock);
+    win_t *w = win(dev);
+    /* One launch reads one window, its device's. */
+    if (!w || (pending.n && pending.w != w))
+        return false;
+    pthread_mutex_lock(&w->lock);
     bool ok = false;
-    /* In a capture, only the stream the window serves (w.origin). */
-    if (sw_capturing() && w.origin != s) {
-        pthread_mutex_unlock(&w.lock);
+    /* In a capture, only the stream the window serves (w->origin). */
+    if (sw_capturing() && w->origin != s) {
+        pthread_mutex_unlock(&w->lock);
         return false;
     }
-    int ui = unit_get(start, len);
+    int ui = unit_get(w, start, len);
     if (ui < 0 || pending.n == SW_WINDOW_MAX_USES)
         goto out;
-    unit_t *u = &w.units[ui];
+    unit_t *u = &w->units[ui];
     if (u->len != len) { /* a new segment start split it: a new shape */
-        if (u->entry >= 0 && w.entries[u->entry].pins)
+        if (u->entry >= 0 && w->entries[u->entry].pins)
             goto out;
-        if (!drop_overlaps(u->start, u->len, -1, s))
+        if (!drop_overlaps(w, u->start, u->len, -1, s))
             goto out;
         u->len = len;
         u->fp_known = false;
     }
-    if (w.fp_on && !u->written && __atomic_load_n(&w.changed[ui], __ATOMIC_RELAXED)) {
+    if (w->fp_on && !u->written && __atomic_load_n(&w->changed[ui], __ATOMIC_RELAXED)) {
         u->written = true;
         sw_debug("range 0x%llx +%llu was written: it goes home by a plain copy from now on",
                  (unsigned long long)u->start, (unsigned long long)u->len);
     }
-    if (!drop_overlaps(start, len, ui, s))
+    if (!drop_overlaps(w, start, len, ui, s))
         goto out;
     /* What a capture records is replayed as a loop by construction. */
-    if (!recurs(u, now, period) && !w.origin)
+    if (!recurs(u, now, period) && !w->origin)
         goto out;
-    if (len > w.size)
+    if (len > w->size)
         goto out;
-    if (w.last >= 0 && w.last != ui)
-        w.units[w.last].next = ui;
-    w.last = ui;
+    if (w->last >= 0 && w->last != ui)
+        w->units[w->last].next = ui;
+    w->last = ui;
     /* Every copy this use queues reads home after what the application
      * issued so far, which may write it. */
-    bool ordered = after_app() == CUDA_SUCCESS;
+    bool ordered = after_app(w) == CUDA_SUCCESS;
     if (u->entry < 0 && ordered)
-        fill(ui, false);
-    entry_t *e = u->entry >= 0 ? &w.entries[u->entry] : NULL;
+        fill(w, ui, false);
+    entry_t *e = u->entry >= 0 ? &w->entries[u->entry] : NULL;
     if (!e || !reader_ok(e, s))
         goto out;
     const sw_real_t *r = sw_real();
     /* In a capture nothing has run: the replay must always wait. */
-    bool landed = !w.origin && r->cuEventQuery(e->filled) == CUDA_SUCCESS;
+    bool landed = !w->origin && r->cuEventQuery(e->filled) == CUDA_SUCCESS;
     if (!landed && r->cuStreamWaitEvent(s, e->filled, 0) != CUDA_SUCCESS)
         goto out;
     if (e->ahead)
@@ -570,29 +641,33 @@ bool sw_window_use(uint64_t start, uint64_t len, uint64_t now, uint64_t period, 
     pending.waited |= !landed;
     e->ahead = false;
     e->pins++;
+    pending.w = w;
     pending.e[pending.n++] = u->entry;
-    *copy = w.base + e->off;
+    *copy = w->base + e->off;
     ok = true;
     if (ordered)
-        copy_ahead(ui);
+        copy_ahead(w, ui);
 out:
-    pthread_mutex_unlock(&w.lock);
+    pthread_mutex_unlock(&w->lock);
     return ok;
 }
 
 void sw_window_unuse(uint64_t start, CUstream s)
 {
-    pthread_mutex_lock(&w.lock);
-    int ui = unit_find(start);
-    int ei = ui >= 0 ? w.units[ui].entry : -1;
+    win_t *w = pending.w;
+    if (!pending.n)
+        return;
+    pthread_mutex_lock(&w->lock);
+    int ui = unit_find(w, start);
+    int ei = ui >= 0 ? w->units[ui].entry : -1;
     for (int k = 0; ei >= 0 && k < pending.n; k++)
         if (pending.e[k] == ei) {
             pending.e[k] = pending.e[--pending.n];
-            w.entries[ei].pins--;
-            drop_for_write(start, w.units[ui].len, s);
+            w->entries[ei].pins--;
+            drop_for_write(w, start, w->units[ui].len, s);
             break;
         }
-    pthread_mutex_unlock(&w.lock);
+    pthread_mutex_unlock(&w->lock);
 }
 
 /* send_home could not queue e's way home on s, or only part of it: the
@@ -602,22 +677,22 @@ void sw_window_unuse(uint64_t start, CUstream s)
  * not land after this one. Part of send_home may have run, so home's
  * fingerprint is no longer known. In a capture nothing can wait: it
  * fails. Lock held. */
-static void home_by_host(entry_t *e, CUstream s)
+static void home_by_host(win_t *w, entry_t *e, CUstream s)
 {
     const sw_real_t *r = sw_real();
-    unit_t *u = &w.units[e->unit];
+    unit_t *u = &w->units[e->unit];
     u->fp_known = false;
-    if (w.origin) {
-        break_capture();
+    if (w->origin) {
+        break_capture(w);
         return;
     }
     /* A capture the window does not serve may run elsewhere: a context
      * synchronization would invalidate it, so then only s is waited for. */
     CUresult c = sw_capturing() ? r->cuStreamSynchronize(s) : r->cuCtxSynchronize();
     if (c != CUDA_SUCCESS ||
-        r->cuMemcpyDtoD_v2(u->start, w.base + e->off, u->len) != CUDA_SUCCESS)
+        r->cuMemcpyDtoD_v2(u->start, w->base + e->off, u->len) != CUDA_SUCCESS)
         sw_error("range 0x%llx: its window copy at 0x%llx could not go home",
-                 (unsigned long long)u->start, (unsigned long long)(w.base + e->off));
+                 (unsigned long long)u->start, (unsigned long long)(w->base + e->off));
 }
 
 void sw_window_read(CUstream s)
@@ -625,11 +700,12 @@ void sw_window_read(CUstream s)
     if (!pending.n)
         return;
     const sw_real_t *r = sw_real();
-    pthread_mutex_lock(&w.lock);
+    win_t *w = pending.w;
+    pthread_mutex_lock(&w->lock);
     for (int k = 0; k < pending.n; k++) {
-        entry_t *e = &w.entries[pending.e[k]];
-        if (send_home(e, s) != CUDA_SUCCESS)
-            home_by_host(e, s);
+        entry_t *e = &w->entries[pending.e[k]];
+        if (send_home(w, e, s) != CUDA_SUCCESS)
+            home_by_host(w, e, s);
         int i = 0;
         while (i < e->nread && e->reader[i] != s)
             i++;
@@ -643,8 +719,8 @@ void sw_window_read(CUstream s)
          * and its copy home: the host waits for them here instead (rare),
          * which in a capture fails it. */
         if (!e->read[i] || r->cuEventRecord(e->read[i], s) != CUDA_SUCCESS) {
-            if (w.origin)
-                break_capture();
+            if (w->origin)
+                break_capture(w);
             else
                 r->cuStreamSynchronize(s);
         } else if (i == e->nread) {
@@ -657,77 +733,99 @@ void sw_window_read(CUstream s)
         sw_stat_add(SW_STAT_launches_waited, 1);
     pending.n = 0;
     pending.waited = false;
-    pthread_mutex_unlock(&w.lock);
+    pthread_mutex_unlock(&w->lock);
 }
 
 bool sw_window_busy(void)
 {
-    return __atomic_load_n(&w.nunits, __ATOMIC_RELAXED) > 0;
+    return __atomic_load_n(&any_unit, __ATOMIC_RELAXED);
+}
+
+/* The next window after device *dev's, *dev moved to its device; NULL
+ * after the last: for (int d = -1; (w = next_window(&d));) */
+static win_t *next_window(int *dev)
+{
+    while (++*dev < SW_MAX_DEVICES) {
+        win_t *w = win(*dev);
+        if (w)
+            return w;
+    }
+    return NULL;
 }
 
 /* Work on s during a capture the window serves on another stream: the
  * capture's copies belong to the graph, not to s. Lock held. */
-static bool foreign(CUstream s)
+static bool foreign(win_t *w, CUstream s)
 {
-    return w.origin && s != w.origin;
+    return w->origin && s != w->origin;
 }
 
 /* Every copy is dropped, s after its fill and its readers. Lock held. */
-static void flush_all(CUstream s)
+static void flush_all(win_t *w, CUstream s)
 {
-    drop_for_write(0, UINT64_MAX, s);
+    drop_for_write(w, 0, UINT64_MAX, s);
 }
 
+/* Home of [lo, +len) is on one device, but work of any device may write
+ * it (a peer copy), so every window is asked: s waits for another
+ * device's events as well as its own (cuStreamWaitEvent crosses devices). */
 void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
 {
     if (!sw_window_busy() || !len)
         return;
-    pthread_mutex_lock(&w.lock);
-    if (!foreign(s)) {
-        /* Home may be written: copies of it are stale once it is, and its
-         * fingerprint is no longer known. */
-        drop_for_write(lo, len, s);
-        for (int i = 0; i < w.nunits; i++)
-            if (w.units[i].live && overlaps(lo, len, w.units[i].start, w.units[i].len))
-                w.units[i].fp_known = false;
+    win_t *w;
+    for (int d = -1; (w = next_window(&d));) {
+        pthread_mutex_lock(&w->lock);
+        if (!foreign(w, s)) {
+            /* Home may be written: copies of it are stale once it is, and
+             * its fingerprint is no longer known. */
+            drop_for_write(w, lo, len, s);
+            for (int i = 0; i < w->nunits; i++)
+                if (w->units[i].live && overlaps(lo, len, w->units[i].start, w->units[i].len))
+                    w->units[i].fp_known = false;
+        }
+        /* In a capture, cst rejoins the origin before its next fill, so
+         * the fill follows this write: at once when s is the origin, and
+         * when s is a stream the capture forked into, once the origin has
+         * joined it back (as a program does before it reads what s wrote). */
+        w->dirty = true;
+        pthread_mutex_unlock(&w->lock);
     }
-    /* In a capture, cst rejoins the origin before its next fill, so the
-     * fill follows this write: at once when s is the origin, and when s
-     * is a stream the capture forked into, once the origin has joined it
-     * back (as a program does before it reads what s wrote). */
-    w.dirty = true;
-    pthread_mutex_unlock(&w.lock);
 }
 
 void sw_window_flush(CUstream s)
 {
     if (!sw_window_busy())
         return;
-    pthread_mutex_lock(&w.lock);
-    if (!foreign(s))
-        flush_all(s);
-    pthread_mutex_unlock(&w.lock);
+    win_t *w;
+    for (int d = -1; (w = next_window(&d));) {
+        pthread_mutex_lock(&w->lock);
+        if (!foreign(w, s))
+            flush_all(w, s);
+        pthread_mutex_unlock(&w->lock);
+    }
 }
 
 void sw_window_forget(uint64_t lo, uint64_t len)
 {
-    if (!w.on)
-        return;
-    pthread_mutex_lock(&w.lock);
-    for (int i = 0; i < w.nunits; i++) {
-        unit_t *u = &w.units[i];
-        if (!u->live || !overlaps(lo, len, u->start, u->len))
-            continue;
-        if (u->entry >= 0)
-            drop_entry(&w.entries[u->entry]);
-        u->live = false;
+    win_t *w;
+    for (int d = -1; (w = next_window(&d));) {
+        pthread_mutex_lock(&w->lock);
+        for (int i = 0; i < w->nunits; i++) {
+            unit_t *u = &w->units[i];
+            if (!u->live || !overlaps(lo, len, u->start, u->len))
+                continue;
+            if (u->entry >= 0)
+                drop_entry(w, &w->entries[u->entry]);
+            u->live = false;
+        }
+        for (int i = 0; i < w->nunits; i++)
+            if (w->units[i].live && w->units[i].next >= 0 && !w->units[w->units[i].next].live)
+                w->units[i].next = -1;
+        if (w->last >= 0 && !w->units[w->last].live)
+            w->last = -1;
+        pthread_mutex_unlock(&w->lock);
     }
-    for (int i = 0; i < w.nunits; i++)
-        if (w.units[i].live && w.units[i].next >= 0 && !w.units[w.units[i].next].live)
-            w.units[i].next = -1;
-    if (w.last >= 0 && !w.units[w.last].live)
-        w.last = -1;
-    pthread_mutex_unlock(&w.lock);
 }
 
 /* ---- captures ----
@@ -746,72 +844,82 @@ void sw_window_forget(uint64_t lo, uint64_t len)
 /* The chains of copies home start again: an event recorded inside a
  * capture may not be waited for outside it, nor one from outside inside.
  * Lock held. */
-static void unchain(void)
+static void unchain(win_t *w)
 {
-    for (int i = 0; i < w.nunits; i++)
-        w.units[i].homed_on = NULL;
+    for (int i = 0; i < w->nunits; i++)
+        w->units[i].homed_on = NULL;
 }
 
 void sw_window_capture_begins(CUstream s)
 {
-    if (!w.on || !sw_gate_rd())
+    if (!sw_window_on() || !sw_gate_rd())
         return;
-    pthread_mutex_lock(&w.lock);
-    if (!w.origin)
-        flush_all(s);
-    pthread_mutex_unlock(&w.lock);
+    win_t *w;
+    for (int d = -1; (w = next_window(&d));) {
+        pthread_mutex_lock(&w->lock);
+        if (!w->origin)
+            flush_all(w, s);
+        pthread_mutex_unlock(&w->lock);
+    }
     sw_gate_unrd();
 }
 
+/* The capture is served by the window of the current context's device,
+ * the one its launches run on. */
 void sw_window_captured(CUstream s, CUresult r)
 {
-    if (!w.on || r != CUDA_SUCCESS)
+    win_t *w = r == CUDA_SUCCESS ? win(sw_window_here()) : NULL;
+    if (!w)
         return;
-    pthread_mutex_lock(&w.lock);
-    if (!w.origin && w.cst && __atomic_load_n(&w.live, __ATOMIC_RELAXED) == 0) {
-        unchain();
-        w.origin = s;
-        w.cst_in = false;
-        w.dirty = false;
-        w.broken = false;
-        w.side = w.cst;
-        w.head = 0;
+    pthread_mutex_lock(&w->lock);
+    if (!w->origin && w->cst && __atomic_load_n(&w->live, __ATOMIC_RELAXED) == 0) {
+        unchain(w);
+        w->origin = s;
+        w->cst_in = false;
+        w->dirty = false;
+        w->broken = false;
+        w->side = w->cst;
+        w->head = 0;
     }
-    pthread_mutex_unlock(&w.lock);
+    pthread_mutex_unlock(&w->lock);
 }
 
 bool sw_window_capture_ends(CUstream s)
 {
-    if (!w.on)
-        return false;
     const sw_real_t *r = sw_real();
     bool broken = false;
-    pthread_mutex_lock(&w.lock);
-    if (w.origin && w.origin == s) {
-        broken = w.broken;
-        bool used = false;
-        /* Home is current (each read sent its copy home on s); the copies
-         * belong to the graph from now on. */
-        for (int i = 0; i < MAX_ENTRIES; i++)
-            if (w.entries[i].unit >= 0) {
-                used = true;
-                drop_entry(&w.entries[i]);
-            }
-        /* cst rejoins the origin, or the capture would end unjoined. */
-        if (w.cst_in && !broken &&
-            (r->cuEventRecord(w.done, w.cst) != CUDA_SUCCESS ||
-             r->cuStreamWaitEvent(s, w.done, 0) != CUDA_SUCCESS))
-            sw_error("cannot join spillway's capture stream back: the capture will fail");
-        unchain();
-        w.graphs |= used;
-        w.origin = NULL;
-        w.side = w.st;
-        w.head = 0;
+    win_t *w;
+    for (int d = -1; (w = next_window(&d));) {
+        pthread_mutex_lock(&w->lock);
+        if (w->origin && w->origin == s) {
+            broken |= w->broken;
+            bool used = false;
+            /* Home is current (each read sent its copy home on s); the
+             * copies belong to the graph from now on. */
+            for (int i = 0; i < MAX_ENTRIES; i++)
+                if (w->entries[i].unit >= 0) {
+                    used = true;
+                    drop_entry(w, &w->entries[i]);
+                }
+            /* cst rejoins the origin, or the capture would end unjoined. */
+            if (w->cst_in && !w->broken &&
+                (r->cuEventRecord(w->done, w->cst) != CUDA_SUCCESS ||
+                 r->cuStreamWaitEvent(s, w->done, 0) != CUDA_SUCCESS))
+                sw_error("cannot join spillway's capture stream back: the capture will fail");
+            unchain(w);
+            w->graphs |= used;
+            w->origin = NULL;
+            w->side = w->st;
+            w->head = 0;
+        }
+        pthread_mutex_unlock(&w->lock);
     }
-    pthread_mutex_unlock(&w.lock);
     return broken;
 }
 
+/* Two replays of graphs holding copies of one window must not overlap:
+ * they use the same space. So a replay comes after the latest replay of
+ * each window with graphs, and is recorded as the latest. */
 CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s)
 {
     if (!launch)
@@ -819,15 +927,15 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
     bool gated = sw_gate_rd();
     const sw_real_t *r = sw_real();
     CUresult e = CUDA_SUCCESS;
-    if (gated && w.on) {
+    win_t *w;
+    if (gated && sw_window_on())
         sw_streams_note(s);
-        pthread_mutex_lock(&w.lock);
-        flush_all(s);
-        /* Two replays of graphs holding copies must not overlap: they use
-         * the same window space. Unordered, this one is not launched. */
-        if (w.graphs)
-            e = order_after(s, w.replayed);
-        pthread_mutex_unlock(&w.lock);
+    for (int d = -1; gated && e == CUDA_SUCCESS && (w = next_window(&d));) {
+        pthread_mutex_lock(&w->lock);
+        flush_all(w, s);
+        if (w->graphs)
+            e = order_after(w, s, w->replayed); /* unordered, it is not launched */
+        pthread_mutex_unlock(&w->lock);
     }
     if (e != CUDA_SUCCESS) {
         if (gated)
@@ -835,8 +943,11 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
         return e;
     }
     e = launch(g, s);
-    if (gated && w.on && w.graphs && e == CUDA_SUCCESS && r->cuEventRecord(w.replayed, s) != CUDA_SUCCESS)
-        r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
+    /* The next replay could not wait for this one: the host does. An
+     * event of another device than s's cannot be recorded on s. */
+    for (int d = -1; gated && e == CUDA_SUCCESS && (w = next_window(&d));)
+        if (w->graphs && r->cuEventRecord(w->replayed, s) != CUDA_SUCCESS)
+            r->cuStreamSynchronize(s);
     if (gated)
         sw_gate_unrd();
     return e;

@@ -9,7 +9,7 @@
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
 
-#define SW_STATS_VERSION 7
+#define SW_STATS_VERSION 8
 
 /* The routes by which memory reaches the application without spillway
  * tracking it: R(X, name, help), one per route. Each becomes a counter,
@@ -60,12 +60,14 @@
     SW_STATS_DEVICE(X, 0) SW_STATS_DEVICE(X, 1) SW_STATS_DEVICE(X, 2) SW_STATS_DEVICE(X, 3)     \
     SW_STATS_DEVICE(X, 4) SW_STATS_DEVICE(X, 5) SW_STATS_DEVICE(X, 6) SW_STATS_DEVICE(X, 7)
 
-/* Per device d (0..7, the CUdevice ordinal): its share of device_bytes and
- * its budget. Eight fixed pairs rather than a label, so the file keeps one
- * flat, fixed layout; a device spillway never tracked reads 0 in both. */
+/* Per device d (0..7, the CUdevice ordinal): its share of device_bytes,
+ * its budget and its share of bytes_streamed. Eight fixed groups rather
+ * than a label, so the file keeps one flat, fixed layout; a device
+ * spillway never tracked reads 0 in each. */
 #define SW_STATS_DEVICE(X, d)                                                                 \
     X(GAUGE, dev##d##_device_bytes, "bytes", "tracked bytes resident on device " #d ", its streaming window included") \
-    X(GAUGE, dev##d##_gpu_budget, "bytes", "device " #d "'s GPU budget; 0: none set (or not tracked)")
+    X(GAUGE, dev##d##_gpu_budget, "bytes", "device " #d "'s GPU budget; 0: none set (or not tracked)") \
+    X(COUNTER, dev##d##_bytes_streamed, "bytes", "bytes copied into device " #d "'s streaming window")
 
 typedef enum {
 #define SW_STAT_ENUM(kind, name, unit, help) SW_STAT_##name,

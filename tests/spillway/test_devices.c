@@ -16,10 +16,15 @@
 
 #define STEPS "4"
 
+static void run_multi_steps(swt_run_t *r, bool preload, const char *const *env, const char *steps)
+{
+    const char *argv[] = {swt_path("SWT_MULTI"), "--steps", steps, NULL};
+    swt_run(r, preload, env, argv);
+}
+
 static void run_multi(swt_run_t *r, bool preload, const char *const *env)
 {
-    const char *argv[] = {swt_path("SWT_MULTI"), "--steps", STEPS, NULL};
-    swt_run(r, preload, env, argv);
+    run_multi_steps(r, preload, env, STEPS);
 }
 
 /* The checksum multi printed (aborts the test when there is none). */
@@ -53,14 +58,19 @@ static uint64_t sg_peak(const swt_run_t *r, int dev)
 }
 
 /* The all-resident answer: enough memory on both devices, no spillway. */
-static uint64_t resident_checksum(void)
+static uint64_t resident_checksum_of(const char *steps)
 {
     const char *env[] = {"SIMGPU_DEVICES=2", "SIMGPU_MEM=256MiB", NULL};
     swt_run_t r;
-    run_multi(&r, false, env);
+    run_multi_steps(&r, false, env, steps);
     swt_assert_status(&r, 0);
     swt_assert_clean(&r);
     return checksum(&r);
+}
+
+static uint64_t resident_checksum(void)
+{
+    return resident_checksum_of(STEPS);
 }
 
 START_TEST(two_devices_out_of_memory_without_spillway)
@@ -167,6 +177,35 @@ START_TEST(out_of_memory_on_each_device_is_relieved_by_its_own_chunks)
 }
 END_TEST
 
+/* Each device streams its own demoted layers through a window of its own
+ * memory, for the launches in its own context: both devices' counts grow,
+ * they add up to the total, and the answer is the resident one (with
+ * jitter, so that a copy not ordered before its reader shows). A window
+ * ordered only after the first device's streams, or an event recorded on
+ * a stream of the other device (which simgpu refuses, as the driver
+ * does), would stream nothing there. */
+START_TEST(each_device_streams_through_its_own_window)
+{
+    uint64_t want = resident_checksum_of("8");
+    const char *env[] = {"SIMGPU_DEVICES=2", "SIMGPU_MEM=24MiB", "SPILLWAY_GPU_BUDGET=16MiB",
+                         "SIMGPU_JITTER=50", NULL};
+    swt_run_t r;
+    run_multi_steps(&r, true, env, "8");
+    swt_assert_status(&r, 0);
+    swt_assert_clean(&r);
+    ck_assert_msg(checksum(&r) == want, "%s", swt_describe(&r));
+    uint64_t dev0 = swt_sw(&r, "dev0_bytes_streamed"), dev1 = swt_sw(&r, "dev1_bytes_streamed");
+    ck_assert_msg(dev0 > 0 && dev1 > 0, "streamed %" PRIu64 " and %" PRIu64 ": %s", dev0, dev1,
+                  swt_describe(&r));
+    ck_assert_uint_eq(swt_sw(&r, "bytes_streamed"), dev0 + dev1);
+    ck_assert_msg(swt_sw(&r, "rewritten_launches") > 0, "%s", swt_describe(&r));
+    ck_assert_uint_eq(swt_sw(&r, "failed_moves"), 0);
+    for (int d = 0; d < 2; d++)
+        ck_assert_msg(sg_peak(&r, d) <= 17 * SWT_MIB, "device %d held %" PRIu64 ": %s", d,
+                      sg_peak(&r, d), swt_describe(&r));
+}
+END_TEST
+
 /* A kernel on device 1 still queued (behind a 300 ms host function) reads
  * device 0's chunks when an allocation on device 0 demotes one: the move
  * must wait for device 1's context too (simgpu's cuCtxSynchronize of
@@ -202,6 +241,7 @@ Suite *devices_suite(void)
     tcase_add_test(tc, one_size_is_every_devices_budget);
     tcase_add_test(tc, out_of_memory_on_each_device_is_relieved_by_its_own_chunks);
     tcase_add_test(tc, a_move_waits_for_every_context_that_may_use_the_chunk);
+    tcase_add_test(tc, each_device_streams_through_its_own_window);
     suite_add_tcase(s, tc);
     return s;
 }
