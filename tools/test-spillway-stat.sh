@@ -112,7 +112,7 @@ pid-table)
     expect_out_re '^bytes_demoted +224\.0 MiB +- '
     expect_out_re '^launches +1000 +- '
     expect_out_re '^failed_moves +0 +- '
-    [ "$(wc -l <"$tmp/out")" -eq 56 ] || fail "expected 2 header lines and 54 fields"
+    [ "$(wc -l <"$tmp/out")" -eq 64 ] || fail "expected 2 header lines and 62 fields"
     ;;
 json)
     start_fixture
@@ -120,17 +120,17 @@ json)
     expect_rc 0
     expect_out "\"pid\": $fpid,"
     expect_out '"command": "stat-fixture",'
-    expect_out '"version": 7,'
+    expect_out '"version": 8,'
     expect_out '"tracked_bytes": 3221225472,'
     expect_out '"tracked_bytes_peak": 4294967296,'
     expect_out '"tracked_allocs_peak": 5,'
     expect_out '"bytes_demoted": 234881024,'
     expect_out '"launches": 1000,'
     expect_out '"failed_moves": 0'
-    [ "$(count_out '^  "[a-z0-9_]+": [0-9]+,?$')" -eq 81 ] || fail "expected 2 + 54 + 25 numbers"
+    [ "$(count_out '^  "[a-z0-9_]+": [0-9]+,?$')" -eq 89 ] || fail "expected 2 + 62 + 25 numbers"
     if command -v python3 >/dev/null; then
-        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d) != 82)' \
-            "$tmp/out" || fail "not JSON with 82 keys"
+        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d) != 90)' \
+            "$tmp/out" || fail "not JSON with 90 keys"
     fi
     ;;
 list-json)
@@ -296,7 +296,7 @@ bad-version)
     poke "$f" 8 143 # version 99 (little-endian u32 at offset 8)
     run --dir "$tmp/bad" 424242
     expect_rc 2
-    expect_err_line "spillway-stat: $f: stats format version 99, expected version 7 (spillway-stat and libspillway come from different builds)"
+    expect_err_line "spillway-stat: $f: stats format version 99, expected version 8 (spillway-stat and libspillway come from different builds)"
     ;;
 bad-size)
     f=$(spoilt_file)

@@ -14,6 +14,8 @@
  *     layers HALF..LAYERS-2 on device 1;
  *     the last layer on device 1, its weights read from device 0's
  *       memory through peer access (cudaDeviceEnablePeerAccess);
+ *     device 1's layers run eagerly in step 0, and from step 1 as a CUDA
+ *       graph captured on device 1's stream in step 1 (how vLLM decodes);
  *     x1 -> x0 by cudaMemcpy with cudaMemcpyDefault (UVA, across devices),
  *       then x0 -> host.
  * The answer is compared with the host reference bit for bit each step.
@@ -23,10 +25,24 @@
  */
 #include "common.cuh"
 
-enum { N = 1024, LAYERS = 10, HALF = LAYERS / 2, STEPS = 3 };
+enum { N = 1024, LAYERS = 10, HALF = LAYERS / 2, STEPS = 5 };
 
 /* The device a layer's weights live on. */
 static int home_of(uint32_t l) { return l < HALF || l == LAYERS - 1 ? 0 : 1; }
+
+/* Layers [from, to) on s, from a through b and back: the buffer that
+ * holds the result. */
+static float *run_layers(float *const *dW, float *const *db, uint32_t from, uint32_t to, float *a,
+                         float *b, cudaStream_t s)
+{
+    for (uint32_t l = from; l < to; l++) {
+        dev_layer(dW[l], db[l], a, b, N, s);
+        float *t = a;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 
 int main(void)
 {
@@ -68,6 +84,8 @@ int main(void)
 
     float hin[N], hout[N], want[N];
     uint64_t result = 0xcbf29ce484222325ull;
+    cudaGraphExec_t half1 = NULL; /* device 1's layers, from step 1 */
+    float *half1_out = NULL;      /* where its result lands */
     for (uint32_t step = 0; step < STEPS; step++) {
         det_fill(hin, N, 4000 + step, 1.0f);
         memcpy(want, hin, sizeof want);
@@ -75,31 +93,39 @@ int main(void)
 
         CK(cudaSetDevice(0));
         CK(cudaMemcpyAsync(x[0], hin, sizeof hin, cudaMemcpyHostToDevice, s[0]));
-        for (uint32_t l = 0; l < HALF; l++) {
-            dev_layer(dW[l], db[l], x[0], y[0], N, s[0]);
-            float *t = x[0];
-            x[0] = y[0];
-            y[0] = t;
-        }
-        CK(cudaMemcpyPeerAsync(x[1], 1, x[0], 0, N * sizeof(float), s[0]));
+        float *out0 = run_layers(dW, db, 0, HALF, x[0], y[0], s[0]);
+        CK(cudaMemcpyPeerAsync(x[1], 1, out0, 0, N * sizeof(float), s[0]));
         CK(cudaEventRecord(handed, s[0]));
 
         CK(cudaSetDevice(1));
+        /* Waited for outside the capture: its event is not the graph's. */
         CK(cudaStreamWaitEvent(s[1], handed, 0));
-        for (uint32_t l = HALF; l < LAYERS; l++) { /* the last: weights on device 0 */
-            dev_layer(dW[l], db[l], x[1], y[1], N, s[1]);
-            float *t = x[1];
-            x[1] = y[1];
-            y[1] = t;
+        float *out1;
+        if (step == 0) {
+            out1 = run_layers(dW, db, HALF, LAYERS, x[1], y[1], s[1]);
+        } else {
+            if (!half1) {
+                cudaGraph_t g;
+                CK(cudaStreamBeginCapture(s[1], cudaStreamCaptureModeGlobal));
+                half1_out = run_layers(dW, db, HALF, LAYERS, x[1], y[1], s[1]);
+                CK(cudaStreamEndCapture(s[1], &g));
+                CK(cudaGraphInstantiate(&half1, g, 0));
+                CK(cudaGraphDestroy(g));
+            }
+            CK(cudaGraphLaunch(half1, s[1]));
+            out1 = half1_out;
         }
         CK(cudaStreamSynchronize(s[1]));
-        CK(cudaMemcpy(x[0], x[1], N * sizeof(float), cudaMemcpyDefault));
+        CK(cudaMemcpy(x[0], out1, N * sizeof(float), cudaMemcpyDefault));
         CK(cudaSetDevice(0));
         CK(cudaMemcpy(hout, x[0], sizeof hout, cudaMemcpyDeviceToHost));
         if (check_equal("multidev output", hout, want, N))
             return 1;
         result = (result ^ fnv1a(hout, sizeof hout)) * 0x100000001b3ull;
     }
+    CK(cudaSetDevice(1));
+    CK(cudaGraphExecDestroy(half1));
+    CK(cudaSetDevice(0));
     CK(cudaEventDestroy(handed));
     for (uint32_t l = 0; l < LAYERS; l++) {
         CK(cudaSetDevice(home_of(l)));
