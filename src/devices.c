@@ -46,18 +46,19 @@
  *   context (made at its first tracked allocation): a copy issued to a
  *   stream of another device is allowed by CUDA, and so the copy engine of
  *   the chunk's own device does the work, with no peer path needed.
- * - Windows. Each device gets its own streaming window (window.c), out
- *   of its own budget, with its own fingerprint module (a module and its
- *   kernels belong to one context) and its copy stream below, all made in
- *   the context current at its first tracked allocation. A launch is
- *   served by the window of its context's device, with that device's
- *   chunks only: an event may be recorded only on a stream of its own
- *   device, and a kernel only launched in its own context.
+ * - Windows and kept copies. Each device gets its own streaming window
+ *   (window.c), out of its own budget, and its own fingerprint module (a
+ *   module and its kernels belong to one context), which checks both its
+ *   window's copies and the host copies kept of its promoted chunks; all
+ *   are made in the context current at its first tracked allocation, and
+ *   work on its copy stream above. A launch is served by the window of
+ *   its context's device, with that device's chunks only: an event may be
+ *   recorded only on a stream of its own device, and a kernel launched
+ *   only in its own context.
  * - What stays on the first device. The first device spillway tracks (the
  *   one vmm.c probed) keeps what exists once: the remapping window
- *   (SPILLWAY_REWRITE=0), host copies kept of promoted chunks, and the
- *   pool of released device handles. Another device's move copies both
- *   ways (no kept copy).
+ *   (SPILLWAY_REWRITE=0) and the pool of released device handles
+ *   (another device's released handles are released at once).
  * - Statistics. device_bytes and bytes_streamed stay the sums;
  *   devN_device_bytes, devN_gpu_budget and devN_bytes_streamed
  *   (stats_fields.h) give each device's share and budget.

@@ -93,16 +93,14 @@ CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64
                                    NULL);
 }
 
-CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending)
+CUresult sw_fp_take(int dev, CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending)
 {
     CUstream st;
     *pending = false;
-    /* Kept copies are home's alone (devices.c): its module, its stream. */
-    int dev = sw_dev_home();
     const fp_module_t *fp = module(dev);
     if (!fp)
         return CUDA_ERROR_NOT_FOUND;
-    CUresult e = sw_vmm_stream(&st);
+    CUresult e = sw_dev_copy_stream(dev, &st);
     if (e == CUDA_SUCCESS)
         e = sw_fp_queue(dev, src, bytes, fp->out, st);
     if (e == CUDA_SUCCESS)

@@ -360,9 +360,9 @@ bool sw_fp_ready(int dev);
 #define SW_FP_BYTES 16
 /* Queues the fingerprint of [src, +bytes) into the device words at out. */
 CUresult sw_fp_queue(int dev, CUdeviceptr src, uint64_t bytes, CUdeviceptr out, CUstream st);
-/* Takes it with home's module on spillway's stream and waits for it
+/* Takes it with dev's module on dev's copy stream and waits for it
  * (sw_vmm_wait: on *pending the kernel may still be reading src). */
-CUresult sw_fp_take(CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending);
+CUresult sw_fp_take(int dev, CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending);
 
 /* Queues spillway_copy_if_changed (fingerprint.cu): copies [src, +bytes)
  * to dst when the fingerprints at fp_home and fp_now differ, and then sets

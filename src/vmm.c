@@ -345,7 +345,7 @@ static CUresult home_unchanged(sw_chunk_t *c, bool *went)
     uint64_t now[2];
     bool pending;
     *went = false;
-    CUresult e = sw_fp_take(c->va, c->size, now, &pending);
+    CUresult e = sw_fp_take(c->alloc->dev, c->va, c->size, now, &pending);
     if (pending)
         return e;
     if (e != CUDA_SUCCESS || memcmp(now, c->home_fp, SW_FP_BYTES) != 0 ||
@@ -379,9 +379,9 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
     uint64_t fp[2] = {0, 0};
     if (!staging_fits(c->size))
         return CUDA_ERROR_INVALID_VALUE;
-    /* Kept copies are home's alone: they are checked with the fingerprint
-     * kernel, loaded in home's context (devices.c). */
-    keep_copy = keep_copy && to == SW_ON_DEVICE && c->alloc->dev == info.device;
+    /* A copy is checked with the fingerprint kernel of the chunk's own
+     * device, on its stream (fingerprint.c). */
+    keep_copy = keep_copy && to == SW_ON_DEVICE;
     int dev = c->alloc->dev;
     CUresult r = create_as(to, dev, c->size, c->alloc->dev_prop, &h);
     if (r != CUDA_SUCCESS)
@@ -393,7 +393,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         r = copy(staging, c->va, c->size, dev, &pending);
         /* The old handle stays as the copy only if its bytes are known. */
         if (r == CUDA_SUCCESS && keep_copy) {
-            CUresult f = sw_fp_take(staging, c->size, fp, &pending);
+            CUresult f = sw_fp_take(dev, staging, c->size, fp, &pending);
             if (pending)
                 r = f; /* the move is off, as for a copy never waited for */
             else if (f != CUDA_SUCCESS)
