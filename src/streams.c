@@ -115,10 +115,12 @@ static bool classify(CUstream s)
      * commit's copies here, or it could read a slot before its bytes
      * arrive. A commit records batch_ev before it takes this lock to order
      * its streams, so one of the two covers s. */
-    CUcontext ctx = NULL;
     if (flags & CU_STREAM_NON_BLOCKING) {
-        bool listed = SW_REAL(cuCtxGetCurrent)(&ctx) == CUDA_SUCCESS && ctx &&
-                      list_add(&ss.app_ctx, ctx);
+        /* Listed with the current context; with none, not yet. */
+        CUcontext ctx = NULL;
+        if (SW_REAL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
+            return false;
+        bool listed = list_add(&ss.app_ctx, ctx);
         if (listed && !list_add(&ss.app, s)) {
             ss.app_ctx.n--;
             listed = false;
