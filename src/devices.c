@@ -88,7 +88,7 @@ typedef struct {
 enum { DEV_UNSEEN, DEV_READY, DEV_UNUSABLE };
 
 static sw_devstate_t devs[SW_MAX_DEVICES];
-static int home = -1;             /* the first device: vmm.c's, the window's */
+static int home = -1;             /* the first device: vmm.c's, the remapping window's */
 static int nctx_total;            /* contexts recorded, all devices */
 static bool any_budget;
 /* A budget spillway_set_budgets gave: every device's, those seen later

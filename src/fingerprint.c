@@ -11,7 +11,8 @@
  * only on streams of that context's device: each device gets its own,
  * loaded on first use while that device is current (a window is made,
  * or a chunk of it moves); asked for while another device is current it
- * is not ready yet. If it cannot be loaded, nothing of that device is
+ * is not ready (a kept copy is then not made, or not trusted: the chunk
+ * is copied). If it cannot be loaded, nothing of that device is
  * known unchanged: every copy goes home.
  */
 #include "mech.h"
@@ -43,10 +44,12 @@ static const fp_module_t *module(int dev)
     if (dev < 0 || dev >= SW_MAX_DEVICES)
         return NULL;
     fp_module_t *fp = &fps[dev];
+    /* Its kernels launch only with dev current (a move may be made while
+     * another device is), and it loads only into dev's context. */
+    if (sw_dev_current() != dev)
+        return NULL;
     if (fp->tried)
         return fp->fn ? fp : NULL;
-    if (sw_dev_current() != dev)
-        return NULL; /* it would load into another device's context */
     fp->tried = true;
     const sw_real_t *r = sw_real();
     CUmodule mod;

@@ -30,7 +30,8 @@
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
     X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing) \
     X(cuEventQuery) X(cuEventDestroy_v2) X(cuDeviceGetMemPool) X(cuDeviceGetCount)         \
-    X(cuDeviceCanAccessPeer) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize_v2)
+    X(cuDeviceCanAccessPeer) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize_v2) \
+    X(cuStreamGetCtx)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
@@ -246,7 +247,7 @@ CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h);
 void sw_vmm_release(uint64_t h);
 /* spillway's own stream (non-blocking, created on first use). */
 CUresult sw_vmm_stream(CUstream *s);
-/* Waits for st; if that fails, for the whole device. *pending: both
+/* Waits for st; if that fails, for every context. *pending: both
  * failed, so st's work may still be running and nothing it touches may
  * be unmapped or released. */
 CUresult sw_vmm_wait(CUstream st, bool *pending);
@@ -265,7 +266,7 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
  * and bytes under the shared hold. */
 /* The current context's device; -1 when none is current. Can't fail. */
 int sw_dev_current(void);
-/* The first device tracked (vmm.c's, the window's); -1 before any. */
+/* The first device tracked (vmm.c's, the remapping window's); -1 before any. */
 int sw_dev_home(void);
 /* The current device, made ready for a tracked allocation (probed once,
  * its budget resolved, the current context recorded for the safety

@@ -16,13 +16,15 @@
  * Blocking streams are covered through the legacy stream of each context.
  * An event may be recorded only on a stream of its own device, so each
  * context gets its own ordering event, and each non-blocking stream is
- * listed with the context that was current when it was first seen (the
- * one it was made in, or launched in: a launch must be issued in its
- * stream's context). Should a list fail to grow, `unordered` is set for
- * good and callers fall back to synchronizing. The launch path looks a
- * stream up in a per-thread cache of recent streams first; forgetting a
- * stream bumps `gen`, which empties every cache. This file calls the
- * driver, and devices.c for the contexts.
+ * listed with its context (cuStreamGetCtx; where the driver lacks it, the
+ * context current when the stream was first seen, the one it was made
+ * in). A context that is gone has no work left: its streams leave the
+ * lists and its legacy stream is not waited for. Should a list fail to
+ * grow, `unordered` is set for good and callers fall back to
+ * synchronizing. The launch path looks a stream up in a per-thread cache
+ * of recent streams first; forgetting a stream bumps `gen`, which empties
+ * every cache. This file calls the driver, and devices.c for the
+ * contexts.
  */
 #include "mech.h"
 
@@ -116,9 +118,12 @@ static bool classify(CUstream s)
      * arrive. A commit records batch_ev before it takes this lock to order
      * its streams, so one of the two covers s. */
     if (flags & CU_STREAM_NON_BLOCKING) {
-        /* Listed with the current context; with none, not yet. */
+        /* Listed with its context; with none known, not yet. */
         CUcontext ctx = NULL;
-        if (SW_REAL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
+        if (SW_CALL(cuStreamGetCtx, (s, &ctx)) != CUDA_SUCCESS &&
+            SW_CALL(cuCtxGetCurrent, (&ctx)) != CUDA_SUCCESS)
+            return false;
+        if (!ctx)
             return false;
         bool listed = list_add(&ss.app_ctx, ctx);
         if (listed && !list_add(&ss.app, s)) {
@@ -207,23 +212,41 @@ CUresult sw_forget_stream(CUstream s, CUresult (*destroy)(CUstream))
     return destroy(s);
 }
 
-/* ctx's ordering event, made with ctx current on first use; NULL when
- * it cannot be made. *current: the context current now, restored after.
- * Lock held. */
-static CUevent order_event(CUcontext ctx, CUcontext current)
+/* Makes ctx current in place of `current` (nothing to do when it is);
+ * false when it cannot be, *gone when because ctx no longer exists (it
+ * then has no work left to wait for). */
+static bool enter(CUcontext ctx, CUcontext current, bool *gone)
 {
-    const sw_real_t *r = sw_real();
+    *gone = false;
+    if (ctx == current)
+        return true;
+    CUresult r = SW_CALL(cuCtxSetCurrent, (ctx));
+    *gone = r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    return r == CUDA_SUCCESS;
+}
+
+/* Puts the application's context back after enter(ctx). */
+static void leave(CUcontext ctx, CUcontext current)
+{
+    if (ctx != current && SW_CALL(cuCtxSetCurrent, (current)) != CUDA_SUCCESS)
+        sw_error("cannot make context %p current again: this thread is left on %p",
+                 (void *)current, (void *)ctx);
+}
+
+/* ctx's ordering event, made with ctx current on first use; NULL when it
+ * cannot be made (*gone: ctx no longer exists). Lock held. */
+static CUevent order_event(CUcontext ctx, CUcontext current, bool *gone)
+{
+    *gone = false;
     for (int i = 0; i < ss.norder; i++)
         if (ss.order_ctx[i] == ctx)
             return ss.order_ev[i];
     CUevent ev = NULL;
-    if (ss.norder == MAX_ORDER_CTX ||
-        (ctx != current && r->cuCtxSetCurrent(ctx) != CUDA_SUCCESS))
+    if (ss.norder == MAX_ORDER_CTX || !enter(ctx, current, gone))
         return NULL;
-    if (r->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+    if (SW_REAL(cuEventCreate)(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
         ev = NULL;
-    if (ctx != current)
-        r->cuCtxSetCurrent(current);
+    leave(ctx, current);
     if (ev) {
         ss.order_ctx[ss.norder] = ctx;
         ss.order_ev[ss.norder++] = ev;
@@ -231,17 +254,57 @@ static CUevent order_event(CUcontext ctx, CUcontext current)
     return ev;
 }
 
-/* st waits for ctx's legacy stream (its blocking streams). Lock held. */
+/* A record of ctx's event failed: ctx may be gone, and its handle may
+ * come back as another context's, so its event is made anew next time.
+ * Lock held. */
+static void forget_event(CUcontext ctx)
+{
+    for (int i = 0; i < ss.norder; i++)
+        if (ss.order_ctx[i] == ctx) {
+            SW_REAL(cuEventDestroy_v2)(ss.order_ev[i]);
+            ss.order_ctx[i] = ss.order_ctx[--ss.norder];
+            ss.order_ev[i] = ss.order_ev[ss.norder];
+            return;
+        }
+}
+
+/* st waits for ctx's legacy stream (its blocking streams); true too when
+ * ctx is gone. Lock held. */
 static bool order_legacy(CUstream st, CUcontext ctx, CUcontext current)
 {
     const sw_real_t *r = sw_real();
-    CUevent ev = order_event(ctx, current);
-    if (!ev || (ctx != current && r->cuCtxSetCurrent(ctx) != CUDA_SUCCESS))
-        return false;
+    bool gone;
+    CUevent ev = order_event(ctx, current, &gone);
+    if (!ev || !enter(ctx, current, &gone))
+        return gone;
     bool ok = r->cuEventRecord(ev, CU_STREAM_LEGACY) == CUDA_SUCCESS &&
               r->cuStreamWaitEvent(st, ev, 0) == CUDA_SUCCESS;
-    if (ctx != current)
-        ok &= r->cuCtxSetCurrent(current) == CUDA_SUCCESS;
+    leave(ctx, current);
+    if (!ok)
+        forget_event(ctx);
+    return ok;
+}
+
+/* st waits for app stream i; a stream whose context is gone went with it
+ * and leaves the lists (*dropped). Lock held. */
+static bool order_app(CUstream st, int i, CUcontext current, bool *dropped)
+{
+    const sw_real_t *r = sw_real();
+    CUstream s = (CUstream)ss.app.v[i];
+    CUcontext ctx = (CUcontext)ss.app_ctx.v[i];
+    bool gone;
+    CUevent ev = order_event(ctx, current, &gone);
+    *dropped = gone;
+    if (gone) {
+        list_drop(&ss.app, s, &ss.app_ctx);
+        list_drop(&ss.seen, s, NULL);
+        __atomic_add_fetch(&ss.gen, 1, __ATOMIC_RELEASE);
+        return true;
+    }
+    bool ok = ev && r->cuEventRecord(ev, s) == CUDA_SUCCESS &&
+              r->cuStreamWaitEvent(st, ev, 0) == CUDA_SUCCESS;
+    if (ev && !ok)
+        forget_event(ctx);
     return ok;
 }
 
@@ -252,7 +315,7 @@ bool sw_streams_order_all(CUstream st, sw_list_t *waited)
     int nothers = sw_dev_contexts(others, SW_MAX_CONTEXTS);
     pthread_mutex_lock(&ss.lock);
     bool ok = !__atomic_load_n(&ss.unordered, __ATOMIC_ACQUIRE) &&
-              r->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current &&
+              SW_CALL(cuCtxGetCurrent, (&current)) == CUDA_SUCCESS && current &&
               order_legacy(st, current, current);
     /* Every other context spillway knows may have blocking work too. */
     for (int i = 0; i < nothers && ok; i++)
@@ -260,9 +323,9 @@ bool sw_streams_order_all(CUstream st, sw_list_t *waited)
     /* One event per context serves its streams: a wait takes the record
      * before it. */
     for (int i = 0; i < ss.app.n && ok; i++) {
-        CUevent ev = order_event((CUcontext)ss.app_ctx.v[i], current);
-        ok = ev && r->cuEventRecord(ev, (CUstream)ss.app.v[i]) == CUDA_SUCCESS &&
-             r->cuStreamWaitEvent(st, ev, 0) == CUDA_SUCCESS;
+        bool dropped;
+        ok = order_app(st, i, current, &dropped);
+        i -= dropped; /* the last stream took its place */
     }
     for (int i = 0; i < ss.retired.n && ok; i++)
         ok = r->cuStreamWaitEvent(st, (CUevent)ss.retired.v[i], 0) == CUDA_SUCCESS;

@@ -291,8 +291,9 @@ CUresult sw_vmm_wait(CUstream st, bool *pending)
 {
     const sw_real_t *r = sw_real();
     CUresult e = r->cuStreamSynchronize(st);
-    /* The work may still be queued: wait for the whole device. */
-    *pending = e != CUDA_SUCCESS && r->cuCtxSynchronize() != CUDA_SUCCESS;
+    /* The work may still be queued: wait for every context (st may be
+     * another device's than the current one). */
+    *pending = e != CUDA_SUCCESS && sw_dev_sync_all() != CUDA_SUCCESS;
     return e;
 }
 

@@ -110,7 +110,7 @@ typedef struct {
     CUdeviceptr base;    /* the window */
     uint64_t size, head;
     CUstream side;       /* where copies go: st, or cst during a capture */
-    CUstream st;         /* spillway's stream (vmm.c) */
+    CUstream st;         /* the device's copy stream (sw_dev_copy_stream) */
     CUstream cst;        /* spillway's stream for captures, made on first use */
     CUstream origin;     /* the capturing stream the window serves, or NULL */
     bool cst_in;         /* cst joined that capture: it must rejoin the origin */
@@ -918,8 +918,10 @@ bool sw_window_capture_ends(CUstream s)
 }
 
 /* Two replays of graphs holding copies of one window must not overlap:
- * they use the same space. So a replay comes after the latest replay of
- * each window with graphs, and is recorded as the latest. */
+ * they use the same space. A graph holds copies of the window of the
+ * device it was captured on, whose stream it is replayed on, in the
+ * current context (sw_window_here): that window orders its replays, every
+ * window sends its copies home first. */
 CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s)
 {
     if (!launch)
@@ -927,13 +929,13 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
     bool gated = sw_gate_rd();
     const sw_real_t *r = sw_real();
     CUresult e = CUDA_SUCCESS;
-    win_t *w;
+    win_t *w, *here = gated ? win(sw_window_here()) : NULL;
     if (gated && sw_window_on())
         sw_streams_note(s);
     for (int d = -1; gated && e == CUDA_SUCCESS && (w = next_window(&d));) {
         pthread_mutex_lock(&w->lock);
         flush_all(w, s);
-        if (w->graphs)
+        if (w == here && w->graphs)
             e = order_after(w, s, w->replayed); /* unordered, it is not launched */
         pthread_mutex_unlock(&w->lock);
     }
@@ -943,11 +945,9 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
         return e;
     }
     e = launch(g, s);
-    /* The next replay could not wait for this one: the host does. An
-     * event of another device than s's cannot be recorded on s. */
-    for (int d = -1; gated && e == CUDA_SUCCESS && (w = next_window(&d));)
-        if (w->graphs && r->cuEventRecord(w->replayed, s) != CUDA_SUCCESS)
-            r->cuStreamSynchronize(s);
+    if (here && here->graphs && e == CUDA_SUCCESS &&
+        r->cuEventRecord(here->replayed, s) != CUDA_SUCCESS)
+        r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
     if (gated)
         sw_gate_unrd();
     return e;

@@ -70,6 +70,7 @@ SG_PT_DECL(CUresult, cuStreamSynchronize_ptsz, (CUstream hStream))
 SG_PT_DECL(CUresult, cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags))
 SG_PT_DECL(CUresult, cuStreamGetPriority_ptsz, (CUstream hStream, int *priority))
 SG_PT_DECL(CUresult, cuStreamGetFlags_ptsz, (CUstream hStream, unsigned int *flags))
+SG_PT_DECL(CUresult, cuStreamGetCtx_ptsz, (CUstream hStream, CUcontext *pctx))
 SG_PT_DECL(CUresult, cuLaunchHostFunc_ptsz, (CUstream hStream, CUhostFn fn, void *userData))
 SG_PT_DECL(CUresult, cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream))
 SG_PT_DECL(CUresult, cuLaunchKernel_ptsz, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))
@@ -165,6 +166,7 @@ bool sg_device_ok(CUdevice dev);
     X(cuStreamWaitEvent, CUDA_ERROR_INVALID_HANDLE, API)                     \
     X(cuStreamGetPriority, CUDA_ERROR_INVALID_HANDLE, API)                   \
     X(cuStreamGetFlags, CUDA_ERROR_INVALID_HANDLE, API)                      \
+    X(cuStreamGetCtx, CUDA_ERROR_INVALID_HANDLE, API)                        \
     X(cuLaunchHostFunc, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuEventCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                          \
     X(cuEventRecord, CUDA_ERROR_INVALID_HANDLE, API)                         \

@@ -146,6 +146,21 @@ static CUresult stream_flags(CUstream hs, unsigned *flags, bool pt)
     return CUDA_SUCCESS;
 }
 
+/* A stream's context: its device's primary one; the legacy and
+ * per-thread streams belong to the current context. */
+static CUresult stream_ctx(CUstream hs, CUcontext *pctx, bool pt)
+{
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    WITH_STREAM(s, hs, pt);
+    int dev = s->device >= 0 ? s->device : sg_current_device();
+    sg_unlock();
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *pctx = sg_primary_ctx(dev);
+    return CUDA_SUCCESS;
+}
+
 static CUresult host_func(CUstream hs, CUhostFn fn, void *user, bool pt)
 {
     if (!fn)
@@ -186,6 +201,8 @@ PAIR(cuStreamGetPriority, cuStreamGetPriority, API, (CUstream hStream, int *prio
      stream_priority, hStream, priority)
 PAIR(cuStreamGetFlags, cuStreamGetFlags, API, (CUstream hStream, unsigned int *flags),
      stream_flags, hStream, flags)
+PAIR(cuStreamGetCtx, cuStreamGetCtx, API, (CUstream hStream, CUcontext *pctx), stream_ctx,
+     hStream, pctx)
 PAIR(cuLaunchHostFunc, cuLaunchHostFunc, API, (CUstream hStream, CUhostFn fn, void *userData),
      host_func, hStream, fn, userData)
 

@@ -138,6 +138,8 @@ static const entry_t table[] = {
     E("cuStreamGetPriority", 7000, PT, cuStreamGetPriority_ptsz),
     E("cuStreamGetFlags", 5050, LEG, cuStreamGetFlags),
     E("cuStreamGetFlags", 7000, PT, cuStreamGetFlags_ptsz),
+    E("cuStreamGetCtx", 9020, LEG, cuStreamGetCtx),
+    E("cuStreamGetCtx", 9020, PT, cuStreamGetCtx_ptsz),
     E("cuLaunchHostFunc", 10000, LEG, cuLaunchHostFunc),
     E("cuLaunchHostFunc", 10000, PT, cuLaunchHostFunc_ptsz),
     E("cuEventCreate", 2000, ANY, cuEventCreate),
