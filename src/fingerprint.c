@@ -44,12 +44,10 @@ static const fp_module_t *module(int dev)
     if (dev < 0 || dev >= SW_MAX_DEVICES)
         return NULL;
     fp_module_t *fp = &fps[dev];
-    /* Its kernels launch only with dev current (a move may be made while
-     * another device is), and it loads only into dev's context. */
-    if (sw_dev_current() != dev)
-        return NULL;
     if (fp->tried)
         return fp->fn ? fp : NULL;
+    if (sw_dev_current() != dev)
+        return NULL; /* it would load into another device's context */
     fp->tried = true;
     const sw_real_t *r = sw_real();
     CUmodule mod;
@@ -100,7 +98,10 @@ CUresult sw_fp_take(int dev, CUdeviceptr src, uint64_t bytes, uint64_t out[2], b
 {
     CUstream st;
     *pending = false;
-    const fp_module_t *fp = module(dev);
+    /* Its kernels launch only with dev current, and a move may be made
+     * while another device is. (A window's kernels run in its own
+     * context by construction: it serves only launches made there.) */
+    const fp_module_t *fp = sw_dev_current() == dev ? module(dev) : NULL;
     if (!fp)
         return CUDA_ERROR_NOT_FOUND;
     CUresult e = sw_dev_copy_stream(dev, &st);
