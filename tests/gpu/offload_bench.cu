@@ -4,10 +4,13 @@
  *
  * The model: L layers, each a W x W weight (fp16 or fp32), applied as
  * y = W^T x by cublasGemmEx on one compute stream, x being W x B. Two
- * regimes, one per run (--regime):
+ * regimes, one per run (--regime); three with graph:
  *   decode   B = 8 by default: GEMV-like, memory-bound;
  *   prefill  B = 4096 by default: large GEMMs, compute-bound.
  * Every step starts from the same input, so every mode computes the same
+ *   graph    decode's sizes, each step one replay of a CUDA graph captured
+ *            from one step (as vLLM and SGLang decode); not accelerate,
+ *            whose synchronous copies cannot be captured.
  * output; its checksum is printed (cuBLAS is deterministic on one stream
  * with a fixed workspace), and run-bench.sh compares it across modes.
  *
@@ -184,15 +187,21 @@ struct runner {
   void **whost;              /* per offloaded layer k: its host copy */
   void **slot;               /* prefetch: N slots; accelerate: 1 */
   cudaEvent_t *copied, *freed;
+  cudaEvent_t fork;          /* graph + prefetch: joins the copy stream to the capture */
+  bool graph;
   void *x0, *xa, *xb;
 };
 
-/* Prefetch: copy offloaded layer k into slot k % N once that slot is free. */
-static void issue_copy(runner &r, int k)
+/*
+ * Prefetch: copy offloaded layer k into slot k % N once that slot is free.
+ * A step's first copies in a graph wait for the step's start instead (the
+ * fork): the previous replay, which freed their slots, ended before it.
+ */
+static void issue_copy(runner &r, int k, bool first)
 {
   int s = k % r.N;
 
-  CK(cudaStreamWaitEvent(r.cp, r.freed[s], 0));
+  CK(cudaStreamWaitEvent(r.cp, first && r.graph ? r.fork : r.freed[s], 0));
   CK(cudaMemcpyAsync(r.slot[s], r.whost[k], r.m.layer_bytes, cudaMemcpyHostToDevice, r.cp));
   CK(cudaEventRecord(r.copied[s], r.cp));
 }
@@ -204,9 +213,12 @@ static void *run_step(runner &r)
   void *in = r.xa, *out = r.xb;
 
   CK(cudaMemcpyAsync(r.xa, r.x0, m.act_bytes, cudaMemcpyDeviceToDevice, r.cs));
-  if (r.mode == M_PREFETCH)
+  if (r.mode == M_PREFETCH) {
+    if (r.graph)
+      CK(cudaEventRecord(r.fork, r.cs));
     for (int k = 0; k < r.N && k < m.K; k++)
-      issue_copy(r, k);
+      issue_copy(r, k, true);
+  }
   for (int l = 0; l < m.L; l++) {
     int k = r.kidx[l];
 
@@ -218,7 +230,7 @@ static void *run_step(runner &r)
       gemm(r.hb, m, r.slot[s], in, out);
       CK(cudaEventRecord(r.freed[s], r.cs));
       if (k + r.N < m.K)
-        issue_copy(r, k + r.N);
+        issue_copy(r, k + r.N, false);
     } else { /* M_ACCELERATE: the legacy stream orders it with cs, both ways */
       CK(cudaMemcpy(r.slot[0], r.whost[k], m.layer_bytes, cudaMemcpyHostToDevice));
       gemm(r.hb, m, r.slot[0], in, out);
@@ -238,7 +250,7 @@ int main(int argc, char **argv)
   const flag_t flags[] = {
     { "--mode", NULL, &mode_s,
       "resident|spillway|spillway-noprefetch|uva|prefetch|accelerate" },
-    { "--regime", NULL, &regime, "decode|prefill" },
+    { "--regime", NULL, &regime, "decode|prefill|graph" },
     { "--dtype", NULL, &dtype, "fp16|fp32" },
     { "--layers", &L_, NULL, "layers" },
     { "--width", &W_, NULL, "W: each layer's weight is W x W" },
@@ -271,9 +283,12 @@ int main(int argc, char **argv)
       mode = i;
   if (mode < 0)
     die("unknown --mode %s", mode_s);
-  bool decode = !strcmp(regime, "decode");
+  const bool graph = !strcmp(regime, "graph");
+  const bool decode = graph || !strcmp(regime, "decode");
   if (!decode && strcmp(regime, "prefill"))
-    die("unknown --regime %s (decode|prefill)", regime);
+    die("unknown --regime %s (decode|prefill|graph)", regime);
+  if (graph && !strcmp(mode_s, "accelerate"))
+    die("mode accelerate cannot run in a graph: its copies are synchronous (%s)", regime);
   if (strcmp(dtype, "fp16") && strcmp(dtype, "fp32"))
     die("unknown --dtype %s (fp16|fp32)", dtype);
   if (K_ == ~0ull)
@@ -313,6 +328,7 @@ int main(int argc, char **argv)
   memset(&r, 0, sizeof r);
   r.m = m;
   r.mode = mode;
+  r.graph = graph;
   const int kmax = m.K > 0 ? m.K : 1; /* more slots than offloaded layers are useless */
   r.N = mode == M_PREFETCH ? (int)(N_ < (unsigned long long)kmax ? N_ : kmax) : 1;
 
@@ -394,8 +410,23 @@ int main(int argc, char **argv)
       CK(cudaEventCreateWithFlags(&r.freed[s], cudaEventDisableTiming));
       CK(cudaEventRecord(r.freed[s], r.cs)); /* every slot starts free */
     }
+    CK(cudaEventCreateWithFlags(&r.fork, cudaEventDisableTiming));
   }
   CK_SYNC();
+
+  /* graph: one eager step first (cuBLAS picks its kernels), then a capture. */
+  cudaGraphExec_t exec = NULL;
+  void *captured_out = NULL;
+  if (graph) {
+    cudaGraph_t g;
+    run_step(r);
+    CK(cudaStreamSynchronize(r.cs));
+    CK(cudaStreamBeginCapture(r.cs, cudaStreamCaptureModeThreadLocal));
+    captured_out = run_step(r);
+    CK(cudaStreamEndCapture(r.cs, &g));
+    CK(cudaGraphInstantiate(&exec, g, 0));
+    CK(cudaGraphDestroy(g));
+  }
 
   /* The timed loop: one step at a time, as a decoder runs them. */
   cudaEvent_t e0, e1;
@@ -408,7 +439,12 @@ int main(int argc, char **argv)
     float ms;
 
     CK(cudaEventRecord(e0, r.cs));
-    result = run_step(r);
+    if (graph) {
+      CK(cudaGraphLaunch(exec, r.cs));
+      result = captured_out;
+    } else {
+      result = run_step(r);
+    }
     CK(cudaEventRecord(e1, r.cs));
     CK(cudaEventSynchronize(e1));
     CK(cudaGetLastError());
@@ -436,6 +472,8 @@ int main(int argc, char **argv)
          (double)(peak > base ? peak - base : 0) / MiB, h);
 
   /* Tidy up, so that a failing free shows too. */
+  if (exec)
+    CK(cudaGraphExecDestroy(exec));
   CKB(cublasDestroy(r.hb));
   for (int l = 0; l < m.L; l++)
     if (r.kidx[l] < 0)

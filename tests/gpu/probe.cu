@@ -880,6 +880,72 @@ static void kernel_bandwidth(size_t size, int reps)
   RT(cudaFree(sink));
 }
 
+/*
+ * Does copy-engine DMA share the link with a kernel's zero-copy reads? A
+ * 256 MiB pinned H2D copy on one stream and a streaming read of mapped host
+ * memory on another, started together, each timed by its own events: if
+ * both keep their solo rate, the link has room for both; if their sum stays
+ * near one of them, they share it.
+ */
+static void shared_link(size_t size, int reps)
+{
+  CUdeviceptr d = 0;
+  void *h = NULL;
+  unsigned *sink = NULL;
+  struct buf zc;
+  cudaStream_t s1 = NULL, s2 = NULL;
+  cudaEvent_t ev[4] = { NULL, NULL, NULL, NULL };
+  double dma[64], zero[64];
+  float ms;
+  int i, n = 0, blocks = g_sms * 8;
+
+  memset(&zc, 0, sizeof zc);
+  if (!CU(cuMemAlloc(&d, size)) || !CU(cuMemAllocHost(&h, size)) ||
+      !RT(cudaMalloc(&sink, sizeof *sink)) || !buf_alloc(&zc, PL_HOST_ALLOC, size) ||
+      !RT(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking)) ||
+      !RT(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking)))
+    goto out;
+  memset(h, 1, size);
+  for (i = 0; i < 4; i++)
+    if (!RT(cudaEventCreate(&ev[i])))
+      goto out;
+  for (i = -1; i < reps && i < 64; i++) {
+    if (!RT(cudaEventRecord(ev[0], s1)) || !RT(cudaEventRecord(ev[2], s2)) ||
+        !CU(cuMemcpyHtoDAsync(d, h, size, s1)))
+      goto out;
+    k_read<<<blocks, 256, 0, s2>>>((const uint4 *)zc.ptr, size / sizeof(uint4), sink);
+    if (!RT(cudaGetLastError()) || !RT(cudaEventRecord(ev[1], s1)) ||
+        !RT(cudaEventRecord(ev[3], s2)) || !RT(cudaEventSynchronize(ev[1])) ||
+        !RT(cudaEventSynchronize(ev[3])))
+      goto out;
+    if (i < 0)
+      continue;
+    if (!RT(cudaEventElapsedTime(&ms, ev[0], ev[1])))
+      goto out;
+    dma[n] = ms;
+    if (!RT(cudaEventElapsedTime(&ms, ev[2], ev[3])))
+      goto out;
+    zero[n++] = ms;
+  }
+  report_copy("bw.shared.dma_h2d_gb_s", size, median(dma, n));
+  report_copy("bw.shared.kernel_read_host_alloc_gb_s", size, median(zero, n));
+out:
+  for (i = 0; i < 4; i++)
+    if (ev[i])
+      RT(cudaEventDestroy(ev[i]));
+  if (s1)
+    RT(cudaStreamDestroy(s1));
+  if (s2)
+    RT(cudaStreamDestroy(s2));
+  buf_free(&zc);
+  if (sink)
+    RT(cudaFree(sink));
+  if (h)
+    CU(cuMemFreeHost(h));
+  if (d)
+    CU(cuMemFree(d));
+}
+
 static int sec_bandwidth(void)
 {
   if (!init_cuda())
@@ -887,6 +953,39 @@ static int sec_bandwidth(void)
   printf("# 256 MiB per transfer, median of 10; GB = 1e9 bytes\n");
   copy_bandwidth(256 * MiB, 10);
   kernel_bandwidth(256 * MiB, 10);
+  shared_link(256 * MiB, 10);
+  return 0;
+}
+
+/*
+ * What the driver says of a cuMemAlloc whose size no page divides: the
+ * range's size (asked for, or rounded up), and whether a pointer into the
+ * rounding belongs to the allocation. spillway and simgpu answer "asked
+ * for" and CUDA_ERROR_NOT_FOUND.
+ */
+static int sec_alloc_range(void)
+{
+  const size_t want = 3 * MiB + 100;
+  CUdeviceptr d = 0, base = 0;
+  size_t size = 0;
+  unsigned long long range_size = 0;
+  CUresult r;
+
+  if (!init_cuda() || !CU(cuMemAlloc(&d, want)))
+    return 1;
+  kv("alloc_range.asked", "%zu", want);
+  r = cuMemGetAddressRange(&base, &size, d);
+  kv("alloc_range.at_base.result", "%s", cu_name(r));
+  kv("alloc_range.at_base.size", "%zu", size);
+  r = cuPointerGetAttribute(&range_size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, d);
+  kv("alloc_range.at_base.attr_range_size", "%s %llu", cu_name(r), range_size);
+  base = 0;
+  size = 0;
+  r = cuMemGetAddressRange(&base, &size, d + want);
+  kv("alloc_range.at_end.result", "%s", cu_name(r));
+  kv("alloc_range.at_end.base_is_alloc", "%d", base == d);
+  kv("alloc_range.at_end.size", "%zu", size);
+  CU(cuMemFree(d));
   return 0;
 }
 
@@ -1199,12 +1298,13 @@ static void usage(void)
           "  --granularity      VMM attributes, granularities, host VMM use\n"
           "  --numa-create      cuMemCreate with HOST_NUMA id 0 (may crash old drivers)\n"
           "  --vmm-cost[=N]     host time of each VMM call, median of N (100)\n"
-          "  --bandwidth        DMA and zero-copy kernel bandwidth\n"
+          "  --bandwidth        DMA and zero-copy kernel bandwidth, alone and together\n"
+          "  --alloc-range      what cuMemGetAddressRange says of an odd-sized cuMemAlloc\n"
           "  --gemm             cuBLAS rate with a device vs host-backed weight\n"
           "  --runtime-calls    phases for trace_preload (run under LD_PRELOAD)\n"
           "  --unmap-in-flight[=device|host]  unmap a range a kernel reads (kills\n"
           "                     the context: run alone, last)\n"
-          "  --all              info params granularity vmm-cost bandwidth gemm\n");
+          "  --all              info params granularity vmm-cost bandwidth gemm alloc-range\n");
 }
 
 static int run_section(const char *arg)
@@ -1228,6 +1328,8 @@ static int run_section(const char *arg)
     return sec_bandwidth();
   if (!strcmp(arg, "--gemm"))
     return sec_gemm();
+  if (!strcmp(arg, "--alloc-range"))
+    return sec_alloc_range();
   if (!strcmp(arg, "--runtime-calls"))
     return sec_runtime_calls();
   if (!strcmp(arg, "--unmap-in-flight") || !strcmp(arg, "--unmap-in-flight=device"))
@@ -1241,7 +1343,8 @@ static int run_section(const char *arg)
 int main(int argc, char **argv)
 {
   static const char *const all[] = { "--info", "--params", "--granularity",
-                                     "--vmm-cost", "--bandwidth", "--gemm" };
+                                     "--vmm-cost", "--bandwidth", "--gemm",
+                                     "--alloc-range" };
   int rc = 0;
 
   /* Line-buffered even into a pipe, so a crash loses nothing already measured. */

@@ -113,15 +113,17 @@ run info 30 "$probe" --info
 run params 30 "$probe" --params
 run granularity 30 "$probe" --granularity
 run numa_create 30 "$probe" --numa-create
+run alloc_range 30 "$probe" --alloc-range
+# Each section is its own process, so the unmap sections, which may kill
+# their context, need not come last; they come early as the most wanted.
+run unmap_device 30 "$probe" --unmap-in-flight=device
+run unmap_host 30 "$probe" --unmap-in-flight=host
 run vmm_cost 60 "$probe" --vmm-cost
 run bandwidth 120 "$probe" --bandwidth
 run gemm 120 "$probe" --gemm
 # env execs the probe, so only the probe carries the preload.
 run runtime_calls 30 env TRACE_OUT="$tmp/trace" LD_PRELOAD="$preload" "$probe" --runtime-calls
 [ -f "$tmp/trace" ] && cat "$tmp/trace" >>"$report"
-# Last: these may kill the context (each runs in its own process anyway).
-run unmap_device 30 "$probe" --unmap-in-flight=device
-run unmap_host 30 "$probe" --unmap-in-flight=host
 
 echo "report: $report"
 cat "$report"
