@@ -25,6 +25,7 @@ typedef struct {
     bool tried;
     CUfunction fn;   /* spillway_fingerprint, or NULL */
     CUfunction cic;  /* spillway_copy_if_changed, loaded with it */
+    CUfunction unwindow; /* spillway_unwindow, loaded with it */
     CUdeviceptr out; /* one fingerprint, for sw_fp_take */
     uint64_t *host;  /* its pinned copy */
 } fp_module_t;
@@ -54,6 +55,7 @@ static const fp_module_t *module(int dev)
     if (r->cuModuleLoadData(&mod, fingerprint_ptx) != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp->fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp->cic, mod, "spillway_copy_if_changed") != CUDA_SUCCESS ||
+        r->cuModuleGetFunction(&fp->unwindow, mod, "spillway_unwindow") != CUDA_SUCCESS ||
         r->cuMemAlloc_v2(&fp->out, SW_FP_BYTES) != CUDA_SUCCESS ||
         r->cuMemAllocHost_v2((void **)&fp->host, SW_FP_BYTES) != CUDA_SUCCESS) {
         sw_warn("device %d: cannot load the fingerprint kernel: every copy leaving its memory "
@@ -91,6 +93,19 @@ CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64
         return CUDA_ERROR_NOT_FOUND;
     void *args[] = {&src, &dst, &bytes, &fp_home, &fp_now, &changed};
     return SW_REAL(cuLaunchKernel)(fp->cic, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
+                                   NULL);
+}
+
+CUresult sw_fp_unwindow(int dev, const sw_unwindow_t *a, CUstream st)
+{
+    const fp_module_t *fp = module(dev);
+    if (!fp)
+        return CUDA_ERROR_NOT_FOUND;
+    uint64_t most = 0;
+    for (uint32_t s = 0; s < a->nspans; s++)
+        most = a->len[s] > most ? a->len[s] : most;
+    void *args[] = {(void *)a};
+    return SW_REAL(cuLaunchKernel)(fp->unwindow, blocks_for(most), 1, 1, 256, 1, 1, 0, st, args,
                                    NULL);
 }
 

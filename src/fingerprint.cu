@@ -106,3 +106,41 @@ extern "C" __global__ void spillway_copy_if_changed(const void *src, void *dst, 
         for (u64 k = 8 * n; k < bytes; k++)
             ((unsigned char *)dst)[k] = ((const unsigned char *)src)[k];
 }
+
+// The streaming window's guard for pointers a kernel derives from its
+// arguments and stores (window.c, "Escaped pointers"): after a launch whose
+// arguments were pointed at window copies, every 8-byte word of the spans
+// it could have written that holds an address inside one of those copies
+// is put back to the same offset in that copy's home, and the home's unit
+// is flagged, so that the host stops serving it from copies. The layout is
+// spillway_unwindow_args in src/mech.h, and simgpu's built-in of this name
+// (tests/simgpu/sg_kernels.c), field for field.
+#define UNWINDOW_SPANS 8
+#define UNWINDOW_COPIES 16
+
+struct unwindow_args {
+    u64 lo[UNWINDOW_SPANS], len[UNWINDOW_SPANS];
+    u64 copy[UNWINDOW_COPIES], copy_len[UNWINDOW_COPIES], home[UNWINDOW_COPIES];
+    unsigned unit[UNWINDOW_COPIES];
+    unsigned nspans, ncopies;
+    unsigned *found;
+};
+
+extern "C" __global__ void spillway_unwindow(const __grid_constant__ unwindow_args a)
+{
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (unsigned s = 0; s < a.nspans; s++) {
+        u64 first = (a.lo[s] + 7) & ~7ull, end = (a.lo[s] + a.len[s]) & ~7ull;
+        u64 *w = (u64 *)first;
+        u64 n = end > first ? (end - first) / 8 : 0;
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+            u64 v = w[i];
+            for (unsigned k = 0; k < a.ncopies; k++)
+                if (v - a.copy[k] < a.copy_len[k]) {
+                    w[i] = a.home[k] + (v - a.copy[k]);
+                    a.found[a.unit[k]] = 1;
+                    break;
+                }
+        }
+    }
+}

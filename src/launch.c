@@ -251,10 +251,12 @@ static const sw_layout_t *layout_of(CUfunction h)
 
 /* ---- marking ---- */
 
-/* A range a launch names that the window may serve: [word, +len). */
+/* An allocation a launch names, [start, +len), that the window may serve:
+ * whole, since CUDA lets a kernel reach every byte of the allocation any
+ * of its pointers points into. */
 typedef struct {
-    uint64_t word, len, copy;
-    bool served;                   /* sw_window_use said yes: word becomes copy */
+    uint64_t start, len, copy;
+    bool served;                   /* sw_window_use said yes: [start, +len) becomes copy */
     bool applied;                  /* and the arguments were pointed at it */
 } stream_use_t;
 
@@ -266,6 +268,7 @@ typedef struct {
     uint64_t seq;
     int nuse;
     stream_use_t use[SW_WINDOW_MAX_USES];
+    bool overflow;                 /* named more allocations than use[] holds */
     size_t ndesc;                  /* recognised TMA descriptors: where they lie */
     sw_tmap_at_t desc[MAX_DESCRIPTORS];
     bool host;                     /* touches a host chunk */
@@ -313,22 +316,30 @@ static bool clean(const sw_alloc_t *a, uint32_t first, uint32_t end)
     return a->clean_moved == a->moved && first >= a->clean_first && end <= a->clean_end;
 }
 
-/* A launch names [word, stop), inside one allocation: a range the
- * streaming window may serve, if it lies wholly on the host. The
- * decision waits until the scan is over (serve), when every stamp is in. */
-static void consider(marks_t *m, uint64_t word, uint64_t stop)
+/* A launch names allocation a: the streaming window may serve it, if it
+ * lies wholly on the host. The decision waits until the scan is over
+ * (serve), when every stamp is in. One that does not fit in use[] is
+ * read in place, and every copy goes home first (sw_mark). */
+static void consider(marks_t *m, const sw_alloc_t *a)
 {
-    if (!sw_window_on() || m->nuse == SW_WINDOW_MAX_USES)
+    if (!sw_window_on())
         return;
     for (int i = 0; i < m->nuse; i++)
-        if (m->use[i].word == word)
+        if (m->use[i].start == a->va)
             return;
-    m->use[m->nuse++] = (stream_use_t){.word = word, .len = stop - word};
+    if (m->nuse == SW_WINDOW_MAX_USES) {
+        m->overflow = true;
+        return;
+    }
+    m->use[m->nuse++] = (stream_use_t){.start = a->va, .len = a->size};
 }
 
-/* A word inside a tracked allocation: the kernel is predicted to read from
- * there to the next learned segment start (a weight among many in one
- * buffer), so every chunk of that range is touched.
+/* A word inside a tracked allocation. The window serves the whole
+ * allocation if it serves the word at all (consider). For the schedule,
+ * the kernel is predicted to read from the word to the next learned
+ * segment start (a weight among many in one buffer), so every chunk of
+ * that range is touched: a guess that steers only what is moved when,
+ * never what a kernel can reach.
  *
  * The cost is not that range's length: the stamps go to the learner as
  * one range (sw_learn_touch_range, O(1) when it is the range stamped last
@@ -348,7 +359,7 @@ static void hit(uint64_t word, void *arg)
     if (a->nchunks == 1) {
         touch(m, c);
         if (word < a->va + a->size)
-            consider(m, word, a->va + a->size);
+            consider(m, a);
         return;
     }
     pthread_mutex_lock(&segment_lock);
@@ -378,10 +389,9 @@ static void hit(uint64_t word, void *arg)
         }
     }
     sw_learn_touch_range(a, first, end, m->seq);
-    uint64_t stop = word < a->va + a->size ? sw_segment_end(a, word) : 0;
     pthread_mutex_unlock(&segment_lock);
-    if (stop)
-        consider(m, word, stop);
+    if (word < a->va + a->size)
+        consider(m, a);
 }
 
 /* Pointer tables (grouped GEMM, batched cuBLAS) are small; weights and
@@ -397,8 +407,7 @@ static void mark_pointed(uint64_t word, void *arg)
     /* copies on other threads may mark it at once */
     __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED);
     /* A pointer in a table is a tensor's start as much as an argument is:
-     * the segment before it ends there, so the window copies no more than
-     * the tensor a kernel is given. */
+     * the segment before it ends there, for the schedule (hit). */
     if (c->alloc->nchunks > 1 && word < c->alloc->va + c->alloc->size) {
         pthread_mutex_lock(&segment_lock);
         sw_segment_note(c->alloc, word);
@@ -678,15 +687,19 @@ static struct rewrite *room(void)
     return rw = r;
 }
 
+/* Every word pointing anywhere into a served allocation keeps its offset
+ * into the copy: a slice, an interior pointer, the base of a fused weight. */
 static bool substitute(uint64_t word, uint64_t *to, void *arg)
 {
     marks_t *m = arg;
-    for (int i = 0; i < m->nuse; i++)
-        if (m->use[i].served && m->use[i].word == word) {
-            *to = m->use[i].copy;
-            m->use[i].applied = true;
+    for (int i = 0; i < m->nuse; i++) {
+        stream_use_t *u = &m->use[i];
+        if (u->served && word >= u->start && word - u->start < u->len) {
+            *to = u->copy + (word - u->start);
+            u->applied = true;
             return true;
         }
+    }
     return false;
 }
 
@@ -714,8 +727,8 @@ static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const vo
     for (size_t k = 0; k < m->ndesc; k++) {
         stream_use_t *u = NULL;
         for (int i = 0; i < m->nuse && !u; i++)
-            if (m->use[i].served && at[k].v.addr >= m->use[i].word &&
-                at[k].v.addr < m->use[i].word + m->use[i].len)
+            if (m->use[i].served && at[k].v.addr >= m->use[i].start &&
+                at[k].v.addr - m->use[i].start < m->use[i].len)
                 u = &m->use[i];
         if (!u)
             continue;
@@ -727,7 +740,7 @@ static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const vo
         const void *desc = params ? (const unsigned char *)params[at[k].index] + at[k].offset
                                   : (const unsigned char *)buf + l->offset[at[k].index] +
                                         at[k].offset;
-        if (sw_tmap_retarget(desc, u->copy + (at[k].v.addr - u->word), param + at[k].offset) ==
+        if (sw_tmap_retarget(desc, u->copy + (at[k].v.addr - u->start), param + at[k].offset) ==
             CUDA_SUCCESS) {
             u->applied = true;
             done++;
@@ -736,11 +749,77 @@ static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const vo
     return done;
 }
 
-/* The window's part of a launch on s: each named range wholly on the host
- * is read from its window copy if the window can serve it (the launch's
- * arguments are then rewritten into this thread's room, *params or *extra
- * pointing there: pointer words and TMA descriptors); any other is read
- * in place, after any copy of it went home. */
+/* What a launch served from copies could write, besides through the words
+ * that name what is served: from each pointer argument, this far into its
+ * allocation. A set-up kernel storing per-expert pointers writes a table
+ * given by its start; spillway_unwindow looks there for window addresses
+ * (window.c, "Escaped pointers"). */
+#define STORE_SPAN (64u << 10)
+
+typedef struct {
+    int n;
+    bool overflow; /* more than SW_UNWINDOW_SPANS: not served */
+    uint64_t lo[SW_UNWINDOW_SPANS], len[SW_UNWINDOW_SPANS];
+} spans_t;
+
+/* [lo, end) of one allocation, at most STORE_SPAN of it, joined with a
+ * span it overlaps (spans of two allocations never do). */
+static void span_add(spans_t *sp, uint64_t lo, uint64_t end)
+{
+    uint64_t hi = end - lo > STORE_SPAN ? lo + STORE_SPAN : end;
+    for (int i = 0; i < sp->n; i++)
+        if (lo < sp->lo[i] + sp->len[i] && sp->lo[i] < hi) {
+            uint64_t a = lo < sp->lo[i] ? lo : sp->lo[i];
+            uint64_t b = hi > sp->lo[i] + sp->len[i] ? hi : sp->lo[i] + sp->len[i];
+            sp->lo[i] = a;
+            sp->len[i] = b - a;
+            return;
+        }
+    if (sp->n == SW_UNWINDOW_SPANS) {
+        sp->overflow = true;
+        return;
+    }
+    sp->lo[sp->n] = lo;
+    sp->len[sp->n++] = hi - lo;
+}
+
+/* An argument word: the span from it, if it points into device memory,
+ * tracked (the table knows its allocation) or not (the driver does). */
+static void span_of(uint64_t word, void *arg)
+{
+    spans_t *sp = arg;
+    const sw_chunk_t *c = sw_table_lookup(sw_tracked(), word);
+    CUdeviceptr base;
+    size_t size;
+    if (c && word < c->alloc->va + c->alloc->size)
+        span_add(sp, word, c->alloc->va + c->alloc->size);
+    else if (!c && word >= 4096 &&
+             SW_CALL(cuMemGetAddressRange_v2, (&base, &size, word)) == CUDA_SUCCESS && base &&
+             word < base + size)
+        span_add(sp, word, base + size);
+}
+
+/* A span inside a served allocation is written in its copy: looked at
+ * there, before the copy goes home. */
+static void spans_to_copies(const marks_t *m, spans_t *sp)
+{
+    for (int i = 0; i < sp->n; i++)
+        for (int k = 0; k < m->nuse; k++) {
+            const stream_use_t *u = &m->use[k];
+            if (u->served && sp->lo[i] >= u->start && sp->lo[i] - u->start < u->len) {
+                sp->lo[i] = u->copy + (sp->lo[i] - u->start);
+                break;
+            }
+        }
+}
+
+/* The window's part of a launch on s: each named allocation wholly on the
+ * host is read from its window copy if the window can serve it (the
+ * launch's arguments are then rewritten into this thread's room, *params
+ * or *extra pointing there: pointer words and TMA descriptors); any other
+ * is read in place, after any copy of it went home. A launch is served
+ * only if what it could store window addresses into is few enough to be
+ * looked at after it, and the window can look. */
 static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, CUstream s)
 {
     int served = 0;
@@ -749,21 +828,32 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
      * window serves it, and only with its own chunks (the window is that
      * device's memory); the rest are read in place. */
     int dev = sw_window_here();
+    bool any = false;
+    for (int i = 0; i < m->nuse && dev >= 0; i++)
+        any |= sw_window_streamable(dev, m->use[i].start, m->use[i].len);
+    spans_t sp = {0};
+    const void *buf = NULL;
+    size_t len = 0;
+    if (any) {
+        if (*params)
+            sw_scan_args(l, *params, NULL, 0, span_of, &sp);
+        else if (*extra && sw_extra_buffer(*extra, &buf, &len))
+            sw_scan_args(l, NULL, buf, len, span_of, &sp);
+        any = !sp.overflow && (!sp.n || sw_window_guarded(dev));
+    }
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        if (dev >= 0 && sw_window_streamable(dev, u->word, u->len) &&
-            sw_window_use(dev, u->word, u->len, m->seq, period, s, &u->copy)) {
+        if (any && sw_window_streamable(dev, u->start, u->len) &&
+            sw_window_use(dev, u->start, u->len, m->seq, period, s, &u->copy)) {
             u->served = true;
             served++;
         } else {
-            sw_window_touch(u->word, u->len, s);
+            sw_window_touch(u->start, u->len, s);
         }
     }
     if (!served)
         return;
     room();
-    const void *buf;
-    size_t len;
     if (rw && *params) {
         size_t changed =
             sw_rewrite_params(l, *params, rw->params, rw->store, PARAM_BYTES, substitute, m);
@@ -785,11 +875,15 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
      * home: its copy goes home first, and the launch does not read it. */
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        if (u->served && !u->applied)
-            sw_window_unuse(u->word, s);
-        else if (u->served)
-            unnote(m, u->word, u->len);
+        if (u->served && !u->applied) {
+            sw_window_unuse(u->start, s);
+            u->served = false;
+        } else if (u->served) {
+            unnote(m, u->start, u->len);
+        }
     }
+    spans_to_copies(m, &sp);
+    sw_window_spans(sp.lo, sp.len, sp.n);
 }
 
 /* A TMA descriptor spillway saw made names its tensor's address where no
@@ -831,6 +925,10 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     else if (extra && sw_extra_buffer(extra, &buf, &len))
         sw_scan_args(l, NULL, buf, len, hit, &m);
     learn_descriptors(l, params, buf, len, &m);
+    /* Allocations past use[] are read in place, and may be written there:
+     * no copy of them may stay to be read stale later. */
+    if (m.overflow)
+        sw_window_flush(s);
     if (m.nuse) {
         serve(&m, l, pparams, pextra, s);
         if (!sw_capturing())

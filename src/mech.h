@@ -96,6 +96,18 @@ bool sw_gate_rd(void);
             sw_gate_unrd();                              \
         r_;                                              \
     })
+/* The same for cuStreamBatchMemOp: the words its n operations reach. */
+#define SW_GATED_MEMOPS(sym, args, st, n, ops)           \
+    ({                                                   \
+        bool gated_ = sw_gate_rd();                      \
+        if (gated_ && sw_window_busy())                  \
+            sw_window_touch_memops((n), (ops), (st));    \
+        CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args   \
+                                   : CUDA_ERROR_NOT_FOUND; \
+        if (gated_)                                      \
+            sw_gate_unrd();                              \
+        r_;                                              \
+    })
 #define SW_GATED(sym, args)                              \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \
@@ -372,6 +384,23 @@ CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64
                                CUdeviceptr fp_home, CUdeviceptr fp_now, CUdeviceptr changed,
                                CUstream st);
 
+/* spillway_unwindow's one parameter (fingerprint.cu, and simgpu's
+ * built-in, field for field): in the spans, every 8-byte word holding an
+ * address in [copy[k], +copy_len[k]) is put back to home[k] at the same
+ * offset, and found[unit[k]] is set. */
+#define SW_UNWINDOW_SPANS 8
+#define SW_UNWINDOW_COPIES 16
+typedef struct {
+    uint64_t lo[SW_UNWINDOW_SPANS], len[SW_UNWINDOW_SPANS];
+    uint64_t copy[SW_UNWINDOW_COPIES], copy_len[SW_UNWINDOW_COPIES], home[SW_UNWINDOW_COPIES];
+    uint32_t unit[SW_UNWINDOW_COPIES];
+    uint32_t nspans, ncopies;
+    uint32_t *found;
+} sw_unwindow_t;
+_Static_assert(sizeof(sw_unwindow_t) == 592, "spillway_unwindow's parameter is 592 bytes");
+/* Queues spillway_unwindow(*a) on st. NOT_FOUND without the kernel. */
+CUresult sw_fp_unwindow(int dev, const sw_unwindow_t *a, CUstream st);
+
 /* ---- streams.c: the application's streams ----
  * Every stream is classified when it is made or first launched on, and
  * retired when destroyed (the next ordering waits for the work it still
@@ -451,8 +480,16 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
  * (its arguments could not be pointed at it): the copy goes home, with s
  * after it, and is not counted as read. */
 void sw_window_unuse(uint64_t start, CUstream s);
-/* After the launch: records that s reads the copies sw_window_use gave
- * this thread. Cheap when there are none. */
+/* The spans the launch sw_window_use is serving could write, besides the
+ * ranges it names (SW_UNWINDOW_SPANS at most): after it, a window address
+ * found stored in them is put back to its home (sw_window_read). */
+void sw_window_spans(const uint64_t *lo, const uint64_t *len, int n);
+/* Whether dev's window can put stored window addresses back: without
+ * that, a launch that could store one is not served. */
+bool sw_window_guarded(int dev);
+/* After the launch: puts back window addresses it stored in its spans,
+ * and records that s reads the copies sw_window_use gave this thread.
+ * Cheap when there are none. */
 void sw_window_read(CUstream s);
 /* Whether any window has had a range (a hint, read without the lock). */
 bool sw_window_busy(void);
@@ -460,6 +497,8 @@ bool sw_window_busy(void);
  * a memset, a launch not rewritten, a move): overlapping copies go home
  * first, with s after them, and home's fingerprint is forgotten. */
 void sw_window_touch(uint64_t lo, uint64_t len, CUstream s);
+/* sw_window_touch for the words n stream memory operations reach. */
+void sw_window_touch_memops(unsigned n, const CUstreamBatchMemOpParams *ops, CUstream s);
 /* The same for every copy (a graph launch, a capture, a 2D or 3D copy:
  * work whose ranges spillway does not know). */
 void sw_window_flush(CUstream s);

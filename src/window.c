@@ -47,11 +47,16 @@
  * that stores an argument pointer, a window address then, for a later
  * kernel.
  *
- * WHAT IS STREAMED. A range an argument names, [P, the next learned
- * segment start) of a tracked allocation, all of whose chunks are on the
- * host, no bigger than the window, and that recurs with the launch loop
- * (one of its last uses lies one period back; in a capture, any range,
- * since a graph is replayed as a loop). A copy the loop does not repay
+ * WHAT IS STREAMED. A whole tracked allocation an argument points into,
+ * anywhere: CUDA promises a kernel every byte of it, so a copy of less
+ * would be a guess a fused weight or an interior pointer runs off. It is
+ * streamed when all of its chunks are on the host, it fits in the window,
+ * and it recurs with the launch loop (one of its last uses lies one
+ * period back; in a capture, any, since a graph is replayed as a loop).
+ * Every argument word into it keeps its offset into the copy (launch.c).
+ * One copy per allocation means no two copies hold the same bytes. An
+ * allocation bigger than the window keeps its own address: it is
+ * resident, or read in place. A copy the loop does not repay
  * is a copy wasted: the rest (a random pick of experts) are read in place
  * until popular enough to become resident (launch.c). A range a pointer
  * table in device memory also reaches is streamed too: its copy goes home
@@ -59,9 +64,11 @@
  * table. The order ranges are used in is learned as a successor chain:
  * after range u, the ranges used after u last time are copied ahead, as
  * far as the window goes without evicting a copy that was made ahead and
- * not read yet. A copy is faster than reading in place (55 against 35
- * GB/s on PCIe Gen5, docs/cuda-facts.md §4), so a recurring range the
- * chain did not predict is still copied when its launch comes.
+ * not read yet. A copy is no slower than reading in place (55 against 50
+ * GB/s on an H100's PCIe Gen5, docs/gpu-facts.md), and a kernel re-reading
+ * its weight (a GEMM, once per tile row) reads it at HBM speed, so a
+ * recurring range the chain did not predict is still copied when its
+ * launch comes.
  *
  * LOCKING. One mutex per window, `lock`, guards everything in it; `wins`
  * is written only under the gate held exclusively. Callers hold the gate
@@ -87,6 +94,7 @@ typedef struct {
     bool live;
     bool written;        /* a copy was found changed: copy home plainly */
     bool fp_known;       /* fp_home holds the fingerprint of home */
+    bool escapes;        /* a kernel stored a pointer into its copy: never served again */
     CUevent homed;       /* after its latest copy home (made on first use) */
     CUstream homed_on;   /* the stream that copy home ran on */
 } unit_t;
@@ -122,6 +130,7 @@ typedef struct {
     bool fp_on;          /* fingerprints: else every copy goes home */
     CUdeviceptr fp;      /* per unit: home's fingerprint, then the copy's */
     uint32_t *changed;   /* per unit, pinned: spillway_copy_if_changed copied */
+    uint32_t *escaped;   /* per unit, pinned: spillway_unwindow put a stored pointer back */
     unit_t units[MAX_UNITS];
     entry_t entries[MAX_ENTRIES];
     int nunits;
@@ -140,6 +149,8 @@ static __thread struct {
     int n;
     int e[SW_WINDOW_MAX_USES];
     bool waited; /* one of them had not landed when the launch was issued */
+    int nspans;  /* what else the launch could write (sw_window_spans) */
+    uint64_t lo[SW_UNWINDOW_SPANS], len[SW_UNWINDOW_SPANS];
 } pending; /* entries the launch being issued on this thread reads */
 
 static CUdeviceptr fp_home(win_t *w, int ui) { return w->fp + (uint64_t)ui * 2 * SW_FP_BYTES; }
@@ -226,9 +237,13 @@ uint64_t sw_window_setup(int dev, uint64_t budget, const sw_table_t *t)
     w->fp_on = sw_fp_ready(dev) &&
               r->cuMemAlloc_v2(&w->fp, (size_t)MAX_UNITS * 2 * SW_FP_BYTES) == CUDA_SUCCESS &&
               r->cuMemAllocHost_v2((void **)&w->changed, MAX_UNITS * sizeof *w->changed) ==
+                  CUDA_SUCCESS &&
+              r->cuMemAllocHost_v2((void **)&w->escaped, MAX_UNITS * sizeof *w->escaped) ==
                   CUDA_SUCCESS;
-    if (w->fp_on)
+    if (w->fp_on) {
         memset(w->changed, 0, MAX_UNITS * sizeof *w->changed);
+        memset(w->escaped, 0, MAX_UNITS * sizeof *w->escaped);
+    }
     for (int i = 0; i < MAX_ENTRIES; i++)
         w->entries[i].unit = -1;
     w->side = w->st;
@@ -294,7 +309,9 @@ static bool streamable(const win_t *w, uint64_t start, uint64_t len)
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len)
 {
     const win_t *w = win(dev);
-    return w && streamable(w, start, len);
+    /* An allocation bigger than the window is never copied: asked first,
+     * so a big one is not walked chunk by chunk on every launch. */
+    return w && len <= w->size && streamable(w, start, len);
 }
 
 /* ---- units ---- */
@@ -320,8 +337,10 @@ static int unit_get(win_t *w, uint64_t start, uint64_t len)
         __atomic_store_n(&w->nunits, w->nunits + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&any_unit, true, __ATOMIC_RELAXED);
     w->units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true};
-    if (w->fp_on)
+    if (w->fp_on) {
         w->changed[ui] = 0;
+        w->escaped[ui] = 0;
+    }
     return ui;
 }
 
@@ -613,6 +632,14 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
         sw_debug("range 0x%llx +%llu was written: it goes home by a plain copy from now on",
                  (unsigned long long)u->start, (unsigned long long)u->len);
     }
+    if (w->fp_on && !u->escapes && __atomic_load_n(&w->escaped[ui], __ATOMIC_RELAXED)) {
+        u->escapes = true;
+        sw_info("allocation 0x%llx +%llu: a kernel stored a pointer into its window copy; it "
+                "is read at its own address from now on",
+                (unsigned long long)u->start, (unsigned long long)u->len);
+    }
+    if (u->escapes)
+        goto out;
     if (!drop_overlaps(w, start, len, ui, s))
         goto out;
     /* What a capture records is replayed as a loop by construction. */
@@ -695,13 +722,66 @@ static void home_by_host(win_t *w, entry_t *e, CUstream s)
                  (unsigned long long)u->start, (unsigned long long)(w->base + e->off));
 }
 
+void sw_window_spans(const uint64_t *lo, const uint64_t *len, int n)
+{
+    pending.nspans = n < SW_UNWINDOW_SPANS ? n : SW_UNWINDOW_SPANS;
+    memcpy(pending.lo, lo, (size_t)pending.nspans * sizeof *lo);
+    memcpy(pending.len, len, (size_t)pending.nspans * sizeof *len);
+}
+
+bool sw_window_guarded(int dev)
+{
+    const win_t *w = win(dev);
+    return w && w->fp_on;
+}
+
+/* ESCAPED POINTERS. A launch served from copies holds window addresses
+ * in its arguments, and may store pointers derived from them (a grouped
+ * GEMM's set-up kernel fills a table of per-expert pointers). A later
+ * kernel reading that table would reach the copy after its space was
+ * reused. So right after the launch, on its stream, spillway_unwindow
+ * puts every such address it finds in the spans the launch could write
+ * (launch.c: 64 KiB from each of its other pointer arguments) back to
+ * the same offset in the copy's home, which is current once the copy
+ * went home just after; and it flags the unit, which is read at its own
+ * address from then on. Should the kernel not be queued, the units are
+ * never served again, and the host cannot put back what the launch may
+ * have stored: that is said. Lock held. */
+static void unwindow(win_t *w, CUstream s)
+{
+    sw_unwindow_t a = {.nspans = (uint32_t)pending.nspans, .found = w->escaped};
+    for (int i = 0; i < pending.nspans; i++) {
+        a.lo[i] = pending.lo[i];
+        a.len[i] = pending.len[i];
+    }
+    for (int k = 0; k < pending.n; k++) {
+        const entry_t *e = &w->entries[pending.e[k]];
+        a.copy[k] = w->base + e->off;
+        a.copy_len[k] = w->units[e->unit].len;
+        a.home[k] = w->units[e->unit].start;
+        a.unit[k] = (uint32_t)e->unit;
+    }
+    a.ncopies = (uint32_t)pending.n;
+    if (sw_fp_unwindow(w->dev, &a, s) == CUDA_SUCCESS)
+        return;
+    for (int k = 0; k < pending.n; k++)
+        w->units[w->entries[pending.e[k]].unit].escapes = true;
+    sw_error("cannot queue the check for pointers stored into window copies: a pointer a kernel "
+             "stored may reach a reused copy");
+}
+
 void sw_window_read(CUstream s)
 {
-    if (!pending.n)
+    if (!pending.n) {
+        pending.nspans = 0;
         return;
+    }
     const sw_real_t *r = sw_real();
     win_t *w = pending.w;
     pthread_mutex_lock(&w->lock);
+    if (pending.nspans)
+        unwindow(w, s);
+    pending.nspans = 0;
     for (int k = 0; k < pending.n; k++) {
         entry_t *e = &w->entries[pending.e[k]];
         if (send_home(w, e, s) != CUDA_SUCCESS)
@@ -760,10 +840,37 @@ static bool foreign(win_t *w, CUstream s)
     return w->origin && s != w->origin;
 }
 
-/* Every copy is dropped, s after its fill and its readers. Lock held. */
+/* Work on a stream other than the capture's origin (one the capture
+ * forked into, say) writes home in [lo, +len): the capture's copies of it
+ * are stale for what the origin reads after joining it, so they are
+ * dropped, and the next use copies again. No order is needed here: each
+ * copy went home right after its readers on the origin, before any fork
+ * after them, and the next fill follows the origin (w->dirty). Lock held. */
+static void drop_captured(win_t *w, uint64_t lo, uint64_t len)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w->entries[i];
+        if (e->unit >= 0 && !e->pins &&
+            overlaps(lo, len, w->units[e->unit].start, w->units[e->unit].len))
+            drop_entry(w, e);
+    }
+}
+
+/* Home's fingerprint of every unit is forgotten: what wrote home is not
+ * known (a replay, a copy of unknown ranges), or what host state says was
+ * taken belongs to a graph that may never run. Lock held. */
+static void forget_fingerprints(win_t *w)
+{
+    for (int i = 0; i < w->nunits; i++)
+        w->units[i].fp_known = false;
+}
+
+/* Every copy is dropped, s after its fill and its readers, and every
+ * fingerprint of home forgotten: s may write any home. Lock held. */
 static void flush_all(win_t *w, CUstream s)
 {
     drop_for_write(w, 0, UINT64_MAX, s);
+    forget_fingerprints(w);
 }
 
 /* Home of [lo, +len) is on one device, but work of any device may write
@@ -776,20 +883,43 @@ void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
     win_t *w;
     for (int d = -1; (w = next_window(&d));) {
         pthread_mutex_lock(&w->lock);
-        if (!foreign(w, s)) {
-            /* Home may be written: copies of it are stale once it is, and
-             * its fingerprint is no longer known. */
+        /* Home may be written: copies of it are stale once it is, and
+         * its fingerprint is no longer known. */
+        if (!foreign(w, s))
             drop_for_write(w, lo, len, s);
-            for (int i = 0; i < w->nunits; i++)
-                if (w->units[i].live && overlaps(lo, len, w->units[i].start, w->units[i].len))
-                    w->units[i].fp_known = false;
-        }
+        else
+            drop_captured(w, lo, len);
+        for (int i = 0; i < w->nunits; i++)
+            if (w->units[i].live && overlaps(lo, len, w->units[i].start, w->units[i].len))
+                w->units[i].fp_known = false;
         /* In a capture, cst rejoins the origin before its next fill, so
          * the fill follows this write: at once when s is the origin, and
          * when s is a stream the capture forked into, once the origin has
          * joined it back (as a program does before it reads what s wrote). */
         w->dirty = true;
         pthread_mutex_unlock(&w->lock);
+    }
+}
+
+void sw_window_touch_memops(unsigned n, const CUstreamBatchMemOpParams *ops, CUstream s)
+{
+    for (unsigned i = 0; ops && i < n; i++) {
+        switch (ops[i].operation) {
+        case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+            sw_window_touch(ops[i].writeValue.address, 4, s);
+            break;
+        case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+            sw_window_touch(ops[i].writeValue.address, 8, s);
+            break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+            sw_window_touch(ops[i].waitValue.address, 4, s);
+            break;
+        case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+            sw_window_touch(ops[i].waitValue.address, 8, s);
+            break;
+        default: /* barriers and flushes name no memory */
+            break;
+        }
     }
 }
 
@@ -907,6 +1037,7 @@ bool sw_window_capture_ends(CUstream s)
                  r->cuStreamWaitEvent(s, w->done, 0) != CUDA_SUCCESS))
                 sw_error("cannot join spillway's capture stream back: the capture will fail");
             unchain(w);
+            forget_fingerprints(w);
             w->graphs |= used;
             w->origin = NULL;
             w->side = w->st;
@@ -934,7 +1065,13 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
         sw_streams_note(s);
     for (int d = -1; gated && e == CUDA_SUCCESS && (w = next_window(&d));) {
         pthread_mutex_lock(&w->lock);
-        flush_all(w, s);
+        /* A window serving a capture on another stream holds only that
+         * capture's copies, which nothing runs yet: waiting for their
+         * events would pull the replay into the capture. */
+        if (!foreign(w, s))
+            flush_all(w, s);
+        else
+            forget_fingerprints(w);
         if (w == here && w->graphs)
             e = order_after(w, s, w->replayed); /* unordered, it is not launched */
         pthread_mutex_unlock(&w->lock);

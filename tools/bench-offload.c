@@ -77,12 +77,12 @@ extern char **environ;
 /* simgpu's default SIMGPU_H2D_GBPS (tests/simgpu/README.md): 1 GB/s moves
  * one byte per ns.  The children run with SIMGPU_* cleared, so this is
  * what they see.  No single transfer crosses faster: a copy alone runs at
- * this cap, zero-copy reads at 35 GB/s; only a copy and reads together
+ * this cap, zero-copy reads at 50 GB/s; only a copy and reads together
  * can fill the 57 GB/s link, 3.6% more. */
 #define H2D_BYTES_PER_NS 55.0
 /* simgpu's default SIMGPU_D2H_GBPS: the cap of a copy home.  The link's
  * other direction, so write-back does not share the H2D link. */
-#define D2H_BYTES_PER_NS 47.0
+#define D2H_BYTES_PER_NS 55.0
 /* A child that runs longer than this is killed (SIGALRM, set before exec). */
 #define CHILD_TIMEOUT_S 900
 /* SIMGPU_JITTER of the jitter runs: up to 50 us before every stream op. */

@@ -73,4 +73,40 @@ extern "C" __global__ void sg_checksum_u64(const void *src, uint64_t bytes, uint
     *out = h;
 }
 
+/* y = table[index] · x: the weight's address is read from device memory. */
+extern "C" __global__ void sg_gemv_table_f32(const float *const *table, uint32_t index,
+                                             const float *x, float *y, uint32_t rows,
+                                             uint32_t cols)
+{
+    const float *W = table[index];
+    for (uint32_t r = blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += gridDim.x * blockDim.x) {
+        float acc = 0.0f;
+        for (uint32_t c = 0; c < cols; c++)
+            acc = acc + W[(uint64_t)r * cols + c] * x[c];
+        y[r] = acc;
+    }
+}
+
+/* *out = p[lo] + ... + p[hi - 1], in order, by one thread: offsets from p
+ * may be negative. */
+extern "C" __global__ void sg_sum_f32(const float *p, int64_t lo, int64_t hi, float *out)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0)
+        return;
+    float acc = 0.0f;
+    for (int64_t i = lo; i < hi; i++)
+        acc = acc + p[i];
+    *out = acc;
+}
+
+/* table[i] = base + i * stride: pointers derived from an argument and
+ * stored for later kernels; nothing behind base is read. */
+extern "C" __global__ void sg_ptrs_u64(const void *base, uint64_t stride, uint64_t n,
+                                       uint64_t *table)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        table[i] = (uint64_t)base + i * stride;
+}
+
 #endif

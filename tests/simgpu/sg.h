@@ -149,7 +149,7 @@ bool sg_device_ok(CUdevice dev);
     X(cuMemAddressReserve, CUDA_ERROR_OUT_OF_MEMORY, RESERVE)                \
     X(cuMemAddressFree, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuMemCreate, CUDA_ERROR_OUT_OF_MEMORY, MEMCREATE)                      \
-    X(cuMemRelease, CUDA_ERROR_INVALID_VALUE, API)                           \
+    X(cuMemRelease, CUDA_ERROR_INVALID_VALUE, RELEASE)                       \
     X(cuMemMap, CUDA_ERROR_OUT_OF_MEMORY, MEMMAP)                            \
     X(cuMemUnmap, CUDA_ERROR_INVALID_VALUE, UNMAP)                           \
     X(cuMemSetAccess, CUDA_ERROR_OUT_OF_MEMORY, SETACCESS)                   \
@@ -237,6 +237,7 @@ typedef enum {
 typedef enum {
     SG_COST_FREE, SG_COST_API, SG_COST_LAUNCH, SG_COST_MEMCREATE,
     SG_COST_MEMMAP, SG_COST_SETACCESS, SG_COST_UNMAP, SG_COST_RESERVE,
+    SG_COST_RELEASE,
 } sg_cost_t;
 
 /* ---- sg_config.c: SIMGPU_* environment, read once -------------------- */
@@ -250,7 +251,9 @@ typedef struct {
     bool trace; /* SIMGPU_TRACE: one stderr line per API call */
     double hbm_gbps, h2d_gbps, d2h_gbps, d2d_gbps, zerocopy_gbps, link_gbps, tflops;
     uint64_t kernel_ns, launch_ns, api_ns, memcreate_ns, memmap_ns;
-    uint64_t setaccess_ns, unmap_ns, reserve_ns;
+    uint64_t setaccess_ns, unmap_ns, reserve_ns, release_ns;
+    /* host-backed handles cost more (H100, driver 580: docs/gpu-facts.md) */
+    uint64_t host_memcreate_ns, host_setaccess_ns, host_unmap_ns, host_release_ns;
     char report[4096];
     uint64_t fail_nth[SG_FN_COUNT][SG_MAX_FAILS]; /* calls to fail; 0: unused */
 } sg_config_t;
@@ -333,6 +336,9 @@ CUresult sg_enter(sg_fn_t fn, sg_cost_t cost);
         CUresult sg_r_ = sg_enter(SG_FN_##fn, SG_COST_##cost);      \
         if (sg_r_ != CUDA_SUCCESS) return sg_r_;                    \
     } while (0)
+/* A VMM call on a host-backed handle costs host_ns in all where sg_enter
+ * charged device_ns: charges the difference. */
+void sg_charge_host_backed(uint64_t device_ns, uint64_t host_ns);
 void sg_lock(void);
 void sg_unlock(void);
 /* fork, as the real driver answers it: a child of a process that
@@ -376,6 +382,7 @@ typedef struct {
 typedef struct {
     uint64_t id, off, len; /* handle, offset into it, length */
     bool write;
+    bool unordered; /* from an unordered range: not checked for races */
 } sg_extent_t;
 
 /* A memory range an operation touches. A kernel may read a host-backed
@@ -389,6 +396,9 @@ typedef struct {
      * conditional write-back): checked for hazards like any range, but
      * its bytes are not charged, since the cost is fixed at issue. */
     bool maybe;
+    /* Read while other streams may write it, without harm: kept out of
+     * the race check (spillway_unwindow's spans, sg_kernels.c says why). */
+    bool unordered;
 } sg_range_t;
 
 /* Where a checked range lies: its first byte in simgpu's view, and how
@@ -459,8 +469,8 @@ unsigned sg_peer_mask(int dev);
 
 /* ---- sg_kernels.c: the built-in kernels ------------------------------ */
 #define SG_MAX_PARAMS 8
-#define SG_MAX_RANGES 6
-#define SG_MAX_ARGS 256 /* room for a 128-byte CUtensorMap and more */
+#define SG_MAX_RANGES 10
+#define SG_MAX_ARGS 1024 /* room for spillway_unwindow's 592 bytes, and more */
 /* Reads device memory for a kernel that loads a pointer (the table). */
 typedef bool (*sg_peek_fn)(uint64_t addr, void *dst, uint64_t len);
 

@@ -9,6 +9,7 @@
 #include "sg.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct { uint32_t *dst; uint32_t value; uint64_t count; } fill_args_t;
@@ -20,6 +21,8 @@ typedef struct {
     const float *const *table; uint32_t index; const float *x; float *y; uint32_t rows, cols;
 } gemv_table_args_t;
 typedef struct { const void *src; uint64_t bytes; uint64_t *out; } checksum_args_t;
+typedef struct { const float *p; int64_t lo, hi; float *out; } sum_args_t;
+typedef struct { const void *base; uint64_t stride, n; uint64_t *table; } ptrs_args_t;
 typedef struct {
     const float *W; const float *X; float *Y; uint32_t rows, cols, batch;
 } gemm_args_t;
@@ -171,6 +174,48 @@ static void checksum_run(const void *a, void *const *h)
         v *= 0x100000001b3ull;
     }
     memcpy(h[1], &v, 8);
+}
+
+/* ---- sum: out = p[lo] + ... + p[hi - 1], offsets from p, negative too ---- */
+static int sum_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const sum_args_t *p = a;
+    uint64_t n = p->hi > p->lo ? (uint64_t)(p->hi - p->lo) : 0;
+    r[0] = R((const char *)p->p + p->lo * 4, n * 4, false);
+    r[1] = R(p->out, 4, true);
+    return 2;
+}
+static double sum_flops(const void *a)
+{
+    const sum_args_t *p = a;
+    return p->hi > p->lo ? (double)(p->hi - p->lo) : 0;
+}
+static void sum_run(const void *a, void *const *h)
+{
+    const sum_args_t *p = a;
+    const float *x = h[0];
+    float acc = 0.0f;
+    for (int64_t i = 0; i < p->hi - p->lo; i++)
+        acc += x[i];
+    memcpy(h[1], &acc, 4);
+}
+
+/* ---- ptrs: table[i] = base + i * stride, pointers a kernel derives from
+ * its argument and stores for later kernels (a grouped GEMM's set-up).
+ * It reads nothing behind base. ---- */
+static int ptrs_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const ptrs_args_t *p = a;
+    r[0] = R(p->table, p->n * 8, true);
+    return 1;
+}
+static double ptrs_flops(const void *a) { return (double)((const ptrs_args_t *)a)->n; }
+static void ptrs_run(const void *a, void *const *h)
+{
+    const ptrs_args_t *p = a;
+    uint64_t *t = h[0];
+    for (uint64_t i = 0; i < p->n; i++)
+        t[i] = (uint64_t)p->base + i * p->stride;
 }
 
 /* ---- spillway_fingerprint: spillway's own kernel, the host version ----
@@ -338,6 +383,105 @@ static void gemv_tma_run(const void *a, void *const *h)
     }
 }
 
+/* ---- spillway_unwindow: spillway's guard for stored pointers, the host
+ * version (src/fingerprint.cu says what it does; the layout matches its
+ * unwindow_args). Each span is declared an unordered read: the kernel
+ * writes only words that hold an address in a copy the launch just before
+ * it on the same stream was given, which only that launch can have
+ * stored, so another stream touching them races with that launch
+ * already; and a word it only reads is no one else's concern, though a
+ * span reaches past what the launch wrote into what other streams may be
+ * writing (a neighbour's output in one buffer). The flags in host memory
+ * are written only when
+ * such a word is found, as on a GPU: so they are declared (and cross the
+ * link) only when the spans hold one when the ranges are asked for, which
+ * is again when the kernel runs. ---- */
+#define UNWINDOW_SPANS 8
+#define UNWINDOW_COPIES 16
+typedef struct {
+    uint64_t lo[UNWINDOW_SPANS], len[UNWINDOW_SPANS];
+    uint64_t copy[UNWINDOW_COPIES], copy_len[UNWINDOW_COPIES], home[UNWINDOW_COPIES];
+    uint32_t unit[UNWINDOW_COPIES];
+    uint32_t nspans, ncopies;
+    uint32_t *found;
+} unwindow_args_t;
+_Static_assert(sizeof(unwindow_args_t) <= SG_MAX_ARGS, "spillway_unwindow's parameter fits");
+static void unwindow_units(const unwindow_args_t *p, uint32_t *lo, uint32_t *hi)
+{
+    *lo = UINT32_MAX;
+    *hi = 0;
+    for (uint32_t k = 0; k < p->ncopies && k < UNWINDOW_COPIES; k++) {
+        *lo = p->unit[k] < *lo ? p->unit[k] : *lo;
+        *hi = p->unit[k] > *hi ? p->unit[k] : *hi;
+    }
+}
+/* Whether a word of the spans holds an address in one of the copies. */
+static bool unwindow_finds(const unwindow_args_t *p, sg_peek_fn peek)
+{
+    bool found = false;
+    for (uint32_t s = 0; s < p->nspans && s < UNWINDOW_SPANS && !found; s++) {
+        uint64_t first = (p->lo[s] + 7) & ~7ull, end = (p->lo[s] + p->len[s]) & ~7ull;
+        uint64_t *w = end > first ? malloc(end - first) : NULL;
+        if (!w || !peek(first, w, end - first)) {
+            free(w);
+            continue;
+        }
+        for (uint64_t i = 0; i < (end - first) / 8 && !found; i++)
+            for (uint32_t k = 0; k < p->ncopies && k < UNWINDOW_COPIES; k++)
+                found |= w[i] - p->copy[k] < p->copy_len[k];
+        free(w);
+    }
+    return found;
+}
+static int unwindow_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    unwindow_args_t p;
+    memcpy(&p, a, sizeof p);
+    int n = 0;
+    for (uint32_t s = 0; s < p.nspans && s < UNWINDOW_SPANS; s++) {
+        r[n] = R((void *)p.lo[s], p.len[s], false);
+        r[n++].unordered = true;
+    }
+    uint32_t lo, hi;
+    unwindow_units(&p, &lo, &hi);
+    if (lo <= hi && unwindow_finds(&p, peek))
+        r[n++] = R(p.found + lo, (uint64_t)(hi - lo + 1) * 4, true);
+    return n;
+}
+static double unwindow_flops(const void *a)
+{
+    unwindow_args_t p;
+    memcpy(&p, a, sizeof p);
+    double words = 0;
+    for (uint32_t s = 0; s < p.nspans && s < UNWINDOW_SPANS; s++)
+        words += (double)p.len[s] / 8;
+    return words * (p.ncopies + 1);
+}
+static void unwindow_run(const void *a, void *const *h)
+{
+    unwindow_args_t p;
+    memcpy(&p, a, sizeof p);
+    uint32_t lo, hi, nspans = p.nspans < UNWINDOW_SPANS ? p.nspans : UNWINDOW_SPANS;
+    unwindow_units(&p, &lo, &hi);
+    for (uint32_t s = 0; s < nspans; s++) {
+        uint64_t first = (p.lo[s] + 7) & ~7ull, end = (p.lo[s] + p.len[s]) & ~7ull;
+        unsigned char *base = (unsigned char *)h[s] + (first - p.lo[s]);
+        for (uint64_t i = 0; first + 8 * i < end; i++) {
+            uint64_t v;
+            memcpy(&v, base + 8 * i, 8);
+            for (uint32_t k = 0; k < p.ncopies && k < UNWINDOW_COPIES; k++)
+                if (v - p.copy[k] < p.copy_len[k]) {
+                    v = p.home[k] + (v - p.copy[k]);
+                    memcpy(base + 8 * i, &v, 8);
+                    uint32_t one = 1;
+                    if (h[nspans]) /* declared: the ranges saw the word too */
+                        memcpy((uint32_t *)h[nspans] + (p.unit[k] - lo), &one, 4);
+                    break;
+                }
+        }
+    }
+}
+
 /* ---- the table ---- */
 #define P(T, f) offsetof(T, f)
 #define S(T, f) sizeof(((T *)0)->f)
@@ -368,6 +512,12 @@ static const sg_kernel_t kernels[] = {
     K("sg_checksum_u64", checksum_args_t, checksum, 3,
       {P(checksum_args_t, src), P(checksum_args_t, bytes), P(checksum_args_t, out)},
       {S(checksum_args_t, src), S(checksum_args_t, bytes), S(checksum_args_t, out)}),
+    K("sg_sum_f32", sum_args_t, sum, 4,
+      {P(sum_args_t, p), P(sum_args_t, lo), P(sum_args_t, hi), P(sum_args_t, out)},
+      {S(sum_args_t, p), S(sum_args_t, lo), S(sum_args_t, hi), S(sum_args_t, out)}),
+    K("sg_ptrs_u64", ptrs_args_t, ptrs, 4,
+      {P(ptrs_args_t, base), P(ptrs_args_t, stride), P(ptrs_args_t, n), P(ptrs_args_t, table)},
+      {S(ptrs_args_t, base), S(ptrs_args_t, stride), S(ptrs_args_t, n), S(ptrs_args_t, table)}),
     K("spillway_fingerprint", fp_args_t, fp, 3,
       {P(fp_args_t, src), P(fp_args_t, bytes), P(fp_args_t, out)},
       {S(fp_args_t, src), S(fp_args_t, bytes), S(fp_args_t, out)}),
@@ -376,6 +526,7 @@ static const sg_kernel_t kernels[] = {
        P(cic_args_t, fp_now), P(cic_args_t, changed)},
       {S(cic_args_t, src), S(cic_args_t, dst), S(cic_args_t, bytes), S(cic_args_t, fp_home),
        S(cic_args_t, fp_now), S(cic_args_t, changed)}),
+    K("spillway_unwindow", unwindow_args_t, unwindow, 1, {0}, {sizeof(unwindow_args_t)}),
     K("sg_gemm_f32", gemm_args_t, gemm, 6,
       {P(gemm_args_t, W), P(gemm_args_t, X), P(gemm_args_t, Y), P(gemm_args_t, rows),
        P(gemm_args_t, cols), P(gemm_args_t, batch)},

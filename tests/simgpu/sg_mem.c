@@ -464,7 +464,7 @@ static void note_extent(sg_xlate_t *out, uint64_t id, uint64_t off, uint64_t len
     if (last && last->id == id && last->off + last->len == off)
         last->len += len;
     else if (out->nextents < SG_MAX_PHYS)
-        out->ext[out->nextents++] = (sg_extent_t){id, off, len, false};
+        out->ext[out->nextents++] = (sg_extent_t){.id = id, .off = off, .len = len};
 }
 
 bool sg_mem_xlate(uint64_t addr, uint64_t len, bool write, bool allow_pageable, sg_xlate_t *out)

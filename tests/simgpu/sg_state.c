@@ -60,6 +60,7 @@ static uint64_t cost_ns(sg_cost_t c)
     case SG_COST_SETACCESS: return cfg->setaccess_ns;
     case SG_COST_UNMAP: return cfg->unmap_ns;
     case SG_COST_RESERVE: return cfg->reserve_ns;
+    case SG_COST_RELEASE: return cfg->release_ns;
     }
     return 0;
 }
@@ -105,6 +106,15 @@ CUresult sg_enter(sg_fn_t fn, sg_cost_t cost)
         state.host_ns += cost_ns(fn_cost[fn]);
     sg_unlock();
     return r;
+}
+
+void sg_charge_host_backed(uint64_t device_ns, uint64_t host_ns)
+{
+    if (host_ns <= device_ns)
+        return;
+    sg_lock();
+    state.host_ns += host_ns - device_ns;
+    sg_unlock();
 }
 
 /* Caller holds g.lock. */

@@ -195,7 +195,7 @@ static bool run_op(sg_op_t *op)
         n = op->kernel->ranges(op->args, r, sg_mem_peek); /* reads the table now */
     else
         memcpy(r, op->ranges, sizeof r);
-    void *host[SG_MAX_RANGES];
+    void *host[SG_MAX_RANGES] = {0}; /* NULL past the ranges declared */
     bool ok = true;
     sg_mem_rdlock();
     for (int i = 0; i < n && ok; i++) {
@@ -320,6 +320,7 @@ static void backing(sg_op_t *op, const sg_range_t *r, bool pageable, uint64_t *d
         *host += x.host_bytes;
         for (int i = 0; i < x.nextents && op->nextents < SG_MAX_RANGES * SG_MAX_PHYS; i++) {
             op->ext[op->nextents] = x.ext[i];
+            op->ext[op->nextents].unordered = r->unordered;
             op->ext[op->nextents++].write = r->write;
         }
     } else {
@@ -451,8 +452,8 @@ static bool conflict(const sg_op_t *a, const sg_op_t *b)
     for (int i = 0; i < a->nextents; i++)
         for (int j = 0; j < b->nextents; j++) {
             const sg_extent_t *x = &a->ext[i], *y = &b->ext[j];
-            if ((x->write || y->write) && x->id == y->id && x->off < y->off + y->len &&
-                y->off < x->off + x->len)
+            if ((x->write || y->write) && !x->unordered && !y->unordered && x->id == y->id &&
+                x->off < y->off + y->len && y->off < x->off + x->len)
                 return true;
         }
     return false;

@@ -17,13 +17,14 @@
 #include <fcntl.h>
 #include <string.h>
 
-/* cuMemUnmap and cuMemSetAccess are synchronous: NVIDIA's API reference
- * says so, PyTorch and TensorRT-LLM synchronize before unmapping, and a
- * remap "appears to involve at least some synchronous actions with the
- * GPU" (pytorch PR #96995). The call returns after all queued device work
- * and then its own cost, in virtual time. Real work is not waited for, so
- * an unmap under queued work is still a hazard: nothing documents that
- * the wait covers the kernels using the range. */
+/* cuMemSetAccess is taken as synchronous: NVIDIA's API reference says so,
+ * and a remap "appears to involve at least some synchronous actions with
+ * the GPU" (pytorch PR #96995). The call returns after all queued device
+ * work and then its own cost, in virtual time. cuMemUnmap is not: on an
+ * H100 (driver 580, 2026-11-26, docs/gpu-facts.md) it returned in 0.17 ms
+ * while a kernel read the range, and that kernel then faulted with
+ * CUDA_ERROR_ILLEGAL_ADDRESS. So an unmap under queued work is a hazard
+ * here, and costs only its own time. */
 static void drain(uint64_t cost_ns)
 {
     sg_lock();
@@ -118,6 +119,8 @@ SG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
         return CUDA_ERROR_INVALID_VALUE; /* host handles cannot be exported */
     if (size == 0 || size % granularity_of(loc))
         return CUDA_ERROR_INVALID_VALUE;
+    if (loc == SG_LOC_HOST)
+        sg_charge_host_backed(SG->cfg.memcreate_ns, SG->cfg.host_memcreate_ns);
     sg_phys_t *p;
     sg_mem_wrlock();
     CUresult r = sg_phys_create(size, loc, prop, &p);
@@ -136,7 +139,10 @@ SG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     sg_mem_rdlock();
     sg_phys_t *p = sg_phys_find(handle);
     bool frees = p && p->handle_refs == 1 && p->refs == 1;
+    bool host = p && p->loc == SG_LOC_HOST;
     sg_mem_unlock();
+    if (host)
+        sg_charge_host_backed(SG->cfg.release_ns, SG->cfg.host_release_ns);
     if (frees) {
         sg_lock();
         sg_check_hazard_handle("cuMemRelease", handle);
@@ -214,10 +220,11 @@ SG_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     sg_unlock();
     sg_mem_wrlock();
     sg_map_t *m = sg_map_find(ptr);
+    bool host = m && !m->legacy && m->phys->loc == SG_LOC_HOST;
     CUresult r = m && !m->legacy ? sg_map_remove(ptr, size) : CUDA_ERROR_INVALID_VALUE;
     sg_mem_unlock();
-    if (r == CUDA_SUCCESS)
-        drain(SG->cfg.unmap_ns);
+    if (r == CUDA_SUCCESS && host)
+        sg_charge_host_backed(SG->cfg.unmap_ns, SG->cfg.host_unmap_ns);
     return r;
 }
 
@@ -255,12 +262,15 @@ SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
     sg_mem_wrlock();
     sg_map_t *m = sg_map_find(ptr);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
+    bool host = m && !m->legacy && m->phys->loc == SG_LOC_HOST;
     if (m && !m->legacy && m->va == ptr &&
         sg_map_set_access(ptr, size, level < 0 ? m->access : level, grant, revoke) == 0)
         r = CUDA_SUCCESS;
     sg_mem_unlock();
+    if (r == CUDA_SUCCESS && host)
+        sg_charge_host_backed(SG->cfg.setaccess_ns, SG->cfg.host_setaccess_ns);
     if (r == CUDA_SUCCESS)
-        drain(SG->cfg.setaccess_ns);
+        drain(host ? SG->cfg.host_setaccess_ns : SG->cfg.setaccess_ns);
     return r;
 }
 

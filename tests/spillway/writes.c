@@ -1,0 +1,233 @@
+/*
+ * swt-writes: writes of home that do not go through a rewritten launch,
+ * and graphs as PyTorch, vLLM and SGLang use them; each must leave window
+ * copies and home's fingerprints true. LAYERS weights of 4 MiB each, one
+ * allocation each, a checksum kernel reading them in a loop so that the
+ * window streams them. Modes (argv[1]):
+ *   replay-write  the weights hold 7s; a graph of memsets writing 0xdead
+ *                 to every weight is replayed; a kernel then sets them
+ *                 back to 7 and the loop reads them: a home fingerprint
+ *                 kept from before the replay would make the copy of 7s
+ *                 look unchanged, and home would stay 0xdead;
+ *   fork-write    a captured step reads X on s0, forks s1, which fills X
+ *                 in place, joins it and reads X again: the second read
+ *                 must see the fill, not the copy made before it;
+ *   graph-fp      G0 reads the weights (never replayed), G1 fills them
+ *                 with 7; before each replay of G1 an eager memset writes
+ *                 the replay's number: after G1 every weight must read 7;
+ *   replay-in-capture  while s0 captures a step, s1 replays a graph
+ *                 captured before: both must succeed.
+ * Every checksum goes into one small buffer, hashed after each step;
+ * prints "result: HASH" and exits 0, 2 on a CUDA error.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "swt_prog.h"
+
+#define LAYERS 8
+#define WORDS (1u << 20) /* 4 MiB of uint32 */
+#define STEPS 8
+
+static int fail(const char *what, CUresult r) { return swt_cuda_fail("writes", what, r); }
+
+typedef struct {
+    CUfunction fill, checksum;
+    CUdeviceptr w[LAYERS], sums;
+    CUstream s0, s1;
+    CUevent fork, join;
+} model_t;
+
+static CUresult fill(const model_t *m, CUstream s, CUdeviceptr p, uint32_t v)
+{
+    uint64_t n = WORDS;
+    void *a[] = {&p, &v, &n};
+    return cuLaunchKernel(m->fill, 1, 1, 1, 1, 1, 1, 0, s, a, NULL);
+}
+
+static CUresult checksum(const model_t *m, CUstream s, CUdeviceptr p, int slot)
+{
+    uint64_t bytes = WORDS * 4ull;
+    CUdeviceptr out = m->sums + 8ull * (uint64_t)slot;
+    void *a[] = {&p, &bytes, &out};
+    return cuLaunchKernel(m->checksum, 1, 1, 1, 1, 1, 1, 0, s, a, NULL);
+}
+
+/* Reads every weight on s0, a checksum slot each. */
+static CUresult read_all(const model_t *m)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int l = 0; l < LAYERS && r == CUDA_SUCCESS; l++)
+        r = checksum(m, m->s0, m->w[l], l);
+    return r;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+#define CK(call)                      \
+    if ((r = (call)) != CUDA_SUCCESS) \
+        return fail(#call, r);
+
+/* Hashes the checksum slots into *h once s0 is done. */
+static int settle(const model_t *m, uint64_t *h)
+{
+    CUresult r;
+    uint64_t sums[2 * LAYERS];
+    CK(cuStreamSynchronize(m->s0));
+    CK(cuMemcpyDtoH(sums, m->sums, sizeof sums));
+    *h = fnv(*h, sums, sizeof sums);
+    return 0;
+}
+
+static int capture(const model_t *m, CUgraphExec *exec, CUresult (*body)(const model_t *))
+{
+    CUresult r;
+    CUgraph g;
+    CK(cuStreamBeginCapture(m->s0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CK(body(m));
+    CK(cuStreamEndCapture(m->s0, &g));
+    CK(cuGraphInstantiateWithFlags(exec, g, 0));
+    CK(cuGraphDestroy(g));
+    return 0;
+}
+
+static CUresult memset_all(const model_t *m)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int l = 0; l < LAYERS && r == CUDA_SUCCESS; l++)
+        r = cuMemsetD32Async(m->w[l], 0xdead, WORDS, m->s0);
+    return r;
+}
+
+static CUresult fill_all(const model_t *m)
+{
+    CUresult r = CUDA_SUCCESS;
+    for (int l = 0; l < LAYERS && r == CUDA_SUCCESS; l++)
+        r = fill(m, m->s0, m->w[l], 7);
+    return r;
+}
+
+/* s0 reads X (weight 0) right after the others, s1 fills it in place,
+ * s0 reads it again: X's copy is the newest in the window then. */
+static CUresult fork_step(const model_t *m)
+{
+    CUresult r;
+    if ((r = read_all(m)) != CUDA_SUCCESS || (r = checksum(m, m->s0, m->w[0], LAYERS + 1)) ||
+        (r = cuEventRecord(m->fork, m->s0)) ||
+        (r = cuStreamWaitEvent(m->s1, m->fork, 0)) || (r = fill(m, m->s1, m->w[0], 11)) ||
+        (r = cuEventRecord(m->join, m->s1)) || (r = cuStreamWaitEvent(m->s0, m->join, 0)))
+        return r;
+    return checksum(m, m->s0, m->w[0], LAYERS);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "replay-write") && strcmp(mode, "fork-write") && strcmp(mode, "graph-fp") &&
+        strcmp(mode, "replay-in-capture")) {
+        fprintf(stderr, "usage: swt-writes replay-write|fork-write|graph-fp|replay-in-capture\n");
+        return 3;
+    }
+    CUcontext ctx;
+    CUmodule mod;
+    CUresult r;
+    model_t m;
+    memset(&m, 0, sizeof m);
+    if ((r = swt_open("writes", &ctx, &mod)) != CUDA_SUCCESS)
+        return 2;
+    CK(cuModuleGetFunction(&m.fill, mod, "sg_fill_u32"));
+    CK(cuModuleGetFunction(&m.checksum, mod, "sg_checksum_u64"));
+    CK(cuStreamCreate(&m.s0, CU_STREAM_NON_BLOCKING));
+    CK(cuStreamCreate(&m.s1, CU_STREAM_NON_BLOCKING));
+    CK(cuEventCreate(&m.fork, CU_EVENT_DISABLE_TIMING));
+    CK(cuEventCreate(&m.join, CU_EVENT_DISABLE_TIMING));
+    CK(cuMemAlloc(&m.sums, 16 * LAYERS));
+    CK(cuMemsetD8(m.sums, 0, 16 * LAYERS));
+    for (int l = 0; l < LAYERS; l++) {
+        CK(cuMemAlloc(&m.w[l], WORDS * 4ull));
+        CK(cuMemsetD32(m.w[l], 7, WORDS));
+    }
+
+    uint64_t h = 0xcbf29ce484222325ull;
+    CUgraphExec g0 = NULL, g1 = NULL;
+    bool replay_write = !strcmp(mode, "replay-write");
+    if (replay_write && capture(&m, &g0, memset_all))
+        return 2;
+    /* The loop is learned first, so that the window streams eagerly: in
+     * replay-write, the loop that follows, so that its fills are served. */
+    for (int s = 0; s < 4 && !replay_write; s++) {
+        CK(read_all(&m));
+        if (settle(&m, &h))
+            return 2;
+    }
+    if (replay_write) {
+        for (int s = 0; s < 4 + STEPS; s++) {
+            CK(cuGraphLaunch(g0, m.s0));
+            CK(fill_all(&m));
+            CK(read_all(&m));
+            if (settle(&m, &h))
+                return 2;
+        }
+    } else if (!strcmp(mode, "fork-write")) {
+        if (capture(&m, &g0, fork_step))
+            return 2;
+        for (int s = 0; s < STEPS; s++) {
+            CK(fill(&m, m.s0, m.w[0], 100u + (unsigned)s));
+            CK(cuGraphLaunch(g0, m.s0));
+            if (settle(&m, &h))
+                return 2;
+        }
+    } else if (!strcmp(mode, "graph-fp")) {
+        if (capture(&m, &g0, read_all) || capture(&m, &g1, fill_all))
+            return 2;
+        for (int s = 0; s < STEPS; s++) {
+            for (int l = 0; l < LAYERS; l++)
+                CK(cuMemsetD32Async(m.w[l], 200u + (unsigned)s, WORDS, m.s0));
+            CK(cuGraphLaunch(g1, m.s0));
+            CK(read_all(&m));
+            if (settle(&m, &h))
+                return 2;
+        }
+    } else {
+        if (capture(&m, &g0, fill_all))
+            return 2;
+        for (int s = 0; s < STEPS; s++) {
+            CUgraph g;
+            CK(cuStreamBeginCapture(m.s0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+            CK(read_all(&m));
+            CK(cuGraphLaunch(g0, m.s1));
+            CK(cuStreamEndCapture(m.s0, &g));
+            CK(cuGraphInstantiateWithFlags(&g1, g, 0));
+            CK(cuGraphDestroy(g));
+            CK(cuStreamSynchronize(m.s1));
+            CK(cuGraphLaunch(g1, m.s0));
+            CK(cuGraphExecDestroy(g1));
+            g1 = NULL;
+            if (settle(&m, &h))
+                return 2;
+        }
+    }
+    for (int l = 0; l < LAYERS; l++) {
+        static uint32_t host[WORDS];
+        CK(cuMemcpyDtoH(host, m.w[l], sizeof host));
+        h = fnv(h, host, sizeof host);
+    }
+    if (g0)
+        CK(cuGraphExecDestroy(g0));
+    if (g1)
+        CK(cuGraphExecDestroy(g1));
+    printf("writes: %s\n", mode);
+    printf("result: %016llx\n", (unsigned long long)h);
+    return 0;
+}
