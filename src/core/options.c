@@ -409,9 +409,25 @@ static unsigned name_distance(const char *a, size_t la, const char *b, size_t lb
     return prev[lb];
 }
 
+/* Whether name is a whole '_'-separated part at either end of known
+ * ("BUDGET" of "GPU_BUDGET", "PREFETCH" of "PREFETCH_BYTES"), case aside:
+ * a name shortened, not mistyped. */
+static bool part_of(const char *name, size_t len, const char *known, size_t kl)
+{
+    if (len == 0 || len >= kl)
+        return false;
+    bool head = known[len] == '_', tail = known[kl - len - 1] == '_';
+    for (size_t i = 0; i < len && (head || tail); i++) {
+        head &= upper(name[i]) == known[i];
+        tail &= upper(name[i]) == known[kl - len + i];
+    }
+    return head || tail;
+}
+
 /* The known option closest to an unknown name (without the prefix), or
  * NULL when none is close enough to be a likely typo: within a third of
- * the known name's length, and at least 1. Ties go to the earlier entry. */
+ * the known name's length, and at least 1; failing that, the first the
+ * name is a shortened form of. Ties go to the earlier entry. */
 static const opt_t *closest(const char *name, size_t len)
 {
     const opt_t *best = NULL;
@@ -425,6 +441,9 @@ static const opt_t *closest(const char *name, size_t len)
             best_d = d;
         }
     }
+    for (size_t i = 0; i < NOPTS && !best; i++)
+        if (part_of(name, len, opts[i].name, strlen(opts[i].name)))
+            best = &opts[i];
     return best;
 }
 

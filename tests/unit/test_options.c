@@ -666,6 +666,13 @@ START_TEST(test_unknown_variable_suggestions_cover_other_typos)
         /* Names are case-sensitive, but a wrong case is the likeliest typo. */
         {"SPILLWAY_chunk=1", "spillway: unknown variable SPILLWAY_chunk (did you mean "
                              "SPILLWAY_CHUNK?)\n"},
+        /* A name shortened to one end of a known one: the first such. */
+        {"SPILLWAY_BUDGET=8GiB", "spillway: unknown variable SPILLWAY_BUDGET (did you mean "
+                                 "SPILLWAY_GPU_BUDGET?)\n"},
+        {"SPILLWAY_PREFETCH=0", "spillway: unknown variable SPILLWAY_PREFETCH (did you mean "
+                                "SPILLWAY_PREFETCH_BYTES?)\n"},
+        {"SPILLWAY_gpu=1", "spillway: unknown variable SPILLWAY_gpu (did you mean "
+                           "SPILLWAY_GPU_BUDGET?)\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sw_options_t o;
