@@ -532,6 +532,26 @@ static void format_value(const sw_stat_field_t *fl, uint64_t v, char *buf, size_
         snprintf(buf, len, "%" PRIu64, v);
 }
 
+/* The per-device fields close the list, three per device (stats_fields.h). */
+_Static_assert(SW_STAT_dev1_device_bytes - SW_STAT_dev0_device_bytes == 3 &&
+                   SW_STAT_dev7_bytes_streamed == SW_STAT_COUNT - 1,
+               "per-device fields: three per device, last in the list");
+
+/* Whether field i is a per-device field of a device every one of the n
+ * snapshots shows unused (all its fields and peaks 0): such rows are
+ * noise in the table and in Prometheus. The JSON keeps every field. */
+static bool unused_device_field(int i, const sw_stats_snapshot_t *s, size_t n)
+{
+    if (i < SW_STAT_dev0_device_bytes)
+        return false;
+    int first = SW_STAT_dev0_device_bytes + (i - SW_STAT_dev0_device_bytes) / 3 * 3;
+    for (size_t k = 0; k < n; k++)
+        for (int j = first; j < first + 3; j++)
+            if (s[k].value[j] || s[k].peak[j])
+                return false;
+    return true;
+}
+
 void sw_statsfile_table(FILE *f, const sw_stats_snapshot_t *s)
 {
     char comm[SW_STATS_COMM_LEN * 4 + 1];
@@ -540,6 +560,8 @@ void sw_statsfile_table(FILE *f, const sw_stats_snapshot_t *s)
     for (int i = 0; i < SW_STAT_COUNT; i++) {
         const sw_stat_field_t *fl = &sw_stat_fields[i];
         char v[32], p[32] = "-";
+        if (unused_device_field(i, s, 1))
+            continue;
         format_value(fl, s->value[i], v, sizeof v);
         if (fl->gauge)
             format_value(fl, s->peak[i], p, sizeof p);
@@ -618,6 +640,8 @@ static void prom_metric(FILE *f, int i, bool peak, const sw_stats_snapshot_t *s,
 void sw_statsfile_prometheus(FILE *f, const sw_stats_snapshot_t *s, size_t n)
 {
     for (int i = 0; i < SW_STAT_COUNT; i++) {
+        if (unused_device_field(i, s, n))
+            continue;
         prom_metric(f, i, false, s, n);
         if (sw_stat_fields[i].gauge)
             prom_metric(f, i, true, s, n);

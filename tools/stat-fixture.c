@@ -108,6 +108,7 @@ int main(int argc, char **argv)
     sw_stat_add(SW_STAT_tracked_bytes, 4 * GiB);
     sw_stat_add(SW_STAT_tracked_allocs, 5);
     sw_stat_add(SW_STAT_device_bytes, 4 * GiB);
+    sw_stat_add(SW_STAT_dev0_device_bytes, 4 * GiB);
     sw_stats_publish();
     if (!sw_stat_get(SW_STAT_tracked_bytes)) {
         fprintf(stderr, "stat-fixture: counts lost in publishing\n");

@@ -112,7 +112,10 @@ pid-table)
     expect_out_re '^bytes_demoted +224\.0 MiB +- '
     expect_out_re '^launches +1000 +- '
     expect_out_re '^failed_moves +0 +- '
-    [ "$(wc -l <"$tmp/out")" -eq 64 ] || fail "expected 2 header lines and 62 fields"
+    # device 0's rows; devices 1-7 hold nothing and are left out
+    expect_out_re '^dev0_device_bytes +4\.0 GiB +4\.0 GiB '
+    ! grep -q '^dev[1-7]_' "$tmp/out" || fail "rows of unused devices 1-7"
+    [ "$(wc -l <"$tmp/out")" -eq 43 ] || fail "expected 2 header lines and 41 fields (62 less 7 unused devices' 3)"
     ;;
 json)
     start_fixture
@@ -396,12 +399,14 @@ prometheus)
     expect_out '# TYPE spillway_launches_total counter'
     expect_out '# TYPE spillway_tracked_allocs_peak gauge'
     expect_out '# HELP spillway_tracked_bytes bytes in allocations spillway tracks'
-    # one sample for each field, and one more for each gauge's peak
-    # (as many as --json has numbers, less pid and version)
+    # one sample for each field, and one more for each gauge's peak (as
+    # many as --json has numbers, less pid and version), less those of
+    # devices 1-7, which hold nothing: 3 fields and 2 gauge peaks each
     samples=$(count_out '^spillway_')
+    ! grep -q '^spillway_dev[1-7]_' "$tmp/out" || fail "samples of unused devices 1-7"
     run --dir "$dir" --json "$fpid"
-    [ "$samples" -eq $(($(count_out '^  "[a-z0-9_]+": [0-9]+,?$') - 2)) ] ||
-        fail "$samples samples, not one per field and peak"
+    [ "$samples" -eq $(($(count_out '^  "[a-z0-9_]+": [0-9]+,?$') - 2 - 7 * 5)) ] ||
+        fail "$samples samples, not one per field and peak of device 0 and the process"
     # one process alone, by PID
     run --dir "$dir" --prometheus "$fpid"
     expect_rc 0
