@@ -73,7 +73,7 @@ static CUdeviceptr vmm_buffer(CUdevice dev)
 
 /* The child: launches `launches` tiny kernels and prints ns per launch.
  * mode: "plain" (64 KiB cuMemAlloc), "tracked" (4 MiB cuMemAlloc), "vmm";
- * for instruction counts only (README, "Launch overhead"), run as
+ * for instruction counts only (docs/benchmarks.md, "Launch overhead"), run as
  * --child MODE N under the environment given there: "inplace" (the
  * argument points into a host chunk among 100 allocations), "arena"
  * (into the start of an 8 GiB allocation) and "allocs" (600 allocations

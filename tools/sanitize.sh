@@ -1,5 +1,5 @@
 #!/bin/sh
-# The sanitizer builds and their test runs (README: Reliability,
+# The sanitizer builds and their test runs (docs/reliability.md,
 # Sanitizers). Each build is a tree of its own beside build/:
 #   build-asan  -Db_sanitize=address,undefined: the whole test suite, the
 #               preload-true test included (/bin/true with the ASan runtime
