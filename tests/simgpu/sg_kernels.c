@@ -392,10 +392,7 @@ static void gemv_tma_run(const void *a, void *const *h)
  * already; and a word it only reads is no one else's concern, though a
  * span reaches past what the launch wrote into what other streams may be
  * writing (a neighbour's output in one buffer). The flags in host memory
- * are written only when
- * such a word is found, as on a GPU: so they are declared (and cross the
- * link) only when the spans hold one when the ranges are asked for, which
- * is again when the kernel runs. ---- */
+ * are written only when such a word is found, as on a GPU (set_found). ---- */
 #define UNWINDOW_SPANS 8
 #define UNWINDOW_COPIES 16
 typedef struct {
@@ -406,33 +403,6 @@ typedef struct {
     uint32_t *found;
 } unwindow_args_t;
 _Static_assert(sizeof(unwindow_args_t) <= SG_MAX_ARGS, "spillway_unwindow's parameter fits");
-static void unwindow_units(const unwindow_args_t *p, uint32_t *lo, uint32_t *hi)
-{
-    *lo = UINT32_MAX;
-    *hi = 0;
-    for (uint32_t k = 0; k < p->ncopies && k < UNWINDOW_COPIES; k++) {
-        *lo = p->unit[k] < *lo ? p->unit[k] : *lo;
-        *hi = p->unit[k] > *hi ? p->unit[k] : *hi;
-    }
-}
-/* Whether a word of the spans holds an address in one of the copies. */
-static bool unwindow_finds(const unwindow_args_t *p, sg_peek_fn peek)
-{
-    bool found = false;
-    for (uint32_t s = 0; s < p->nspans && s < UNWINDOW_SPANS && !found; s++) {
-        uint64_t first = (p->lo[s] + 7) & ~7ull, end = (p->lo[s] + p->len[s]) & ~7ull;
-        uint64_t *w = end > first ? malloc(end - first) : NULL;
-        if (!w || !peek(first, w, end - first)) {
-            free(w);
-            continue;
-        }
-        for (uint64_t i = 0; i < (end - first) / 8 && !found; i++)
-            for (uint32_t k = 0; k < p->ncopies && k < UNWINDOW_COPIES; k++)
-                found |= w[i] - p->copy[k] < p->copy_len[k];
-        free(w);
-    }
-    return found;
-}
 static int unwindow_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 {
     unwindow_args_t p;
@@ -442,10 +412,6 @@ static int unwindow_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
         r[n] = R((void *)p.lo[s], p.len[s], false);
         r[n++].unordered = true;
     }
-    uint32_t lo, hi;
-    unwindow_units(&p, &lo, &hi);
-    if (lo <= hi && unwindow_finds(&p, peek))
-        r[n++] = R(p.found + lo, (uint64_t)(hi - lo + 1) * 4, true);
     return n;
 }
 static double unwindow_flops(const void *a)
@@ -457,12 +423,23 @@ static double unwindow_flops(const void *a)
         words += (double)p.len[s] / 8;
     return words * (p.ncopies + 1);
 }
+/* Sets a unit's flag, in the host memory the args name: not a declared
+ * range, since it is written only when a stored window address is found,
+ * which is known only as the kernel runs. The memory lock is held for
+ * reading, as a translation needs. */
+static void set_found(uint32_t *flag)
+{
+    sg_xlate_t x;
+    uint32_t one = 1;
+    if (sg_mem_xlate((uint64_t)flag, 4, true, true, &x) && x.host)
+        memcpy(x.host, &one, 4);
+}
+
 static void unwindow_run(const void *a, void *const *h)
 {
     unwindow_args_t p;
     memcpy(&p, a, sizeof p);
-    uint32_t lo, hi, nspans = p.nspans < UNWINDOW_SPANS ? p.nspans : UNWINDOW_SPANS;
-    unwindow_units(&p, &lo, &hi);
+    uint32_t nspans = p.nspans < UNWINDOW_SPANS ? p.nspans : UNWINDOW_SPANS;
     for (uint32_t s = 0; s < nspans; s++) {
         uint64_t first = (p.lo[s] + 7) & ~7ull, end = (p.lo[s] + p.len[s]) & ~7ull;
         unsigned char *base = (unsigned char *)h[s] + (first - p.lo[s]);
@@ -473,9 +450,7 @@ static void unwindow_run(const void *a, void *const *h)
                 if (v - p.copy[k] < p.copy_len[k]) {
                     v = p.home[k] + (v - p.copy[k]);
                     memcpy(base + 8 * i, &v, 8);
-                    uint32_t one = 1;
-                    if (h[nspans]) /* declared: the ranges saw the word too */
-                        memcpy((uint32_t *)h[nspans] + (p.unit[k] - lo), &one, 4);
+                    set_found(p.found + p.unit[k]);
                     break;
                 }
         }
