@@ -537,19 +537,16 @@ _Static_assert(SW_STAT_dev1_device_bytes - SW_STAT_dev0_device_bytes == 3 &&
                    SW_STAT_dev7_bytes_streamed == SW_STAT_COUNT - 1,
                "per-device fields: three per device, last in the list");
 
-/* Whether field i is a per-device field of a device every one of the n
- * snapshots shows unused (all its fields and peaks 0): such rows are
- * noise in the table and in Prometheus. The JSON keeps every field. */
-static bool unused_device_field(int i, const sw_stats_snapshot_t *s, size_t n)
+bool sw_statsfile_shown(int i, const sw_stats_snapshot_t *s, size_t n)
 {
     if (i < SW_STAT_dev0_device_bytes)
-        return false;
+        return true;
     int first = SW_STAT_dev0_device_bytes + (i - SW_STAT_dev0_device_bytes) / 3 * 3;
     for (size_t k = 0; k < n; k++)
         for (int j = first; j < first + 3; j++)
             if (s[k].value[j] || s[k].peak[j])
-                return false;
-    return true;
+                return true;
+    return false;
 }
 
 void sw_statsfile_table(FILE *f, const sw_stats_snapshot_t *s)
@@ -560,7 +557,7 @@ void sw_statsfile_table(FILE *f, const sw_stats_snapshot_t *s)
     for (int i = 0; i < SW_STAT_COUNT; i++) {
         const sw_stat_field_t *fl = &sw_stat_fields[i];
         char v[32], p[32] = "-";
-        if (unused_device_field(i, s, 1))
+        if (!sw_statsfile_shown(i, s, 1))
             continue;
         format_value(fl, s->value[i], v, sizeof v);
         if (fl->gauge)
@@ -640,7 +637,7 @@ static void prom_metric(FILE *f, int i, bool peak, const sw_stats_snapshot_t *s,
 void sw_statsfile_prometheus(FILE *f, const sw_stats_snapshot_t *s, size_t n)
 {
     for (int i = 0; i < SW_STAT_COUNT; i++) {
-        if (unused_device_field(i, s, n))
+        if (!sw_statsfile_shown(i, s, n))
             continue;
         prom_metric(f, i, false, s, n);
         if (sw_stat_fields[i].gauge)

@@ -148,6 +148,10 @@ void sw_statsfile_json(FILE *f, const sw_stats_snapshot_t *s, int indent);
 /* The table of every field: name, value, peak, help (byte units for
  * bytes). */
 void sw_statsfile_table(FILE *f, const sw_stats_snapshot_t *s);
+/* Whether the table and the Prometheus output of the n snapshots show
+ * field i: every field but the per-device ones of a device that is all 0
+ * (fields and peaks) in each; such rows are noise. The JSON shows all. */
+bool sw_statsfile_shown(int i, const sw_stats_snapshot_t *s, size_t n);
 /* Every field of n processes in Prometheus's text exposition format: per
  * field, HELP and TYPE lines, then one sample per process labelled pid and
  * command. Counters are spillway_<name>_total; a gauge is spillway_<name>,

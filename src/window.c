@@ -672,7 +672,10 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     pending.e[pending.n++] = u->entry;
     *copy = w->base + e->off;
     ok = true;
-    if (ordered)
+    /* Not into a graph: a copy ahead is a guess, and a graph would make
+     * it at every replay, reading an allocation its own kernels may never
+     * use, which the program may have freed by then. */
+    if (ordered && !w->origin)
         copy_ahead(w, ui);
 out:
     pthread_mutex_unlock(&w->lock);

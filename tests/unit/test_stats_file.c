@@ -877,7 +877,20 @@ START_TEST(test_table_shows_units_and_no_peak_for_counters)
     int lines = 0;
     for (char *p = t; *p; p++)
         lines += *p == '\n';
-    ck_assert_int_eq(lines, 2 + SW_STAT_COUNT);
+    /* every field but those of the eight devices, all 0 here */
+    ck_assert_int_eq(lines, 2 + SW_STAT_COUNT - 8 * 3);
+    ck_assert(!strstr(t, "dev0_"));
+    free(t);
+
+    /* a device with a budget shows its three rows, the others still not */
+    s.value[SW_STAT_dev3_gpu_budget] = GiB;
+    t = render(sw_statsfile_table, &s);
+    lines = 0;
+    for (char *p = t; *p; p++)
+        lines += *p == '\n';
+    ck_assert_int_eq(lines, 2 + SW_STAT_COUNT - 7 * 3);
+    ck_assert(strstr(t, "\ndev3_device_bytes ") && strstr(t, "\ndev3_bytes_streamed "));
+    ck_assert(!strstr(t, "dev2_") && !strstr(t, "dev4_"));
     free(t);
 }
 END_TEST
