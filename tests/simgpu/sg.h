@@ -184,6 +184,7 @@ bool sg_device_ok(CUdevice dev);
     X(cuStreamWaitValue64, CUDA_ERROR_INVALID_VALUE, API)                    \
     X(cuStreamBatchMemOp, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuStreamIsCapturing, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuThreadExchangeStreamCaptureMode, CUDA_ERROR_INVALID_VALUE, API)      \
     X(cuStreamGetCaptureInfo, CUDA_ERROR_INVALID_VALUE, API)                 \
     X(cuGraphInstantiate, CUDA_ERROR_OUT_OF_MEMORY, API)                     \
     X(cuGraphInstantiateWithFlags, CUDA_ERROR_OUT_OF_MEMORY, API)            \

@@ -231,19 +231,26 @@ CUresult sg_capture_wait(sg_stream_t *s, sg_event_t *e, bool external)
     return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
 }
 
+/* This thread's capture interaction mode (cuThreadExchangeStreamCaptureMode):
+ * which captures an unsafe call of its own breaks. GLOBAL, the default:
+ * its own (unless RELAXED) and any other thread's GLOBAL ones;
+ * THREAD_LOCAL: its own (unless RELAXED); RELAXED: none. */
+static __thread CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
 CUresult sg_capture_guard(sg_stream_t *stream)
 {
     CUresult r = CUDA_SUCCESS;
     for (sg_capture_t *c = SG->captures; c; c = c->next) {
-        bool hit;
+        bool hit, own = pthread_equal(c->thread, pthread_self());
         if (stream)
             hit = stream->capture == c;
-        else if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL)
-            hit = true;
-        else if (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            hit = pthread_equal(c->thread, pthread_self());
-        else
+        else if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
             hit = false;
+        else if (own)
+            hit = c->mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+        else
+            hit = thread_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                  c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
         if (hit) {
             invalidate(c);
             r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
@@ -253,6 +260,21 @@ CUresult sg_capture_guard(sg_stream_t *stream)
 }
 
 /* ---- capture API ---- */
+
+/* PyTorch's caching allocator sets RELAXED around every allocation it
+ * makes during a capture, and puts the old mode back after. */
+SG_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    SG_ENTER(cuThreadExchangeStreamCaptureMode, API);
+    if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                  *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+                  *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = thread_mode;
+    thread_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
 
 static CUresult begin_capture(CUstream hs, CUstreamCaptureMode mode, bool pt, void *into)
 {

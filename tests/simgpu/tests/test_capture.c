@@ -262,6 +262,64 @@ START_TEST(capture_global_refuses_unsafe_call_on_other_thread)
 }
 END_TEST
 
+START_TEST(capture_thread_relaxed_allows_unsafe_calls)
+{
+    /* PyTorch's allocator: RELAXED around an allocation made during a
+     * GLOBAL capture on the same thread, then the old mode back. */
+    sgt_init();
+    CUstream s = capture_stream();
+    SGT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    SGT_OK(cuThreadExchangeStreamCaptureMode(&m));
+    ck_assert_int_eq(m, CU_STREAM_CAPTURE_MODE_GLOBAL);
+    CUdeviceptr p;
+    SGT_OK(cuMemAlloc(&p, 4096));
+    SGT_OK(cuThreadExchangeStreamCaptureMode(&m));
+    ck_assert_int_eq(m, CU_STREAM_CAPTURE_MODE_RELAXED);
+    CUstreamCaptureStatus st;
+    SGT_OK(cuStreamIsCapturing(s, &st));
+    ck_assert_int_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    /* GLOBAL again: the same call now breaks the capture. */
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuMemAlloc(&p, 4096));
+    CUgraph g = NULL;
+    SGT_EXPECT(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
+    m = (CUstreamCaptureMode)7;
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuThreadExchangeStreamCaptureMode(&m));
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuThreadExchangeStreamCaptureMode(NULL));
+}
+END_TEST
+
+static void *thread_local_alloc_thread(void *arg)
+{
+    CUdeviceptr p;
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    other_thread_result = cuCtxSetCurrent(sgt_ctx());
+    if (other_thread_result == CUDA_SUCCESS)
+        other_thread_result = cuThreadExchangeStreamCaptureMode(&m);
+    if (other_thread_result == CUDA_SUCCESS)
+        other_thread_result = cuMemAlloc(&p, 4096);
+    return NULL;
+}
+
+START_TEST(capture_thread_local_mode_ignores_other_threads_captures)
+{
+    /* A thread in THREAD_LOCAL mode may make unsafe calls while another
+     * thread's GLOBAL capture runs, and that capture survives. */
+    sgt_init();
+    CUstream s = capture_stream();
+    SGT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, thread_local_alloc_thread, NULL), 0);
+    pthread_join(t, NULL);
+    ck_assert_msg(other_thread_result == CUDA_SUCCESS,
+                  "cuMemAlloc on a THREAD_LOCAL thread: %d (%s)", other_thread_result,
+                  sgt_errname(other_thread_result));
+    CUgraph g = NULL;
+    SGT_OK(cuStreamEndCapture(s, &g));
+    ck_assert_ptr_nonnull(g);
+}
+END_TEST
+
 START_TEST(capture_of_legacy_stream_is_refused)
 {
     sgt_init();
@@ -581,6 +639,8 @@ Suite *capture_suite(void)
     sgt_case(s, capture_relaxed_allows_unsafe_calls);
     sgt_case(s, capture_relaxed_refuses_stream_sync);
     sgt_case(s, capture_global_refuses_unsafe_call_on_other_thread);
+    sgt_case(s, capture_thread_relaxed_allows_unsafe_calls);
+    sgt_case(s, capture_thread_local_mode_ignores_other_threads_captures);
     sgt_case(s, capture_of_legacy_stream_is_refused);
     sgt_case(s, capture_graph_replays_on_launch_stream);
     sgt_case(s, capture_records_async_copy_from_pinned_memory);
