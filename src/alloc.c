@@ -80,6 +80,32 @@ static uint64_t physical_ram(void)
     return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Makes dev's window out of its budget, if it has one: the streaming
+ * window is per device; the remapping one (SPILLWAY_REWRITE=0) is the
+ * first device's alone. Once, whether it could be made or not. */
+static void make_window(int dev)
+{
+    uint64_t budget;
+    if (!sw_dev_window_due(dev) || !sw_dev_budget(dev, &budget))
+        return;
+    sw_dev_window_tried(dev);
+    sw_dev_bytes_add(dev, (int64_t)(sw_opts()->rewrite     ? sw_window_setup(dev, budget, table)
+                                    : dev == sw_dev_home() ? sw_prefetch_setup(budget)
+                                                           : 0));
+}
+
+/* Gives dev's window back if spillway chose to make it (a picked budget):
+ * again, for the next binding to make anew; else for good. */
+static void release_picked_window(int dev, bool again)
+{
+    uint64_t bytes = sw_dev_budget_picked(dev) ? sw_window_release(dev) : 0;
+    if (!bytes)
+        return;
+    sw_dev_bytes_add(dev, -(int64_t)bytes);
+    if (again)
+        sw_dev_window_untried(dev);
+}
+
 /* Makes the current device ready for a tracked allocation: the table and
  * the host budget once, and each device, when it is first seen, its own
  * budget (devices.c) and its window, out of that budget. Returns the
@@ -104,13 +130,10 @@ static int ready(const sw_vmm_info_t **vi)
     }
     if (!table)
         return -1;
-    /* The streaming window is per device; the remapping one
-     * (SPILLWAY_REWRITE=0) is the first device's alone. */
-    uint64_t budget;
-    if (fresh && sw_dev_budget(dev, &budget))
-        sw_dev_bytes_add(dev, (int64_t)(o->rewrite ? sw_window_setup(dev, budget, table)
-                                        : first    ? sw_prefetch_setup(budget)
-                                                   : 0));
+    /* A given budget takes its window now; a picked one when it first
+     * binds (sw_room_for): a program that fits loses no memory to it. */
+    if (fresh && !sw_dev_budget_picked(dev))
+        make_window(dev);
     return dev;
 }
 
@@ -332,6 +355,19 @@ const sw_vmm_info_t *sw_alloc_ready(int *dev)
 bool sw_room_for(int dev, uint64_t size, bool *synced)
 {
     uint64_t room = sw_device_room(dev);
+    if (room < size && !sw_capturing() && sw_dev_window_due(dev)) {
+        /* A picked budget binds for the first time: its window is made
+         * now, after room for it was made, and the pool let go, so that
+         * the device has the bytes. */
+        uint64_t budget = 0, want;
+        sw_dev_budget(dev, &budget);
+        want = sw_amount_resolve(&sw_opts()->prefetch_bytes, budget);
+        if (want > room)
+            demote(dev, want - room, synced);
+        sw_pool_drain(SW_ON_DEVICE);
+        make_window(dev);
+        room = sw_device_room(dev);
+    }
     if (room < size && !sw_capturing())
         room += demote(dev, size - room, synced);
     return room >= size;
@@ -391,6 +427,14 @@ CUresult sw_passthrough(sw_route_t route, CUdeviceptr *dptr, size_t bytesize,
      * the moves pooled, are released before each retry. */
     while (r == CUDA_ERROR_OUT_OF_MEMORY && need && demote(dev, need, &synced) > 0) {
         sw_pool_drain(SW_ON_DEVICE);
+        r = again(dptr, bytesize, ctx);
+    }
+    /* Without a budget given, the window was spillway's choice: memory
+     * the program, run alone, would have had. It goes, for good, before
+     * the driver's refusal reaches the program. */
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && need && sw_dev_budget_picked(dev) &&
+        sw_window_size(dev) > 0) {
+        release_picked_window(dev, false);
         r = again(dptr, bytesize, ctx);
     }
     sw_gate_unwr();
@@ -501,11 +545,15 @@ static void free_tracked(sw_alloc_t *a)
     sw_table_remove(table, a);
     release_chunks(a, a->nchunks);
     sw_vmm_unreserve(a->va, a->reserved);
-    /* With nothing tracked, nothing will move: the pools go too, so a
-     * program that freed everything holds nothing through spillway. */
+    /* With nothing tracked, nothing will move: the pools go too, and a
+     * window spillway chose to make (a picked budget), which the next
+     * binding makes again, so a program that freed everything holds
+     * nothing through spillway. */
     if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
         sw_pool_drain(SW_ON_DEVICE);
         sw_pool_drain(SW_ON_HOST);
+        for (int dev = sw_dev_next(-1); dev >= 0; dev = sw_dev_next(dev))
+            release_picked_window(dev, true);
     }
     sw_stat_add(SW_STAT_tracked_bytes, -(int64_t)a->reserved);
     sw_stat_add(SW_STAT_tracked_allocs, -1);

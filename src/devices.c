@@ -75,6 +75,8 @@
 typedef struct {
     int state;                 /* DEV_* */
     bool budget_set;
+    bool budget_auto;          /* picked by resolve_budget, not given */
+    bool window_tried;         /* its window was made, or could not be */
     uint64_t budget;
     uint64_t bytes;            /* tracked bytes resident on it, the window included */
     CUmemAllocationProp prop;  /* device handles' location */
@@ -169,18 +171,43 @@ static void find_access(int dev)
     }
 }
 
+/* The headroom a picked budget leaves of a device's total: cuBLAS
+ * workspaces, NCCL buffers, activations below SPILLWAY_MIN_ALLOC. */
+#define AUTO_HEADROOM_SHIFT 4 /* a sixteenth */
+
+/* dev's budget: spillway_set_budgets', or the options' amount; unset,
+ * what the device has free as it is first tracked (the current context
+ * is dev's) less a sixteenth of its total; "none": no budget. */
 static void resolve_budget(int dev)
 {
-    const sw_amount_t *a = sw_gpu_budget_of(sw_opts(), dev);
+    const sw_options_t *o = sw_opts();
+    const sw_amount_t *a = sw_gpu_budget_of(o, dev);
+    sw_devstate_t *d = &devs[dev];
     if (override) {
-        devs[dev].budget_set = override_set;
-        devs[dev].budget = override_budget;
+        d->budget_set = override_set;
+        d->budget = override_budget;
         return;
     }
-    size_t total = 0;
+    size_t total = 0, avail = 0, all = 0;
     SW_CALL(cuDeviceTotalMem_v2, (&total, dev));
-    devs[dev].budget_set = a->set;
-    devs[dev].budget = a->set ? sw_amount_resolve(a, total) : 0;
+    d->budget_set = a->set;
+    d->budget = a->set ? sw_amount_resolve(a, total) : 0;
+    if (a->set || o->gpu_budget_off)
+        return;
+    uint64_t headroom = (uint64_t)total >> AUTO_HEADROOM_SHIFT;
+    if (SW_CALL(cuMemGetInfo_v2, (&avail, &all)) != CUDA_SUCCESS || avail <= headroom) {
+        sw_info("device %d: no GPU budget picked (%llu bytes free of %llu): demotion only on "
+                "out-of-memory",
+                dev, (unsigned long long)avail, (unsigned long long)total);
+        return;
+    }
+    d->budget_set = d->budget_auto = true;
+    d->budget = avail - headroom;
+    sw_info("device %d: GPU budget %llu bytes, picked: %llu free of %llu at its first tracked "
+            "allocation, less a sixteenth of the total (SPILLWAY_GPU_BUDGET sets it; none: "
+            "none)",
+            dev, (unsigned long long)d->budget, (unsigned long long)avail,
+            (unsigned long long)total);
 }
 
 /* Probes a device other than home: VMM support, a granularity that
@@ -275,6 +302,28 @@ bool sw_dev_any_budget(void)
     return any_budget;
 }
 
+bool sw_dev_budget_picked(int dev)
+{
+    return valid(dev) && devs[dev].budget_set && devs[dev].budget_auto;
+}
+
+bool sw_dev_window_due(int dev)
+{
+    return valid(dev) && devs[dev].budget_set && !devs[dev].window_tried;
+}
+
+void sw_dev_window_tried(int dev)
+{
+    if (valid(dev))
+        devs[dev].window_tried = true;
+}
+
+void sw_dev_window_untried(int dev)
+{
+    if (valid(dev))
+        devs[dev].window_tried = false;
+}
+
 bool sw_dev_budget(int dev, uint64_t *budget)
 {
     if (!valid(dev) || !devs[dev].budget_set)
@@ -307,6 +356,7 @@ void sw_dev_set_budgets(bool set, uint64_t budget)
         if (devs[dev].state != DEV_READY)
             continue;
         devs[dev].budget_set = set;
+        devs[dev].budget_auto = false;
         devs[dev].budget = set ? budget : 0;
         publish_budget(dev);
     }

@@ -28,7 +28,7 @@
     X(cuCtxSynchronize) X(cuStreamSynchronize)                              \
     X(cuFuncGetParamInfo) X(cuKernelGetParamInfo) X(cuGetErrorName)        \
     X(cuStreamGetFlags) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) \
-    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuStreamIsCapturing) \
+    X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuStreamIsCapturing) \
     X(cuEventQuery) X(cuEventDestroy_v2) X(cuDeviceGetMemPool) X(cuDeviceGetCount)         \
     X(cuDeviceCanAccessPeer) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize_v2) \
     X(cuStreamGetCtx)
@@ -296,6 +296,13 @@ uint64_t sw_dev_room(int dev);
 bool sw_dev_any_budget(void);
 /* dev's budget into *budget; false when it has none. */
 bool sw_dev_budget(int dev, uint64_t *budget);
+/* dev's budget was picked from its free memory, not given. */
+bool sw_dev_budget_picked(int dev);
+/* dev has a budget and its window was not made yet, nor failed to be
+ * (a picked budget makes it only when the budget first binds). */
+bool sw_dev_window_due(int dev);
+void sw_dev_window_tried(int dev);
+void sw_dev_window_untried(int dev);
 uint64_t sw_dev_bytes(int dev);
 /* dev's resident bytes change by delta: its count, device_bytes and
  * devN_device_bytes move together. Can't fail. */
@@ -463,6 +470,10 @@ int sw_window_here(void);
 /* Makes dev's window, in the current context (dev's), out of dev's GPU
  * budget, for the allocations of t: the bytes it took (0: none made). */
 uint64_t sw_window_setup(int dev, uint64_t budget, const sw_table_t *t);
+/* Frees dev's window for good (the driver needs its memory), after the
+ * safety synchronization: its bytes (0: none, or a graph holds copies
+ * in it, or a capture is on). Gate held exclusively. */
+uint64_t sw_window_release(int dev);
 /* Whether [start, +len) may be streamed by dev's window: every chunk dev's
  * and on the host. */
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len);

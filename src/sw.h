@@ -67,6 +67,7 @@ typedef struct {
     sw_amount_t gpu_budget;  /* every device's, unless gpu_budget_dev says
                               * otherwise; unset: no budget, demote only on OOM */
     sw_amount_t gpu_budget_dev[SW_MAX_DEVICES]; /* "D:amount" entries; set: given */
+    bool gpu_budget_off;     /* "none": no budget, demote only on out-of-memory */
     sw_amount_t host_budget; /* default: 6.25% of RAM, per process */
     uint64_t min_alloc;      /* default 2MiB */
     uint64_t chunk;          /* default 32MiB; rounded to granularity later */

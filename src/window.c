@@ -819,6 +819,55 @@ void sw_window_read(CUstream s)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Frees everything w holds but the device's copy stream, which moves
+ * share. No launch is in flight (the gate is held exclusively), so no
+ * thread's pending entries name w. */
+static void teardown(win_t *w)
+{
+    const sw_real_t *r = sw_real();
+    bool ok = r->cuMemFree_v2(w->base) == CUDA_SUCCESS;
+    if (w->fp_on)
+        ok &= r->cuMemFree_v2(w->fp) == CUDA_SUCCESS &&
+              r->cuMemFreeHost(w->changed) == CUDA_SUCCESS &&
+              r->cuMemFreeHost(w->escaped) == CUDA_SUCCESS;
+    if (!ok)
+        sw_warn("device %d: the streaming window's memory could not all be freed", w->dev);
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w->entries[i];
+        if (e->filled)
+            r->cuEventDestroy_v2(e->filled);
+        for (int k = 0; k < READERS; k++)
+            if (e->read[k])
+                r->cuEventDestroy_v2(e->read[k]);
+    }
+    for (int i = 0; i < w->nunits; i++)
+        if (w->units[i].homed)
+            r->cuEventDestroy_v2(w->units[i].homed);
+    r->cuEventDestroy_v2(w->replayed);
+    r->cuEventDestroy_v2(w->done);
+    if (w->cst)
+        r->cuStreamDestroy_v2(w->cst);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+uint64_t sw_window_release(int dev)
+{
+    win_t *w = win(dev);
+    if (!w || w->graphs || w->origin || sw_capturing() || sw_safe_sync() != CUDA_SUCCESS)
+        return 0;
+    /* Every launch that read a copy sent it home right after, and the
+     * device has finished: home is current, the copies can simply go. */
+    uint64_t size = w->size;
+    for (int i = 0; i < MAX_ENTRIES; i++)
+        if (w->entries[i].unit >= 0)
+            drop_entry(w, &w->entries[i]);
+    __atomic_store_n(&wins[dev], NULL, __ATOMIC_RELEASE);
+    teardown(w);
+    sw_info("device %d: streaming window released (%llu bytes)", dev, (unsigned long long)size);
+    return size;
+}
+
 bool sw_window_busy(void)
 {
     return __atomic_load_n(&any_unit, __ATOMIC_RELAXED);

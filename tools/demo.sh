@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The demo: the MLP program on simgpu (the simulated GPU). First a model
 # that fits; then one 2.7x bigger than the GPU, which fails with
-# out-of-memory on its own and runs correctly under spillway, with
-# spillway-stat's view of it while it runs; last, a picture of its
-# timeline (build/demo-timeline.png, when gnuplot is installed).
+# out-of-memory on its own and runs correctly under spillway with no
+# option, with spillway-stat's view of it while it runs; then the step
+# times side by side (simgpu's virtual time: all-resident, spillway with
+# no option, LRU, reading in place) against the link bound; last, a
+# picture of its timeline (build/demo-timeline.png, with gnuplot).
 # Usage: tools/demo.sh [builddir]
 set -u
 build=${1:-build}
@@ -53,10 +55,36 @@ echo "-- spillway stat $pid:"
 wait "$pid" || { echo "   -> mlp under spillway failed" >&2; exit 1; }
 wait "$rec"
 
+# step MODE VAR=value...: one timed run of the model (3 warm-up steps,
+# then 4 timed), its virtual step time in microseconds.
+step() {
+    env "$@" "$mlp" "${model[@]}" --steps 7 --time 3 2>/dev/null |
+        sed -n 's/.* step_ns=\([0-9]*\).*/\1/p' | awk '{ printf "%.1f", $1 / 1000 }'
+}
+echo
+echo "== 4. step times (simgpu's virtual time, 64 MiB model, 24 MiB GPU)"
+res=$(step SIMGPU_MEM=80GiB)
+on="LD_PRELOAD=$build/src/libspillway.so"
+auto=$(step SIMGPU_MEM=24MiB "$on")
+lru=$(step SIMGPU_MEM=24MiB "$on" SPILLWAY_POLICY=lru)
+inplace=$(step SIMGPU_MEM=24MiB "$on" SPILLWAY_PREFETCH_BYTES=0)
+# The bound: what must cross the link each step, the model less the GPU,
+# at simgpu's 55 GB/s copy rate; never less than the all-resident step.
+awk -v res="$res" -v auto="$auto" -v lru="$lru" -v inplace="$inplace" 'BEGIN {
+    bound = (64 - 24) * 1048576 / 55 / 1000
+    if (bound < res) bound = res
+    printf "   %-42s %9s us\n", "all-resident (80 GiB GPU)", res
+    printf "   %-42s %9s\n", "plain, 24 MiB GPU", "out of memory"
+    printf "   %-42s %9s us  %.2fx the link bound\n", "spillway run, no option", auto, auto / bound
+    printf "   %-42s %9s us  %.2fx\n", "LRU (SPILLWAY_POLICY=lru)", lru, lru / bound
+    printf "   %-42s %9s us  %.2fx\n", "read in place (SPILLWAY_PREFETCH_BYTES=0)", inplace, inplace / bound
+    printf "   %-42s %9.1f us  ((64 - 24) MiB at 55 GB/s)\n", "link bound", bound
+}'
+
 echo
 if command -v gnuplot >/dev/null; then
     "$(dirname "$0")/spillway-plot.sh" "$build/demo-timeline.csv" "$build/demo-timeline.png" &&
-        echo "== 4. its timeline, sampled every 0.2 s: $build/demo-timeline.png"
+        echo "== 5. its timeline, sampled every 0.2 s: $build/demo-timeline.png"
 else
-    echo "== 4. its timeline: $build/demo-timeline.csv (install gnuplot-nox for a picture)"
+    echo "== 5. its timeline: $build/demo-timeline.csv (install gnuplot-nox for a picture)"
 fi

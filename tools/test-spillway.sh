@@ -117,12 +117,15 @@ stat)
     grep -qF "usage: spillway-stat" "$tmp/out" || fail "not spillway-stat's help"
     ;;
 demo)
-    # The demo program, on a simulated GPU 2.7x too small: it runs, and
-    # spillway (reached through the launcher alone) demoted chunks.
+    # The demo program, on a simulated GPU 2.7x too small, with no option:
+    # it runs, and spillway (reached through the launcher alone) picked a
+    # budget, demoted chunks and streamed them.
     LD_LIBRARY_PATH="$simgpu_dir" SIMGPU_MEM=24MiB run run --stats-dir "$tmp" \
         --report "$tmp/report.json" -- "$mlp" --layers 16 --width 1024 --steps 4
     expect_rc 0
     grep -qE '"demotions": [1-9]' "$tmp/report.json" || fail "no demotions in the report"
+    grep -qE '"dev0_gpu_budget": [1-9]' "$tmp/report.json" || fail "no budget picked"
+    grep -qE '"bytes_streamed": [1-9]' "$tmp/report.json" || fail "nothing streamed"
     ;;
 *)
     fail "unknown case"

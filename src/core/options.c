@@ -76,7 +76,7 @@ static const char *const policies[] = {"lru", "learned", NULL};
     { name, dflt, K_CHOICE, help, offsetof(sw_options_t, field), choices }
 static const opt_t opts[] = {
     O("GPU_BUDGET", "", K_BUDGETS, gpu_budget,
-      "device memory tracked allocations may use, on every device or per device (D:amount); unset: demote only on out-of-memory"),
+      "device memory tracked allocations may use, on every device or per device (D:amount); unset: each device's free memory at its first tracked allocation less a sixteenth of its total; none: no budget, demote only on out-of-memory"),
     /* Per process, and nothing coordinates processes: eight of them, one
      * per GPU, must not pin more than half of RAM together by default. */
     O("HOST_BUDGET", "6.25%", K_AMOUNT, host_budget,
@@ -350,8 +350,8 @@ static void expected(const opt_t *o, char *buf, size_t len)
         break;
     case K_BUDGETS:
         append(buf, len,
-               "a size such as 20GiB, a percentage such as 40%%, or a list of device:amount "
-               "such as 0:20GiB,1:30GiB (devices 0 to %d)",
+               "a size such as 20GiB, a percentage such as 40%%, a list of device:amount "
+               "such as 0:20GiB,1:30GiB (devices 0 to %d), or none",
                SW_MAX_DEVICES - 1);
         break;
     case K_SIZE:
@@ -466,10 +466,16 @@ static bool apply(const opt_t *o, sw_options_t *out, const char *v)
     }
     case K_BUDGETS: {
         sw_options_t *o_ = out;
-        if (!none)
-            return parse_budgets(v, &o_->gpu_budget, o_->gpu_budget_dev);
+        bool off = strcmp(v, "none") == 0;
+        if (!none && !off) {
+            if (!parse_budgets(v, &o_->gpu_budget, o_->gpu_budget_dev))
+                return false;
+            o_->gpu_budget_off = false;
+            return true;
+        }
         memset(&o_->gpu_budget, 0, sizeof o_->gpu_budget);
         memset(o_->gpu_budget_dev, 0, sizeof o_->gpu_budget_dev);
+        o_->gpu_budget_off = off;
         return true;
     }
     case K_SIZE:
@@ -601,6 +607,10 @@ static void format_amount(const sw_amount_t *a, char *buf, size_t len)
 static void format_budgets(const sw_options_t *opt, char *buf, size_t len)
 {
     char one[48];
+    if (opt->gpu_budget_off) {
+        snprintf(buf, len, "none");
+        return;
+    }
     format_amount(&opt->gpu_budget, buf, len);
     for (int d = 0; d < SW_MAX_DEVICES; d++) {
         if (!opt->gpu_budget_dev[d].set)

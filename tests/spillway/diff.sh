@@ -14,8 +14,11 @@
 # failure is printed with the command that reproduces it.
 #
 # Modes:
-#   oom      simgpu's memory below the footprint, no GPU budget: spillway
-#            demotes when the driver says out of memory
+#   oom      simgpu's memory below the footprint, no GPU budget
+#            (SPILLWAY_GPU_BUDGET=none): spillway demotes when the driver
+#            says out of memory
+#   auto     simgpu's memory below the footprint, and nothing set: the
+#            budget spillway picks, its window made when it binds
 #   lru      SPILLWAY_POLICY=lru under a GPU budget
 #   learned  the default policy under a GPU budget: the schedule, prefetch
 #            and the streaming window; through cuGetProcAddress (--route
@@ -36,7 +39,7 @@ set -u
 [ $# -ge 3 ] || { echo "usage: $0 BUILD_DIR FIRST_SEED LAST_SEED [MODE...]" >&2; exit 2; }
 build=$(cd "$1" && pwd) first=$2 last=$3
 shift 3
-modes=${*:-oom lru learned tiny jitter chunks remap}
+modes=${*:-oom auto lru learned tiny jitter chunks remap}
 ops=${DIFF_OPS:-300} cap=${DIFF_CAP:-64} all=${DIFF_EXTRA:-}
 gpu=$((cap * 3 / 8))MiB
 prog=$build/tests/apps/sg-diff
@@ -52,7 +55,8 @@ num() { sed -n "s/.*\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -n 1; }
 mode_env() {
     case $1 in
     resident) echo "" ;;
-    oom) echo "SIMGPU_MEM=$gpu" ;;
+    oom) echo "SIMGPU_MEM=$gpu SPILLWAY_GPU_BUDGET=none" ;;
+    auto) echo "SIMGPU_MEM=$gpu" ;;
     lru) echo "SPILLWAY_POLICY=lru SPILLWAY_GPU_BUDGET=$gpu" ;;
     learned) echo "SPILLWAY_GPU_BUDGET=$gpu" ;;
     tiny) echo "SIMGPU_GRANULARITY=64KiB SIMGPU_HOST_GRANULARITY=64KiB SPILLWAY_CHUNK=64KiB" \

@@ -161,12 +161,12 @@ START_TEST(one_size_is_every_devices_budget)
 }
 END_TEST
 
-/* No budget: each device's out-of-memory is relieved by its own chunks
- * alone, and the answer is still the resident one. */
+/* No budget (none): each device's out-of-memory is relieved by its own
+ * chunks alone, and the answer is still the resident one. */
 START_TEST(out_of_memory_on_each_device_is_relieved_by_its_own_chunks)
 {
     uint64_t want = resident_checksum();
-    const char *env[] = {"SIMGPU_DEVICES=2", "SIMGPU_MEM=24MiB", NULL};
+    const char *env[] = {"SIMGPU_DEVICES=2", "SIMGPU_MEM=24MiB", "SPILLWAY_GPU_BUDGET=none", NULL};
     swt_run_t r;
     run_multi(&r, true, env);
     swt_assert_status(&r, 0);

@@ -324,7 +324,8 @@ END_TEST
 
 START_TEST(exhausted_host_budget_gives_out_of_memory)
 {
-    /* 40 MiB of weights, 16 MiB of device and 8 MiB of host: cannot fit. */
+    /* 40 MiB of weights, 16 MiB of device and 8 MiB of host: cannot fit.
+     * The budget is picked; its window goes when nothing is tracked. */
     const char *env[] = {"SIMGPU_MEM=16MiB", "SPILLWAY_HOST_BUDGET=8MiB", NULL};
     const char *argv[] = {swt_path("SWT_MLP"), BIG_MODEL, NULL};
     swt_run_t r;

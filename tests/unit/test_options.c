@@ -268,12 +268,36 @@ START_TEST(test_gpu_budget_takes_a_percentage)
 }
 END_TEST
 
-START_TEST(test_gpu_budget_empty_means_none)
+START_TEST(test_gpu_budget_empty_means_picked)
 {
+    /* Unset or empty: no amount given, and not off: each device's budget
+     * is picked from its free memory (devices.c). */
     sw_options_t o;
     parse_ok(&o, "SPILLWAY_GPU_BUDGET=");
     ck_assert(!o.gpu_budget.set);
+    ck_assert(!o.gpu_budget_off);
     ck_assert_uint_eq(sw_amount_resolve(&o.gpu_budget, 80 * GiB), 0);
+}
+END_TEST
+
+START_TEST(test_gpu_budget_none_turns_it_off_and_prints_back)
+{
+    char *env[] = {"SPILLWAY_GPU_BUDGET=none", NULL};
+    sw_options_t a, b;
+    ck_assert_int_eq(sw_options_parse(&a, env, NULL, 0, NULL, 0), 0);
+    ck_assert(a.gpu_budget_off);
+    ck_assert(!a.gpu_budget.set);
+    char *s = print_to_string(&a);
+    ck_assert_msg(strstr(s, "SPILLWAY_GPU_BUDGET=none\n") != NULL, "%s", s);
+    char *line = strtok(s, "\n");
+    char *again[] = {line, NULL};
+    ck_assert_int_eq(sw_options_parse(&b, again, NULL, 0, NULL, 0), 0);
+    ck_assert_mem_eq(&a, &b, sizeof a);
+    free(s);
+    /* a later amount turns it back on */
+    char *both[] = {"SPILLWAY_GPU_BUDGET=4GiB", NULL};
+    ck_assert_int_eq(sw_options_parse(&a, both, NULL, 0, NULL, 0), 0);
+    ck_assert(!a.gpu_budget_off && a.gpu_budget.set);
 }
 END_TEST
 
@@ -314,8 +338,8 @@ START_TEST(test_percentages_outside_0_to_100_or_malformed_are_refused)
 END_TEST
 
 #define GPU_BUDGET_FORMS                                                                    \
-    "expected a size such as 20GiB, a percentage such as 40%, or a list of device:amount "   \
-    "such as 0:20GiB,1:30GiB (devices 0 to 7)"
+    "expected a size such as 20GiB, a percentage such as 40%, a list of device:amount "      \
+    "such as 0:20GiB,1:30GiB (devices 0 to 7), or none"
 
 START_TEST(test_bad_gpu_budget_message_names_variable_value_and_forms)
 {
@@ -873,7 +897,8 @@ Suite *options_suite(void)
     tc = tcase_create("options");
     tcase_add_test(tc, test_gpu_budget_takes_a_size);
     tcase_add_test(tc, test_gpu_budget_takes_a_percentage);
-    tcase_add_test(tc, test_gpu_budget_empty_means_none);
+    tcase_add_test(tc, test_gpu_budget_empty_means_picked);
+    tcase_add_test(tc, test_gpu_budget_none_turns_it_off_and_prints_back);
     tcase_add_test(tc, test_percentages_accept_decimals_up_to_100);
     tcase_add_test(tc, test_percentages_outside_0_to_100_or_malformed_are_refused);
     tcase_add_test(tc, test_bad_gpu_budget_message_names_variable_value_and_forms);
