@@ -95,15 +95,24 @@ static void make_window(int dev)
 }
 
 /* Gives dev's window back if spillway chose to make it (a picked budget):
- * again, for the next binding to make anew; else for good. */
-static void release_picked_window(int dev, bool again)
+ * again, for the next binding to make anew; else for good. The device is
+ * synchronized first unless *synced says it is. Its bytes (0: none). */
+static uint64_t release_picked_window(int dev, bool again, bool *synced)
 {
-    uint64_t bytes = sw_dev_budget_picked(dev) ? sw_window_release(dev) : 0;
+    if (!sw_dev_budget_picked(dev) || !sw_window_size(dev))
+        return 0;
+    if (!*synced) {
+        if (sw_safe_sync() != CUDA_SUCCESS)
+            return 0;
+        *synced = true;
+    }
+    uint64_t bytes = sw_window_release(dev);
     if (!bytes)
-        return;
+        return 0;
     sw_dev_bytes_add(dev, -(int64_t)bytes);
     if (again)
         sw_dev_window_untried(dev);
+    return bytes;
 }
 
 /* Makes the current device ready for a tracked allocation: the table and
@@ -432,11 +441,8 @@ CUresult sw_passthrough(sw_route_t route, CUdeviceptr *dptr, size_t bytesize,
     /* Without a budget given, the window was spillway's choice: memory
      * the program, run alone, would have had. It goes, for good, before
      * the driver's refusal reaches the program. */
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && need && sw_dev_budget_picked(dev) &&
-        sw_window_size(dev) > 0) {
-        release_picked_window(dev, false);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && need && release_picked_window(dev, false, &synced))
         r = again(dptr, bytesize, ctx);
-    }
     sw_gate_unwr();
     if (r == CUDA_SUCCESS) {
         sw_stat_add(SW_STAT_oom_recoveries, 1);
@@ -550,10 +556,11 @@ static void free_tracked(sw_alloc_t *a)
      * binding makes again, so a program that freed everything holds
      * nothing through spillway. */
     if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
+        bool synced = true; /* the caller's synchronization */
         sw_pool_drain(SW_ON_DEVICE);
         sw_pool_drain(SW_ON_HOST);
         for (int dev = sw_dev_next(-1); dev >= 0; dev = sw_dev_next(dev))
-            release_picked_window(dev, true);
+            release_picked_window(dev, true, &synced);
     }
     sw_stat_add(SW_STAT_tracked_bytes, -(int64_t)a->reserved);
     sw_stat_add(SW_STAT_tracked_allocs, -1);

@@ -828,9 +828,10 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
      * window serves it, and only with its own chunks (the window is that
      * device's memory); the rest are read in place. */
     int dev = sw_window_here();
-    bool any = false;
-    for (int i = 0; i < m->nuse && dev >= 0; i++)
-        any |= sw_window_streamable(dev, m->use[i].start, m->use[i].len);
+    bool any = false, streamable[SW_WINDOW_MAX_USES];
+    for (int i = 0; i < m->nuse; i++)
+        any |= streamable[i] =
+            dev >= 0 && sw_window_streamable(dev, m->use[i].start, m->use[i].len);
     spans_t sp = {0};
     const void *buf = NULL;
     size_t len = 0;
@@ -843,7 +844,7 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     }
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        if (any && sw_window_streamable(dev, u->start, u->len) &&
+        if (any && streamable[i] &&
             sw_window_use(dev, u->start, u->len, m->seq, period, s, &u->copy)) {
             u->served = true;
             served++;

@@ -470,9 +470,9 @@ int sw_window_here(void);
 /* Makes dev's window, in the current context (dev's), out of dev's GPU
  * budget, for the allocations of t: the bytes it took (0: none made). */
 uint64_t sw_window_setup(int dev, uint64_t budget, const sw_table_t *t);
-/* Frees dev's window for good (the driver needs its memory), after the
- * safety synchronization: its bytes (0: none, or a graph holds copies
- * in it, or a capture is on). Gate held exclusively. */
+/* Frees dev's window: its bytes (0: none, or a graph holds copies in it,
+ * or a capture is on). Gate held exclusively, and the device synchronized
+ * since the last work was issued (the safety rule's synchronization). */
 uint64_t sw_window_release(int dev);
 /* Whether [start, +len) may be streamed by dev's window: every chunk dev's
  * and on the host. */

@@ -280,23 +280,31 @@ START_TEST(test_gpu_budget_empty_means_picked)
 }
 END_TEST
 
-START_TEST(test_gpu_budget_none_turns_it_off_and_prints_back)
+/* Parses entry into *a, prints it, finds `printed` (a whole line) among
+ * the lines, and parses that line back to the same options. */
+static void expect_prints_back(const char *entry, const char *printed, sw_options_t *a)
 {
-    char *env[] = {"SPILLWAY_GPU_BUDGET=none", NULL};
-    sw_options_t a, b;
-    ck_assert_int_eq(sw_options_parse(&a, env, NULL, 0, NULL, 0), 0);
-    ck_assert(a.gpu_budget_off);
-    ck_assert(!a.gpu_budget.set);
-    char *s = print_to_string(&a);
-    ck_assert_msg(strstr(s, "SPILLWAY_GPU_BUDGET=none\n") != NULL, "%s", s);
-    char *line = strtok(s, "\n");
+    char *env[] = {(char *)entry, NULL};
+    sw_options_t b;
+    ck_assert_int_eq(sw_options_parse(a, env, NULL, 0, NULL, 0), 0);
+    char *s = print_to_string(a);
+    ck_assert_msg(strstr(s, printed) != NULL, "%s", s);
+    char *line = strtok(strstr(s, printed), "\n");
     char *again[] = {line, NULL};
     ck_assert_int_eq(sw_options_parse(&b, again, NULL, 0, NULL, 0), 0);
-    ck_assert_mem_eq(&a, &b, sizeof a);
+    ck_assert_mem_eq(a, &b, sizeof b);
     free(s);
-    /* a later amount turns it back on */
-    char *both[] = {"SPILLWAY_GPU_BUDGET=4GiB", NULL};
-    ck_assert_int_eq(sw_options_parse(&a, both, NULL, 0, NULL, 0), 0);
+}
+
+START_TEST(test_gpu_budget_none_turns_it_off_and_prints_back)
+{
+    sw_options_t a;
+    expect_prints_back("SPILLWAY_GPU_BUDGET=none", "SPILLWAY_GPU_BUDGET=none\n", &a);
+    ck_assert(a.gpu_budget_off);
+    ck_assert(!a.gpu_budget.set);
+    /* an amount leaves it on */
+    char *amount[] = {"SPILLWAY_GPU_BUDGET=4GiB", NULL};
+    ck_assert_int_eq(sw_options_parse(&a, amount, NULL, 0, NULL, 0), 0);
     ck_assert(!a.gpu_budget_off && a.gpu_budget.set);
 }
 END_TEST
@@ -398,16 +406,9 @@ END_TEST
 
 START_TEST(test_gpu_budget_list_prints_back_to_the_same_options)
 {
-    char *env[] = {"SPILLWAY_GPU_BUDGET=1:12.5%,5GiB,0:3MiB", NULL};
-    sw_options_t a, b;
-    ck_assert_int_eq(sw_options_parse(&a, env, NULL, 0, NULL, 0), 0);
-    char *s = print_to_string(&a);
-    ck_assert_msg(strstr(s, "SPILLWAY_GPU_BUDGET=5GiB,0:3MiB,1:12.5%\n") != NULL, "%s", s);
-    char *line = strtok(s, "\n");
-    char *again[] = {line, NULL};
-    ck_assert_int_eq(sw_options_parse(&b, again, NULL, 0, NULL, 0), 0);
-    ck_assert_mem_eq(&a, &b, sizeof a);
-    free(s);
+    sw_options_t a;
+    expect_prints_back("SPILLWAY_GPU_BUDGET=1:12.5%,5GiB,0:3MiB",
+                       "SPILLWAY_GPU_BUDGET=5GiB,0:3MiB,1:12.5%\n", &a);
 }
 END_TEST
 

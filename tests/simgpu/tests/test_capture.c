@@ -235,10 +235,14 @@ END_TEST
 
 static CUresult other_thread_result;
 
+/* Allocates on a thread of its own, in the capture interaction mode arg
+ * points to (NULL: the thread's default, GLOBAL). */
 static void *alloc_thread(void *arg)
 {
     CUdeviceptr p;
     other_thread_result = cuCtxSetCurrent(sgt_ctx());
+    if (other_thread_result == CUDA_SUCCESS && arg)
+        other_thread_result = cuThreadExchangeStreamCaptureMode(arg);
     if (other_thread_result == CUDA_SUCCESS)
         other_thread_result = cuMemAlloc(&p, 4096);
     return NULL;
@@ -289,18 +293,6 @@ START_TEST(capture_thread_relaxed_allows_unsafe_calls)
 }
 END_TEST
 
-static void *thread_local_alloc_thread(void *arg)
-{
-    CUdeviceptr p;
-    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-    other_thread_result = cuCtxSetCurrent(sgt_ctx());
-    if (other_thread_result == CUDA_SUCCESS)
-        other_thread_result = cuThreadExchangeStreamCaptureMode(&m);
-    if (other_thread_result == CUDA_SUCCESS)
-        other_thread_result = cuMemAlloc(&p, 4096);
-    return NULL;
-}
-
 START_TEST(capture_thread_local_mode_ignores_other_threads_captures)
 {
     /* A thread in THREAD_LOCAL mode may make unsafe calls while another
@@ -309,7 +301,8 @@ START_TEST(capture_thread_local_mode_ignores_other_threads_captures)
     CUstream s = capture_stream();
     SGT_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     pthread_t t;
-    ck_assert_int_eq(pthread_create(&t, NULL, thread_local_alloc_thread, NULL), 0);
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    ck_assert_int_eq(pthread_create(&t, NULL, alloc_thread, &m), 0);
     pthread_join(t, NULL);
     ck_assert_msg(other_thread_result == CUDA_SUCCESS,
                   "cuMemAlloc on a THREAD_LOCAL thread: %d (%s)", other_thread_result,
