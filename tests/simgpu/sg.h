@@ -65,6 +65,19 @@ SG_PT_DECL(CUresult, cuMemsetD16_v2_ptds, (CUdeviceptr dstDevice, unsigned short
 SG_PT_DECL(CUresult, cuMemsetD8Async_ptsz, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemsetD32Async_ptsz, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream))
 SG_PT_DECL(CUresult, cuMemsetD16Async_ptsz, (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream))
+SG_PT_DECL(CUresult, cuMemcpy2D_v2_ptds, (const CUDA_MEMCPY2D *pCopy))
+SG_PT_DECL(CUresult, cuMemcpy2DUnaligned_v2_ptds, (const CUDA_MEMCPY2D *pCopy))
+SG_PT_DECL(CUresult, cuMemcpy2DAsync_v2_ptsz, (const CUDA_MEMCPY2D *pCopy, CUstream hStream))
+SG_PT_DECL(CUresult, cuMemcpy3D_v2_ptds, (const CUDA_MEMCPY3D *pCopy))
+SG_PT_DECL(CUresult, cuMemcpy3DAsync_v2_ptsz, (const CUDA_MEMCPY3D *pCopy, CUstream hStream))
+SG_PT_DECL(CUresult, cuMemsetD2D8_v2_ptds, (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height))
+SG_PT_DECL(CUresult, cuMemsetD2D16_v2_ptds, (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height))
+SG_PT_DECL(CUresult, cuMemsetD2D32_v2_ptds, (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height))
+SG_PT_DECL(CUresult, cuMemsetD2D8Async_ptsz, (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height, CUstream hStream))
+SG_PT_DECL(CUresult, cuMemsetD2D16Async_ptsz, (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height, CUstream hStream))
+SG_PT_DECL(CUresult, cuMemsetD2D32Async_ptsz, (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height, CUstream hStream))
+SG_PT_DECL(CUresult, cuStreamAddCallback_ptsz, (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags))
+SG_PT_DECL(CUresult, cuStreamUpdateCaptureDependencies_v2_ptsz, (CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags))
 SG_PT_DECL(CUresult, cuStreamQuery_ptsz, (CUstream hStream))
 SG_PT_DECL(CUresult, cuStreamSynchronize_ptsz, (CUstream hStream))
 SG_PT_DECL(CUresult, cuStreamWaitEvent_ptsz, (CUstream hStream, CUevent hEvent, unsigned int Flags))
@@ -76,6 +89,8 @@ SG_PT_DECL(CUresult, cuEventRecord_ptsz, (CUevent hEvent, CUstream hStream))
 SG_PT_DECL(CUresult, cuLaunchKernel_ptsz, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))
 SG_PT_DECL(CUresult, cuLaunchCooperativeKernel_ptsz, (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, void **kernelParams))
 SG_PT_DECL(CUresult, cuLaunchKernelEx_ptsz, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))
+SG_PT_DECL(CUresult, cuGraphInstantiateWithParams_ptsz, (CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams))
+SG_PT_DECL(CUresult, cuGraphUpload_ptsz, (CUgraphExec hGraphExec, CUstream hStream))
 CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize);
 CUresult sg_need_ctx(void);
 /* The device a context belongs to; -1 for anything but a primary one. */
@@ -146,6 +161,17 @@ bool sg_device_ok(CUdevice dev);
     X(cuMemsetD8Async, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuMemsetD32Async, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuMemsetD16Async, CUDA_ERROR_INVALID_VALUE, API)                       \
+    X(cuMemcpy2D, CUDA_ERROR_INVALID_VALUE, API)                             \
+    X(cuMemcpy2DUnaligned, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuMemcpy2DAsync, CUDA_ERROR_INVALID_VALUE, API)                        \
+    X(cuMemcpy3D, CUDA_ERROR_INVALID_VALUE, API)                             \
+    X(cuMemcpy3DAsync, CUDA_ERROR_INVALID_VALUE, API)                        \
+    X(cuMemsetD2D8, CUDA_ERROR_INVALID_VALUE, API)                           \
+    X(cuMemsetD2D16, CUDA_ERROR_INVALID_VALUE, API)                          \
+    X(cuMemsetD2D32, CUDA_ERROR_INVALID_VALUE, API)                          \
+    X(cuMemsetD2D8Async, CUDA_ERROR_INVALID_VALUE, API)                      \
+    X(cuMemsetD2D16Async, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuMemsetD2D32Async, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuMemAddressReserve, CUDA_ERROR_OUT_OF_MEMORY, RESERVE)                \
     X(cuMemAddressFree, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuMemCreate, CUDA_ERROR_OUT_OF_MEMORY, MEMCREATE)                      \
@@ -168,6 +194,13 @@ bool sg_device_ok(CUdevice dev);
     X(cuStreamGetFlags, CUDA_ERROR_INVALID_HANDLE, API)                      \
     X(cuStreamGetCtx, CUDA_ERROR_INVALID_HANDLE, API)                        \
     X(cuLaunchHostFunc, CUDA_ERROR_INVALID_VALUE, API)                       \
+    X(cuStreamAddCallback, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuStreamUpdateCaptureDependencies, CUDA_ERROR_INVALID_VALUE, API)      \
+    X(cuUserObjectCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                     \
+    X(cuUserObjectRetain, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuUserObjectRelease, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuGraphRetainUserObject, CUDA_ERROR_INVALID_VALUE, API)                \
+    X(cuGraphReleaseUserObject, CUDA_ERROR_INVALID_VALUE, API)               \
     X(cuEventCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                          \
     X(cuEventRecord, CUDA_ERROR_INVALID_HANDLE, API)                         \
     X(cuEventQuery, CUDA_ERROR_INVALID_HANDLE, API)                          \
@@ -194,6 +227,26 @@ bool sg_device_ok(CUdevice dev);
     X(cuGraphGetNodes, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuGraphGetEdges, CUDA_ERROR_INVALID_VALUE, API)                        \
     X(cuGraphNodeGetType, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuGraphKernelNodeGetParams, CUDA_ERROR_INVALID_VALUE, API)             \
+    X(cuGraphKernelNodeSetParams, CUDA_ERROR_INVALID_VALUE, API)             \
+    X(cuGraphExecKernelNodeSetParams, CUDA_ERROR_INVALID_VALUE, API)         \
+    X(cuGraphExecUpdate, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE, API)          \
+    X(cuGraphAddKernelNode, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuGraphAddMemcpyNode, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuGraphAddMemsetNode, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuGraphAddEmptyNode, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuGraphAddHostNode, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuGraphAddChildGraphNode, CUDA_ERROR_INVALID_VALUE, API)               \
+    X(cuGraphAddDependencies, CUDA_ERROR_INVALID_VALUE, API)                 \
+    X(cuGraphClone, CUDA_ERROR_OUT_OF_MEMORY, API)                           \
+    X(cuGraphInstantiateWithParams, CUDA_ERROR_OUT_OF_MEMORY, API)           \
+    X(cuGraphUpload, CUDA_ERROR_INVALID_VALUE, API)                          \
+    X(cuGraphMemcpyNodeGetParams, CUDA_ERROR_INVALID_VALUE, API)             \
+    X(cuGraphMemcpyNodeSetParams, CUDA_ERROR_INVALID_VALUE, API)             \
+    X(cuGraphMemsetNodeGetParams, CUDA_ERROR_INVALID_VALUE, API)             \
+    X(cuGraphMemsetNodeSetParams, CUDA_ERROR_INVALID_VALUE, API)             \
+    X(cuGraphExecMemcpyNodeSetParams, CUDA_ERROR_INVALID_VALUE, API)         \
+    X(cuGraphExecMemsetNodeSetParams, CUDA_ERROR_INVALID_VALUE, API)         \
     X(cuModuleLoadData, CUDA_ERROR_OUT_OF_MEMORY, API)                       \
     X(cuModuleUnload, CUDA_ERROR_INVALID_HANDLE, API)                        \
     X(cuModuleGetFunction, CUDA_ERROR_NOT_FOUND, API)                        \
@@ -470,7 +523,7 @@ unsigned sg_peer_mask(int dev);
 
 /* ---- sg_kernels.c: the built-in kernels ------------------------------ */
 #define SG_MAX_PARAMS 8
-#define SG_MAX_RANGES 10
+#define SG_MAX_RANGES 24 /* sg_foreach_add_u32 names 20 */
 #define SG_MAX_ARGS 1024 /* room for spillway_unwindow's 592 bytes, and more */
 /* Reads device memory for a kernel that loads a pointer (the table). */
 typedef bool (*sg_peek_fn)(uint64_t addr, void *dst, uint64_t len);
@@ -487,6 +540,12 @@ typedef struct sg_kernel {
 } sg_kernel_t;
 
 const sg_kernel_t *sg_kernel_find(const char *name);
+/* sg_module.c: the kernel behind a CUfunction or CUkernel handle, and its
+ * device (-1: any); NULL for any other handle. g.lock held. */
+const sg_kernel_t *sg_func_kernel(const void *h, int *device);
+/* Packs launch parameters into args (SG_MAX_ARGS bytes), from
+ * kernelParams or an extra buffer, as cuLaunchKernel does. */
+CUresult sg_pack_args(const sg_kernel_t *k, void **params, void **extra, unsigned char *args);
 int sg_kernel_count(void);
 const sg_kernel_t *sg_kernel_at(int i);
 
@@ -507,6 +566,7 @@ typedef enum {
     SG_OP_KERNEL, SG_OP_COPY, SG_OP_MEMSET, SG_OP_MARKER, SG_OP_HOST_FUNC,
     SG_OP_FREE,
     SG_OP_WAIT_VALUE, /* cuStreamWaitValue*: reads its word, never blocks */
+    SG_OP_MEM_ALLOC,  /* a graph's allocation node (sg_graphmem.c) */
 } sg_op_kind_t;
 
 typedef struct sg_op {
@@ -527,6 +587,12 @@ typedef struct sg_op {
     /* kernel */
     const sg_kernel_t *kernel;
     int device;                   /* the device it runs on: the context's when issued */
+    /* Its launch configuration, for cuGraphKernelNodeGetParams: the
+     * CUfunction or CUkernel handle it was launched with (kern_field: it
+     * came in CUDA_KERNEL_NODE_PARAMS_v2.kern), grid, block, shared bytes. */
+    void *func;
+    bool kern_field;
+    unsigned grid[3], block[3], smem;
     /* Aligned for the argument structs read from it (8-byte words). */
     _Alignas(16) unsigned char args[SG_MAX_ARGS];
     /* copy: ranges[0] is dst, ranges[1] is src; memset: ranges[0] */
@@ -537,6 +603,17 @@ typedef struct sg_op {
     /* host function */
     CUhostFn fn;
     void *user;
+    /* cuStreamAddCallback: called as callback(callback_stream, CUDA_SUCCESS,
+     * user) instead of fn(user) */
+    CUstreamCallback callback;
+    CUstream callback_stream;
+    /* A pitched copy or memset (sg_copy2d.c), when shape.width is not 0:
+     * depth slices of height rows of width bytes; side i (as ranges[i],
+     * whose addr is its first byte) has rows pitch[i] and slices slice[i]
+     * bytes apart. ranges[i] is the side's bounding range. */
+    struct { uint64_t width, height, depth, pitch[2], slice[2]; } shape;
+    /* A graph allocation this alloc or free op stands for (a reference). */
+    struct sg_gmem *gmem;
 } sg_op_t;
 
 typedef struct sg_stream {
@@ -558,6 +635,7 @@ typedef struct sg_stream {
     struct sg_capture *capture;
     int lane;             /* its index in capture->streams */
     int *front, nfront;   /* capture: the nodes its next op depends on */
+    CUgraphNode *deps_out; /* cuStreamGetCaptureInfo's copy of front, as handles */
 } sg_stream_t;
 
 typedef struct sg_event {
@@ -607,7 +685,7 @@ void sg_handle_del(void *h);
 int sg_handle_kind(const void *h);
 enum { SG_H_NONE, SG_H_STREAM, SG_H_EVENT, SG_H_MODULE, SG_H_FUNC, SG_H_LIBRARY,
        SG_H_KERNEL, SG_H_GRAPH, SG_H_EXEC, SG_H_POOL,
-       SG_H_NODE };
+       SG_H_NODE, SG_H_USER_OBJECT };
 
 /* ---- sg_capture.c: stream capture across streams ---------------------- */
 /* A node of a captured graph: one recorded op and the nodes it waits for.
@@ -618,6 +696,14 @@ typedef struct sg_node {
     int lane;             /* the captured stream it came from; 0 is the origin */
     struct sg_event *record_event; /* an event record node: the event */
     struct sg_event *wait_event;   /* an event wait node: the event */
+    /* sg_graphbuild.c / sg_graphparams.c: an exec's copy points at the
+     * graph node it was made from (cuGraphExec*SetParams name the graph's
+     * node); child marks the node cuGraphAddChildGraphNode returns;
+     * kparams are the pointers cuGraphKernelNodeGetParams hands out, into
+     * op->args. */
+    struct sg_node *origin;
+    bool child;
+    void *kparams[SG_MAX_PARAMS];
 } sg_node_t;
 
 typedef struct sg_capture {
@@ -655,11 +741,48 @@ sg_capture_t *sg_capture_find(uint64_t id);
 void sg_nodes_free(sg_node_t **nodes, int n);
 
 /* ---- sg_graph.c: graphs, instantiation and replay --------------------- */
+/* A CUgraph, or a CUgraphExec made from one. */
+typedef struct sg_graph {
+    sg_node_t **nodes;
+    int nnodes, nlanes;
+    struct sg_stream **lanes; /* exec only: lanes 1..nlanes-1 */
+    int *order;          /* exec only: the graph index each node was made from */
+} sg_graph_t;
+/* Instantiates hg (its handle is checked); *res says why it failed. */
+CUresult sg_graph_instantiate(CUgraphExec *out, CUgraph hg, CUgraphInstantiateResult *res);
+/* A copy of a node: its own op and dependency array, not a handle. */
+sg_node_t *sg_node_copy(const sg_node_t *n);
+CUgraphNodeType sg_node_type(const sg_node_t *n);
 /* Makes a CUgraph of nodes (taking them). g.lock held. */
 CUresult sg_graph_new(sg_node_t **nodes, int nnodes, int nlanes, CUgraph *out);
 /* Appends an ended capture's nodes to graph hg (taking them), for
  * cuStreamBeginCaptureToGraph. g.lock held. */
 CUresult sg_graph_append(CUgraph hg, sg_node_t **nodes, int nnodes, int nlanes);
+
+/* ---- sg_graphbuild.c: building graphs -------------------------------- */
+/* A topological order of g's nodes (dependencies first, otherwise in
+ * their order): order[k] is a node index. CUDA_ERROR_INVALID_VALUE for a
+ * cycle. g.lock held. */
+CUresult sg_graph_order(const sg_graph_t *g, int *order);
+/* A graph, an exec, or a graph's node (an exec's copy is no handle) by
+ * handle; NULL for anything else. */
+sg_graph_t *sg_graph_of(CUgraph h);
+sg_graph_t *sg_exec_of(CUgraphExec h);
+sg_node_t *sg_node_of(CUgraphNode h);
+
+/* ---- sg_graphparams.c: node parameters and updates -------------------- */
+/* Sets a kernel op from node parameters, packing the arguments as a
+ * launch does; want_dev >= 0: the device may not change. Nothing changes
+ * on failure. g.lock held. */
+CUresult sg_kernel_node_set(sg_op_t *op, const CUDA_KERNEL_NODE_PARAMS *p, int want_dev);
+CUDA_KERNEL_NODE_PARAMS sg_kernel_params_from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+/* A copy or memset node's op from its parameters: one contiguous span
+ * (else CUDA_ERROR_NOT_SUPPORTED). Nothing changes on failure. */
+CUresult sg_copy_node_set(sg_op_t *op, const CUDA_MEMCPY3D *p);
+CUresult sg_memset_node_set(sg_op_t *op, const CUDA_MEMSET_NODE_PARAMS *p);
+/* The context a memcpy or memset node runs in: a device's, or NULL for
+ * the current one. */
+bool sg_node_ctx_ok(CUcontext ctx);
 
 /* ---- sg_alloc.c: allocations ---------------------------------------- */
 /* Stream-ordered allocation from pool (NULL: the device's current pool). */
@@ -672,6 +795,41 @@ CUresult sg_pool_check(CUmemoryPool *pool);
 /* Counts a live allocation against its pool, and its free. */
 void sg_pool_note_alloc(CUmemoryPool pool, CUdeviceptr ptr, uint64_t size);
 void sg_pool_note_free(CUdeviceptr ptr);
+
+/* ---- sg_copy.c / sg_copy2d.c: copies and memsets ---------------------- */
+/* Where an address is: device VA or pinned (usable by the GPU). */
+bool sg_gpu_visible(uint64_t p);
+/* Issues a copy or memset op on stream hs (sync: and waits for it,
+ * refused during a capture, as a synchronous cuMemcpy is). Consumes op. */
+CUresult sg_copy_issue(sg_op_t *op, CUstream hs, bool pt, bool sync);
+/* Moves a pitched op's bytes row by row (op->shape). Runs on a stream
+ * worker, mem_lock held for reading. False on a fault. */
+bool sg_pitched_run(const sg_op_t *op);
+
+/* ---- sg_stream.c: simgpu's own work ------------------------------------ */
+/* Queues op (a host function or a free) on simgpu's service stream, which
+ * runs outside virtual time: a user object's destructor, the release of a
+ * graph's memory. g.lock held; consumes op. */
+void sg_service(sg_op_t *op);
+
+/* ---- sg_graphmem.c: graph memory nodes -------------------------------- */
+/* cuMemAllocAsync on capturing stream s: an address fixed for the graph,
+ * and an alloc node. g.lock not held. */
+CUresult sg_gmem_capture_alloc(CUdeviceptr *dptr, size_t bytesize, CUstream hs, bool pt);
+/* The graph allocation starting at p (a reference for an op), or NULL. g.lock held. */
+struct sg_gmem *sg_gmem_get(CUdeviceptr p);
+void sg_gmem_ref(struct sg_gmem *g);  /* g.lock held */
+void sg_gmem_put(struct sg_gmem *g);  /* g.lock held */
+/* An alloc or free node reached on a stream worker (no lock held). */
+void sg_gmem_run(struct sg_gmem *g, bool alloc);
+/* cuMemFree of p, after its synchronization: true when p is a graph's
+ * allocation that a graph still holds (its use ends; the memory stays the
+ * graph's), false when the caller frees it. No lock held. */
+bool sg_gmem_free_sync(CUdeviceptr p);
+
+/* ---- sg_userobj.c: user objects --------------------------------------- */
+/* Drops every reference graph hg holds (cuGraphDestroy). g.lock held. */
+void sg_user_objects_graph_gone(CUgraph hg);
 
 /* ---- sg_api.c ------------------------------------------------------ */
 #define SG_DRIVER_VERSION 13000 /* what cuDriverGetVersion reports */

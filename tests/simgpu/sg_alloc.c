@@ -73,6 +73,8 @@ SG_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     r = sync_then("cuMemFree", dptr, size);
     if (r != CUDA_SUCCESS)
         return r;
+    if (sg_gmem_free_sync(dptr))
+        return CUDA_SUCCESS; /* a graph's memory: its use ends, the graph keeps it */
     sg_mem_wrlock();
     r = sg_legacy_free(dptr); /* fails if another thread freed it meanwhile */
     sg_mem_unlock();
@@ -91,7 +93,11 @@ CUresult sg_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, C
         return r;
     sg_lock();
     sg_stream_t *s = sg_stream_get(hs, pt);
+    bool captured = s && s->capture;
     sg_unlock();
+    /* During a capture: a graph allocation, its address fixed for the graph. */
+    if (captured)
+        return sg_gmem_capture_alloc(dptr, bytesize, hs, pt);
     r = s ? legacy_alloc(dptr, bytesize) : CUDA_ERROR_INVALID_HANDLE;
     if (r == CUDA_SUCCESS)
         sg_pool_note_alloc(pool, *dptr, bytesize);
@@ -117,6 +123,7 @@ static CUresult free_async(CUdeviceptr dptr, CUstream hs, bool pt)
     op->ranges[0] = (sg_range_t){.addr = dptr, .len = size, .write = true};
     op->nranges = 0; /* the free itself is not a reference to the memory */
     sg_lock();
+    op->gmem = sg_gmem_get(dptr); /* a graph's memory: the free ends its use */
     sg_stream_t *s = sg_stream_get(hs, pt);
     r = s ? sg_submit(s, op) : CUDA_ERROR_INVALID_HANDLE;
     if (!s)

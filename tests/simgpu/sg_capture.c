@@ -485,8 +485,27 @@ SG_EXPORT CUresult cuStreamIsCapturing_ptsz ISCAP_PARAMS
     return capture_info(hStream, true, captureStatus, NULL);
 }
 
-/* The graph under construction and the stream's frontier are not handed
- * out: the graph does not exist as a CUgraph until the capture ends. */
+/* The stream's frontier as node handles, in a buffer of the stream's that
+ * stays valid until the next such call (the driver's: until the next API
+ * call on the stream). False when out of memory. g.lock held. */
+static bool frontier_out(sg_stream_t *s, const CUgraphNode **deps, size_t *ndeps)
+{
+    CUgraphNode *out = realloc(s->deps_out, ((size_t)s->nfront + 1) * sizeof *out);
+    if (!out)
+        return false;
+    s->deps_out = out;
+    for (int i = 0; i < s->nfront; i++)
+        out[i] = (CUgraphNode)s->capture->nodes[s->front[i]];
+    if (deps)
+        *deps = s->nfront ? out : NULL;
+    if (ndeps)
+        *ndeps = (size_t)s->nfront;
+    return true;
+}
+
+/* The graph under construction is not handed out: it does not exist as a
+ * CUgraph until the capture ends. The stream's frontier is (its nodes are
+ * what cuStreamUpdateCaptureDependencies takes); its edges carry no data. */
 static CUresult info_v3(CUstream hs, bool pt, CUstreamCaptureStatus *st, cuuint64_t *id,
                         CUgraph *graph, const CUgraphNode **deps, const CUgraphEdgeData **edges,
                         size_t *ndeps)
@@ -500,6 +519,13 @@ static CUresult info_v3(CUstream hs, bool pt, CUstreamCaptureStatus *st, cuuint6
         *edges = NULL;
     if (ndeps)
         *ndeps = 0;
+    if (r != CUDA_SUCCESS || *st != CU_STREAM_CAPTURE_STATUS_ACTIVE || (!deps && !ndeps))
+        return r;
+    sg_lock();
+    sg_stream_t *s = sg_stream_get(hs, pt);
+    if (s && s->capture && !frontier_out(s, deps, ndeps))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    sg_unlock();
     return r;
 }
 
@@ -545,4 +571,88 @@ SG_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz INFO3_PARAMS
     SG_ENTER(cuStreamGetCaptureInfo, API);
     return info_v3(hStream, true, captureStatus_out, id_out, graph_out, dependencies_out,
                    edgeData_out, numDependencies_out);
+}
+
+/* ---- cuStreamUpdateCaptureDependencies ----
+ * Replaces (SET) or extends (ADD) the frontier of a capturing stream: the
+ * nodes its next captured op will depend on. The nodes must be the
+ * capture's own. Edges here carry no data, so edge data other than the
+ * default (all zero) is CUDA_ERROR_NOT_SUPPORTED. */
+static bool edge_default(const CUgraphEdgeData *e)
+{
+    static const CUgraphEdgeData zero;
+    return memcmp(e, &zero, sizeof zero) == 0;
+}
+
+static CUresult update_deps(CUstream hs, CUgraphNode *deps, const CUgraphEdgeData *data,
+                            size_t n, unsigned flags, bool pt)
+{
+    if (flags > CU_STREAM_SET_CAPTURE_DEPENDENCIES || (n && !deps) || n > INT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; data && i < n; i++)
+        if (!edge_default(&data[i]))
+            return CUDA_ERROR_NOT_SUPPORTED;
+    int *idx = malloc((n + 1) * sizeof *idx);
+    if (!idx)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    sg_lock();
+    sg_stream_t *s = sg_stream_get(hs, pt);
+    sg_capture_t *c = s ? s->capture : NULL;
+    CUresult r = !s ? CUDA_ERROR_INVALID_HANDLE
+                 : !c ? CUDA_ERROR_ILLEGAL_STATE
+                 : c->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                                  : CUDA_SUCCESS;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+        idx[i] = -1;
+        for (int j = 0; j < c->nnodes && idx[i] < 0; j++)
+            if ((CUgraphNode)c->nodes[j] == deps[i])
+                idx[i] = j;
+        if (idx[i] < 0)
+            r = CUDA_ERROR_INVALID_VALUE; /* not a node of this capture */
+    }
+    if (r == CUDA_SUCCESS) {
+        int *front = NULL, nfront = 0;
+        if (flags == CU_STREAM_ADD_CAPTURE_DEPENDENCIES &&
+            !set_merge(&front, &nfront, s->front, s->nfront))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else if (!set_merge(&front, &nfront, idx, (int)n))
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        if (r == CUDA_SUCCESS) {
+            free(s->front);
+            s->front = front;
+            s->nfront = nfront;
+        } else {
+            free(front);
+        }
+    }
+    sg_unlock();
+    free(idx);
+    return r;
+}
+
+#define UPDATE_PARAMS (CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, \
+                       unsigned int flags)
+#define UPDATE2_PARAMS                                                                   \
+    (CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, \
+     size_t numDependencies, unsigned int flags)
+
+SG_EXPORT CUresult cuStreamUpdateCaptureDependencies UPDATE_PARAMS
+{
+    SG_ENTER(cuStreamUpdateCaptureDependencies, API);
+    return update_deps(hStream, dependencies, NULL, numDependencies, flags, false);
+}
+SG_EXPORT CUresult cuStreamUpdateCaptureDependencies_ptsz UPDATE_PARAMS
+{
+    SG_ENTER(cuStreamUpdateCaptureDependencies, API);
+    return update_deps(hStream, dependencies, NULL, numDependencies, flags, true);
+}
+SG_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2 UPDATE2_PARAMS
+{
+    SG_ENTER(cuStreamUpdateCaptureDependencies, API);
+    return update_deps(hStream, dependencies, dependencyData, numDependencies, flags, false);
+}
+SG_EXPORT CUresult cuStreamUpdateCaptureDependencies_v2_ptsz UPDATE2_PARAMS
+{
+    SG_ENTER(cuStreamUpdateCaptureDependencies, API);
+    return update_deps(hStream, dependencies, dependencyData, numDependencies, flags, true);
 }

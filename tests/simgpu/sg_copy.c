@@ -13,7 +13,7 @@ typedef enum { SIDE_DEVICE, SIDE_HOST, SIDE_ANY } side_t;
 
 /* Where an address is: device VA or pinned (usable by the GPU), or plain
  * host memory. */
-static bool gpu_visible(uint64_t p)
+bool sg_gpu_visible(uint64_t p)
 {
     void *base;
     uint64_t size;
@@ -29,13 +29,13 @@ static bool gpu_visible(uint64_t p)
  * pageable. Returns the pageable bit for the side, or -1 when invalid. */
 static int side_check(uint64_t p, side_t side)
 {
-    bool vis = gpu_visible(p);
+    bool vis = sg_gpu_visible(p);
     if (side == SIDE_DEVICE)
         return vis ? 0 : -1;
     return vis ? 0 : 1;
 }
 
-static CUresult issue(sg_op_t *op, CUstream hs, bool pt, bool sync)
+CUresult sg_copy_issue(sg_op_t *op, CUstream hs, bool pt, bool sync)
 {
     CUresult r = CUDA_SUCCESS;
     sg_lock();
@@ -78,7 +78,7 @@ static CUresult copy(const char *name, uint64_t dst, side_t dside, uint64_t src,
     op->ranges[1] = (sg_range_t){.addr = src, .len = n, .write = false};
     op->nranges = 2;
     op->pageable = (unsigned)dp | (unsigned)sp << 1;
-    return issue(op, hs, pt, sync);
+    return sg_copy_issue(op, hs, pt, sync);
 }
 
 static CUresult memset_(const char *name, uint64_t dst, uint64_t v, unsigned width, size_t n,
@@ -89,7 +89,7 @@ static CUresult memset_(const char *name, uint64_t dst, uint64_t v, unsigned wid
         return r;
     if (n == 0)
         return CUDA_SUCCESS;
-    if (!gpu_visible(dst) || dst % width)
+    if (!sg_gpu_visible(dst) || dst % width)
         return CUDA_ERROR_INVALID_VALUE;
     sg_op_t *op = sg_op_new(SG_OP_MEMSET, name);
     if (!op)
@@ -98,7 +98,7 @@ static CUresult memset_(const char *name, uint64_t dst, uint64_t v, unsigned wid
     op->nranges = 1;
     op->memset_value = v;
     op->memset_width = width;
-    return issue(op, hs, pt, sync);
+    return sg_copy_issue(op, hs, pt, sync);
 }
 
 /* Each pair below: the default-stream entry point and its per-thread twin. */
@@ -218,14 +218,14 @@ static CUresult wait_value(const char *name, uint64_t addr, unsigned width, CUst
     CUresult r = sg_need_ctx();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!gpu_visible(addr) || addr % width)
+    if (!sg_gpu_visible(addr) || addr % width)
         return CUDA_ERROR_INVALID_VALUE;
     sg_op_t *op = sg_op_new(SG_OP_WAIT_VALUE, name);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->ranges[0] = (sg_range_t){.addr = addr, .len = width};
     op->nranges = 1;
-    return issue(op, hs, pt, false);
+    return sg_copy_issue(op, hs, pt, false);
 }
 
 #define MEMOP(sym, fn, T, w, pt, call)                                                 \

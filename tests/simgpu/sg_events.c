@@ -206,6 +206,37 @@ PAIR(cuStreamGetCtx, cuStreamGetCtx, API, (CUstream hStream, CUcontext *pctx), s
 PAIR(cuLaunchHostFunc, cuLaunchHostFunc, API, (CUstream hStream, CUhostFn fn, void *userData),
      host_func, hStream, fn, userData)
 
+/* cuStreamAddCallback: a host function in stream order that gets the
+ * stream handle as given, CUDA_SUCCESS, and userData (a context with a
+ * sticky error runs no later work, callbacks included). cuLaunchHostFunc
+ * is its capturable successor; simgpu refuses a callback on a capturing
+ * stream with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
+ * capture, as it does other work it cannot record. */
+static CUresult add_callback(CUstream hs, CUstreamCallback cb, void *user, unsigned flags, bool pt)
+{
+    if (!cb || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    sg_op_t *op = sg_op_new(SG_OP_HOST_FUNC, "cuStreamAddCallback");
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->callback = cb;
+    op->callback_stream = hs;
+    op->user = user;
+    sg_lock();
+    sg_stream_t *s = sg_stream_get(hs, pt);
+    CUresult r = !s ? CUDA_ERROR_INVALID_HANDLE : s->capture ? sg_capture_guard(s) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        r = sg_submit(s, op);
+    else
+        sg_op_put(op);
+    sg_unlock();
+    return r;
+}
+
+PAIR(cuStreamAddCallback, cuStreamAddCallback, API,
+     (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags),
+     add_callback, hStream, callback, userData, flags)
+
 /* ---- events ---- */
 
 SG_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)

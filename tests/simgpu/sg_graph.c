@@ -1,9 +1,12 @@
 /*
- * Graphs: what a capture made (sg_capture.c), instantiated and replayed.
+ * Graphs: what a capture made (sg_capture.c) or the explicit API built
+ * (sg_graphbuild.c, sg_graphparams.c), instantiated and replayed.
  *
- * A graph is its nodes in capture order (a topological order), each with
- * its dependencies and its lane: the captured stream it came from, 0 for
- * the origin. An instantiated graph owns one stream per lane past the
+ * A graph is its nodes, each with its dependencies and its lane: the
+ * captured stream it came from, 0 for the origin (and for built nodes).
+ * Capture order is topological; edges added later need not be, so an
+ * exec holds copies of the nodes in a topological order (sg_graph_order).
+ * An instantiated graph owns one stream per lane past the
  * first. cuGraphLaunch issues a fresh copy of every node's op, in order:
  * lane 0 on the launch stream, the others on the exec's own streams, each
  * after the copies of its dependencies and the first of each lane after
@@ -17,11 +20,9 @@
 
 #include <stdlib.h>
 
-typedef struct {
-    sg_node_t **nodes;
-    int nnodes, nlanes;
-    sg_stream_t **lanes; /* exec only: lanes 1..nlanes-1 */
-} graph_t;
+/* sg.h defines it: sg_graphbuild.c and sg_graphparams.c build and update
+ * graphs too. */
+typedef sg_graph_t graph_t;
 
 CUresult sg_graph_new(sg_node_t **nodes, int nnodes, int nlanes, CUgraph *out)
 {
@@ -85,10 +86,11 @@ static void exec_free(graph_t *e)
         if (e->lanes && e->lanes[i])
             sg_stream_destroy(e->lanes[i]);
     free(e->lanes);
+    free(e->order);
     free(e);
 }
 
-static sg_node_t *node_clone(const sg_node_t *n)
+sg_node_t *sg_node_copy(const sg_node_t *n)
 {
     sg_node_t *c = malloc(sizeof *c);
     if (!c)
@@ -108,8 +110,36 @@ static sg_node_t *node_clone(const sg_node_t *n)
     return c;
 }
 
-static CUresult instantiate(CUgraphExec *out, CUgraph hg)
+/* Node k of the exec is a copy of graph node e->order[k]: a replay issues
+ * nodes in array order, so the exec's order must be topological, and
+ * dependencies added with cuGraphAddDependencies may point forward in the
+ * graph's. Each copy remembers its graph node, for cuGraphExec*SetParams. */
+static CUresult copy_nodes(graph_t *e, const graph_t *g)
 {
+    int *pos = malloc(((size_t)g->nnodes + 1) * sizeof *pos);
+    if (!pos)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (int k = 0; k < g->nnodes; k++)
+        pos[e->order[k]] = k;
+    for (e->nnodes = 0; e->nnodes < g->nnodes; e->nnodes++) {
+        sg_node_t *from = g->nodes[e->order[e->nnodes]];
+        sg_node_t *c = sg_node_copy(from);
+        if (!c) {
+            free(pos);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        for (int d = 0; d < c->ndeps; d++)
+            c->deps[d] = pos[c->deps[d]];
+        c->origin = from;
+        e->nodes[e->nnodes] = c;
+    }
+    free(pos);
+    return CUDA_SUCCESS;
+}
+
+CUresult sg_graph_instantiate(CUgraphExec *out, CUgraph hg, CUgraphInstantiateResult *res)
+{
+    *res = CUDA_GRAPH_INSTANTIATE_ERROR;
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     sg_lock();
@@ -125,16 +155,21 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hg)
     e->nlanes = g->nlanes;
     e->nodes = calloc((size_t)g->nnodes + 1, sizeof *e->nodes);
     e->lanes = calloc((size_t)g->nlanes, sizeof *e->lanes);
-    if (!e->nodes || !e->lanes)
+    e->order = calloc((size_t)g->nnodes + 1, sizeof *e->order);
+    if (!e->nodes || !e->lanes || !e->order)
         goto fail;
-    for (e->nnodes = 0; e->nnodes < g->nnodes; e->nnodes++)
-        if (!(e->nodes[e->nnodes] = node_clone(g->nodes[e->nnodes])))
-            goto fail;
+    if ((r = sg_graph_order(g, e->order)) != CUDA_SUCCESS) {
+        *res = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE; /* a cycle */
+        goto fail;
+    }
+    if ((r = copy_nodes(e, g)) != CUDA_SUCCESS)
+        goto fail;
     for (int i = 1; i < e->nlanes; i++)
         if ((r = sg_stream_create(CU_STREAM_NON_BLOCKING, 0, &e->lanes[i])) != CUDA_SUCCESS)
             goto fail;
     sg_handle_add(e, SG_H_EXEC);
     *out = (CUgraphExec)e;
+    *res = CUDA_GRAPH_INSTANTIATE_SUCCESS;
     r = CUDA_SUCCESS;
     goto out;
 fail:
@@ -148,7 +183,8 @@ SG_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph
                                                unsigned long long flags)
 {
     SG_ENTER(cuGraphInstantiateWithFlags, API);
-    return instantiate(phGraphExec, hGraph);
+    CUgraphInstantiateResult res;
+    return sg_graph_instantiate(phGraphExec, hGraph, &res);
 }
 
 SG_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
@@ -156,7 +192,8 @@ SG_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGrap
                                          size_t bufferSize)
 {
     SG_ENTER(cuGraphInstantiate, API);
-    return instantiate(phGraphExec, hGraph);
+    CUgraphInstantiateResult res;
+    return sg_graph_instantiate(phGraphExec, hGraph, &res);
 }
 
 /* Issues one node's op on its lane. issued[] holds a reference to each
@@ -267,6 +304,7 @@ SG_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
     }
     graph_t *g = (graph_t *)hGraph;
     sg_handle_del(g);
+    sg_user_objects_graph_gone(hGraph); /* sg_userobj.c: the graph's references go */
     sg_nodes_free(g->nodes, g->nnodes);
     free(g);
     sg_unlock();
@@ -371,19 +409,24 @@ SG_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
         sg_unlock();
         return CUDA_ERROR_INVALID_VALUE;
     }
-    const sg_node_t *n = (const sg_node_t *)hNode;
-    switch (n->op->kind) {
-    case SG_OP_KERNEL: *type = CU_GRAPH_NODE_TYPE_KERNEL; break;
-    case SG_OP_COPY: *type = CU_GRAPH_NODE_TYPE_MEMCPY; break;
-    case SG_OP_MEMSET: *type = CU_GRAPH_NODE_TYPE_MEMSET; break;
-    case SG_OP_HOST_FUNC: *type = CU_GRAPH_NODE_TYPE_HOST; break;
-    case SG_OP_FREE: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
-    default:
-        *type = n->record_event ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
-                : n->wait_event ? CU_GRAPH_NODE_TYPE_WAIT_EVENT
-                                : CU_GRAPH_NODE_TYPE_EMPTY;
-        break;
-    }
+    *type = sg_node_type((const sg_node_t *)hNode);
     sg_unlock();
     return CUDA_SUCCESS;
+}
+
+CUgraphNodeType sg_node_type(const sg_node_t *n)
+{
+    switch (n->op->kind) {
+    case SG_OP_KERNEL: return CU_GRAPH_NODE_TYPE_KERNEL;
+    case SG_OP_COPY: return CU_GRAPH_NODE_TYPE_MEMCPY;
+    case SG_OP_MEMSET: return CU_GRAPH_NODE_TYPE_MEMSET;
+    case SG_OP_HOST_FUNC: return CU_GRAPH_NODE_TYPE_HOST;
+    case SG_OP_FREE: return CU_GRAPH_NODE_TYPE_MEM_FREE;
+    case SG_OP_MEM_ALLOC: return CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    default:
+        return n->record_event ? CU_GRAPH_NODE_TYPE_EVENT_RECORD
+               : n->wait_event ? CU_GRAPH_NODE_TYPE_WAIT_EVENT
+               : n->child      ? CU_GRAPH_NODE_TYPE_GRAPH
+                               : CU_GRAPH_NODE_TYPE_EMPTY;
+    }
 }

@@ -23,6 +23,10 @@ typedef struct {
 typedef struct { const void *src; uint64_t bytes; uint64_t *out; } checksum_args_t;
 typedef struct { const float *p; int64_t lo, hi; float *out; } sum_args_t;
 typedef struct { const void *base; uint64_t stride, n; uint64_t *table; } ptrs_args_t;
+#define FOREACH_MAX 20
+typedef struct {
+    uint32_t n, add; uint64_t words[FOREACH_MAX]; uint32_t *t[FOREACH_MAX];
+} foreach_args_t;
 typedef struct {
     const float *W; const float *X; float *Y; uint32_t rows, cols, batch;
 } gemm_args_t;
@@ -46,6 +50,35 @@ static void fill_run(const void *a, void *const *h)
     uint32_t *d = h[0];
     for (uint64_t i = 0; i < p->count; i++)
         d[i] = p->value;
+}
+
+/* ---- foreach: one add over many tensors, named in one struct passed by
+ * value, as PyTorch's multi-tensor apply does (a fused optimizer step) */
+static int foreach_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const foreach_args_t *p = a;
+    int n = p->n < FOREACH_MAX ? (int)p->n : FOREACH_MAX;
+    for (int i = 0; i < n; i++)
+        r[i] = R(p->t[i], p->words[i] * 4, true);
+    return n;
+}
+static double foreach_flops(const void *a)
+{
+    const foreach_args_t *p = a;
+    double words = 0;
+    for (uint32_t i = 0; i < p->n && i < FOREACH_MAX; i++)
+        words += (double)p->words[i];
+    return words;
+}
+static void foreach_run(const void *a, void *const *h)
+{
+    const foreach_args_t *p = a;
+    int n = p->n < FOREACH_MAX ? (int)p->n : FOREACH_MAX;
+    for (int i = 0; i < n; i++) {
+        uint32_t *d = h[i];
+        for (uint64_t k = 0; k < p->words[i]; k++)
+            d[k] += p->add;
+    }
 }
 
 /* ---- axpy ---- */
@@ -467,6 +500,7 @@ static const sg_kernel_t kernels[] = {
     K("sg_fill_u32", fill_args_t, fill, 3,
       {P(fill_args_t, dst), P(fill_args_t, value), P(fill_args_t, count)},
       {S(fill_args_t, dst), S(fill_args_t, value), S(fill_args_t, count)}),
+    K("sg_foreach_add_u32", foreach_args_t, foreach, 1, {0}, {sizeof(foreach_args_t)}),
     K("sg_axpy_f32", axpy_args_t, axpy, 4,
       {P(axpy_args_t, a), P(axpy_args_t, x), P(axpy_args_t, y), P(axpy_args_t, n)},
       {S(axpy_args_t, a), S(axpy_args_t, x), S(axpy_args_t, y), S(axpy_args_t, n)}),

@@ -411,9 +411,20 @@ SG_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CU
 
 /* ---- launches ---- */
 
+const sg_kernel_t *sg_func_kernel(const void *h, int *device)
+{
+    int kind = sg_handle_kind(h);
+    if (kind != SG_H_FUNC && kind != SG_H_KERNEL)
+        return NULL;
+    if (device)
+        *device = ((const func_t *)h)->device;
+    return ((const func_t *)h)->kernel;
+}
+
 /* Packs the parameters into args, from kernelParams or from an extra
- * buffer; exactly one form must be given when the kernel has parameters. */
-static CUresult pack_args(const sg_kernel_t *k, void **params, void **extra, unsigned char *args)
+ * buffer; exactly one form must be given when the kernel has parameters.
+ * Graph kernel nodes (sg_graphparams.c) pack theirs the same way. */
+CUresult sg_pack_args(const sg_kernel_t *k, void **params, void **extra, unsigned char *args)
 {
     if (params && extra)
         return CUDA_ERROR_INVALID_VALUE;
@@ -445,9 +456,10 @@ static CUresult pack_args(const sg_kernel_t *k, void **params, void **extra, uns
     return k->nparams == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUstream hs,
-                       void **params, void **extra, bool per_thread)
+static CUresult launch(CUfunction f, const unsigned dims[7], CUstream hs, void **params,
+                       void **extra, bool per_thread)
 {
+    unsigned gx = dims[0], gy = dims[1], gz = dims[2];
     int kind = kind_of(f);
     if (kind != SG_H_FUNC && kind != SG_H_KERNEL)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -462,13 +474,18 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUst
     sg_op_t *op = sg_op_new(SG_OP_KERNEL, k->name);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = pack_args(k, params, extra, op->args);
+    CUresult r = sg_pack_args(k, params, extra, op->args);
     if (r != CUDA_SUCCESS) {
         free(op);
         return r;
     }
     op->kernel = k;
     op->device = dev > 0 ? dev : 0;
+    /* Kept for cuGraphKernelNodeGetParams when this launch is captured. */
+    op->func = f;
+    memcpy(op->grid, dims, sizeof op->grid);
+    memcpy(op->block, dims + 3, sizeof op->block);
+    op->smem = dims[6];
     /* The table is read now, before taking g.lock (peek takes mem_lock). */
     op->nranges = k->ranges(op->args, op->ranges, sg_mem_peek);
     sg_lock();
@@ -494,13 +511,17 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUst
 SG_EXPORT CUresult cuLaunchKernel LAUNCH_PARAMS
 {
     SG_ENTER(cuLaunchKernel, LAUNCH);
-    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, extra, false);
+    const unsigned dims[7] = {gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                              sharedMemBytes};
+    return launch(f, dims, hStream, kernelParams, extra, false);
 }
 
 SG_EXPORT CUresult cuLaunchKernel_ptsz LAUNCH_PARAMS
 {
     SG_ENTER(cuLaunchKernel, LAUNCH);
-    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, extra, true);
+    const unsigned dims[7] = {gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                              sharedMemBytes};
+    return launch(f, dims, hStream, kernelParams, extra, true);
 }
 
 /* A cooperative launch runs like any other here: simgpu runs one kernel
@@ -513,13 +534,17 @@ SG_EXPORT CUresult cuLaunchKernel_ptsz LAUNCH_PARAMS
 SG_EXPORT CUresult cuLaunchCooperativeKernel COOP_PARAMS
 {
     SG_ENTER(cuLaunchCooperativeKernel, LAUNCH);
-    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, NULL, false);
+    const unsigned dims[7] = {gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                              sharedMemBytes};
+    return launch(f, dims, hStream, kernelParams, NULL, false);
 }
 
 SG_EXPORT CUresult cuLaunchCooperativeKernel_ptsz COOP_PARAMS
 {
     SG_ENTER(cuLaunchCooperativeKernel, LAUNCH);
-    return launch(f, gridDimX, gridDimY, gridDimZ, hStream, kernelParams, NULL, true);
+    const unsigned dims[7] = {gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                              sharedMemBytes};
+    return launch(f, dims, hStream, kernelParams, NULL, true);
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra,
@@ -527,8 +552,9 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
 {
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
-    return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->hStream, params, extra,
-                  per_thread);
+    const unsigned dims[7] = {c->gridDimX,  c->gridDimY,  c->gridDimZ,     c->blockDimX,
+                              c->blockDimY, c->blockDimZ, c->sharedMemBytes};
+    return launch(f, dims, c->hStream, params, extra, per_thread);
 }
 
 

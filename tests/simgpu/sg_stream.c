@@ -95,6 +95,8 @@ void sg_op_put(sg_op_t *op)
     for (int i = 0; i < op->ndeps; i++)
         sg_op_put(op->deps[i]);
     free(op->deps);
+    if (op->gmem)
+        sg_gmem_put(op->gmem);
     free(op);
 }
 
@@ -111,6 +113,8 @@ sg_op_t *sg_op_clone(const sg_op_t *op)
     c->ndeps = 0;
     c->deps = NULL;
     c->nextents = 0; /* recomputed when the copy is issued */
+    if (c->gmem)
+        sg_gmem_ref(c->gmem); /* a replay's alloc or free holds the graph's memory */
     return c;
 }
 
@@ -169,6 +173,7 @@ static void stream_unlink(sg_stream_t *s)
             break;
         }
     sg_op_put(s->last);
+    free(s->deps_out);
     pthread_cond_destroy(&s->cv);
     free(s);
 }
@@ -189,6 +194,12 @@ void sg_stream_destroy(sg_stream_t *s)
 /* Returns false on a fault. Holds mem_lock for reading while bytes move. */
 static bool run_op(sg_op_t *op)
 {
+    if (op->shape.width) {
+        sg_mem_rdlock();
+        bool ok = sg_pitched_run(op);
+        sg_mem_unlock();
+        return ok;
+    }
     sg_range_t r[SG_MAX_RANGES];
     int n = op->nranges;
     if (op->kind == SG_OP_KERNEL)
@@ -243,6 +254,10 @@ static bool run_op(sg_op_t *op)
 
 static void run_free(sg_op_t *op)
 {
+    if (op->gmem) { /* a graph's memory: its use ends, the graph keeps it */
+        sg_gmem_run(op->gmem, false);
+        return;
+    }
     CUdeviceptr base;
     uint64_t size;
     sg_mem_wrlock();
@@ -274,8 +289,12 @@ static void *worker(void *arg)
         sg_unlock();
         bool ok = true;
         if (!dead) {
-            if (op->kind == SG_OP_HOST_FUNC)
+            if (op->kind == SG_OP_HOST_FUNC && op->callback)
+                op->callback(op->callback_stream, CUDA_SUCCESS, op->user);
+            else if (op->kind == SG_OP_HOST_FUNC)
                 op->fn(op->user);
+            else if (op->kind == SG_OP_MEM_ALLOC)
+                sg_gmem_run(op->gmem, true);
             else if (op->kind == SG_OP_FREE)
                 run_free(op);
             else
@@ -285,6 +304,12 @@ static void *worker(void *arg)
         if (!ok)
             sg_fault(op->name);
         op->done = true;
+        /* A done alloc or free no longer holds a graph's memory: s->last
+         * and events keep done ops, and must not keep the memory too. */
+        if (op->gmem) {
+            sg_gmem_put(op->gmem);
+            op->gmem = NULL;
+        }
         /* Done ops need no dependencies; the race check keeps ops a while,
          * and must not keep their chains too. */
         for (int i = 0; i < op->ndeps; i++)
@@ -340,6 +365,22 @@ typedef struct {
     double cap_gbps[2];
 } cost_t;
 
+/* The bytes an op moves or sets: a pitched op's rows, not the padding
+ * its bounding ranges include. */
+static uint64_t payload(const sg_op_t *op)
+{
+    if (op->shape.width)
+        return op->shape.width * op->shape.height * op->shape.depth;
+    return op->ranges[0].len;
+}
+
+/* A pitched op's share of a bounding range's backed bytes. */
+static uint64_t scaled(uint64_t bytes, const sg_op_t *op)
+{
+    uint64_t len = op->ranges[0].len;
+    return len ? (uint64_t)((double)bytes * (double)payload(op) / (double)len) : bytes;
+}
+
 static cost_t op_cost(sg_op_t *op)
 {
     const sg_config_t *cfg = &SG->cfg;
@@ -370,7 +411,7 @@ static cost_t op_cost(sg_op_t *op)
         op->engine = SG_ENGINE_COMPUTE;
         return c;
     case SG_OP_COPY: {
-        uint64_t ddev = 0, dhost = 0, sdev = 0, shost = 0, n = op->ranges[0].len;
+        uint64_t ddev = 0, dhost = 0, sdev = 0, shost = 0, n = payload(op);
         backing(op, &op->ranges[0], op->pageable & 1, &ddev, &dhost);
         backing(op, &op->ranges[1], op->pageable >> 1 & 1, &sdev, &shost);
         bool dst_host = dhost > ddev, src_host = shost > sdev;
@@ -394,6 +435,8 @@ static cost_t op_cost(sg_op_t *op)
     }
     case SG_OP_MEMSET:
         backing(op, &op->ranges[0], false, &dev, &host);
+        dev = scaled(dev, op);
+        host = scaled(host, op);
         op->engine = SG_ENGINE_COMPUTE;
         c.fixed_ns = cfg->kernel_ns;
         c.dev_ns = ns_for(dev, cfg->hbm_gbps);
@@ -531,6 +574,35 @@ CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
         start_worker(s);
     pthread_cond_signal(&s->cv);
     return CUDA_SUCCESS;
+}
+
+/* simgpu's service stream: its ops are housekeeping that no API call
+ * orders (the driver runs destructors on threads of its own), so they take
+ * no virtual time and are kept out of the race check. cuCtxSynchronize
+ * still waits for them, which makes a test's wait for a destructor exact. */
+void sg_service(sg_op_t *op)
+{
+    static sg_stream_t *service;
+    if (!service) {
+        service = stream_alloc(CU_STREAM_NON_BLOCKING, 0, false);
+        if (!service)
+            abort();
+        service->device = -1; /* every device's */
+    }
+    op->seq = ++SG->op_seq;
+    op->stream_id = service->id;
+    op->next = NULL;
+    if (service->tail)
+        service->tail->next = op;
+    else
+        service->head = op;
+    service->tail = op;
+    op->refs++; /* the queue's; the caller's becomes service->last */
+    sg_op_put(service->last);
+    service->last = op;
+    if (!service->has_thread)
+        start_worker(service);
+    pthread_cond_signal(&service->cv);
 }
 
 void sg_op_wait(sg_op_t *op)

@@ -24,6 +24,8 @@ int main(void)
     srunner_add_suite(sr, export_suite());
     srunner_add_suite(sr, tensormap_suite());
     srunner_add_suite(sr, devices_suite());
+    srunner_add_suite(sr, copy2d_suite());
+    srunner_add_suite(sr, graphedit_suite());
     /* Fork mode is required whatever CK_FORK says: each case needs a fresh
      * process, because simgpu reads its environment once per process. */
     srunner_set_fork_status(sr, CK_FORK);

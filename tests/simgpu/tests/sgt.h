@@ -115,5 +115,7 @@ Suite *inject_suite(void);
 Suite *export_suite(void);
 Suite *tensormap_suite(void);
 Suite *devices_suite(void);
+Suite *copy2d_suite(void);
+Suite *graphedit_suite(void);
 
 #endif
