@@ -900,6 +900,11 @@ static void learn_descriptors(const sw_layout_t *l, void **params, const void *b
         sw_stat_add(SW_STAT_descriptors_recognised, (int64_t)m->ndesc);
 }
 
+const sw_layout_t *sw_layout(CUfunction f)
+{
+    return layout_of(f);
+}
+
 uint64_t sw_launch_now(void)
 {
     return __atomic_load_n(&launch_seq, __ATOMIC_RELAXED);

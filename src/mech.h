@@ -31,7 +31,7 @@
     X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuStreamIsCapturing) \
     X(cuEventQuery) X(cuEventDestroy_v2) X(cuDeviceGetMemPool) X(cuDeviceGetCount)         \
     X(cuDeviceCanAccessPeer) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize_v2) \
-    X(cuStreamGetCtx)
+    X(cuStreamGetCtx) X(cuGraphKernelNodeGetParams_v2)
 
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
@@ -121,6 +121,19 @@ bool sw_gate_rd(void);
 /* The real function, for calls that issue no device work (no gate);
  * CUDA_ERROR_NOT_FOUND where the driver lacks it. */
 #define SW_CALL(sym, args) (SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND)
+/* The real function when `check` says CUDA_SUCCESS, else check's answer
+ * (graphnodes.c). */
+#define SW_NODE_CHECKED(check, sym, args)                            \
+    ({                                                               \
+        CUresult c_ = (check);                                       \
+        c_ == CUDA_SUCCESS ? SW_CALL(sym, args) : c_;                \
+    })
+/* sw_graph_kernel_check for kernel node parameters p (NULL: the driver's
+ * answer), whose CUkernel is `kern` (NULL in the first version). */
+#define SW_KERNEL_NODE(call, p, was, kern)                                         \
+    ((p) ? sw_graph_kernel_check(#call, (p)->func, (kern),                         \
+                                 (p)->kernelParams, (p)->extra, (was))             \
+         : CUDA_SUCCESS)
 
 /* ---- init.c ---- */
 const sw_options_t *sw_opts(void);
@@ -504,6 +517,8 @@ bool sw_window_guarded(int dev);
 void sw_window_read(CUstream s);
 /* Whether any window has had a range (a hint, read without the lock). */
 bool sw_window_busy(void);
+/* Whether addr lies in a streaming window's memory. */
+bool sw_window_holds(uint64_t addr);
 /* Work on s is about to read or write home in [lo, +len) in place (a copy,
  * a memset, a launch not rewritten, a move): overlapping copies go home
  * first, with s after them, and home's fingerprint is forgotten. */
@@ -536,6 +551,16 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
 /* The learned period, recomputed at most every 64 launches. */
 uint64_t sw_period(uint64_t now);
 
+/* ---- graphnodes.c: kernel nodes given arguments after a capture ---- */
+/* CUDA_SUCCESS when a kernel node's new arguments (func, or kern when
+ * func is NULL; kernelParams or extra) hold no streaming-window address
+ * that node `was` (NULL: a new node) does not hold already; else
+ * CUDA_ERROR_INVALID_VALUE, said in the log naming `call`. */
+CUresult sw_graph_kernel_check(const char *call, CUfunction func, CUkernel kern, void **params,
+                               void **extra, CUgraphNode was);
+/* The same for a generic node's parameters; other node types pass. */
+CUresult sw_graph_node_check(const char *call, const CUgraphNodeParams *p, CUgraphNode was);
+
 /* ---- launch.c ---- */
 enum { SW_HANDLE_FUNC = 1, SW_HANDLE_KERNEL = 2 };
 /* A function or kernel handle *h of `kind` from module or library owner. */
@@ -567,6 +592,8 @@ void sw_mark(CUfunction f, void ***params, void ***extra, CUstream s);
  * be a table of pointers, so every tracked chunk one of its words points
  * into is marked `pointed` (learned policy only). Takes the gate shared. */
 void sw_note_pointers(const void *src, size_t n);
+/* The parameter layout of a function or kernel handle; NULL: unknown. */
+const sw_layout_t *sw_layout(CUfunction f);
 /* The sequence number of the latest launch seen. */
 uint64_t sw_launch_now(void);
 /* A capture begins with writers excluded, so that no move that checked

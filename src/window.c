@@ -122,7 +122,6 @@ typedef struct {
     CUstream cst;        /* spillway's stream for captures, made on first use */
     CUstream origin;     /* the capturing stream the window serves, or NULL */
     bool cst_in;         /* cst joined that capture: it must rejoin the origin */
-    bool dirty;          /* in it, since cst last joined: a home written in place, or a copy dropped */
     bool broken;         /* the capture lost a step its graph needs: it must fail */
     bool graphs;         /* some graph holds copies: replays take turns */
     CUevent replayed;    /* after the latest such replay */
@@ -352,17 +351,13 @@ static CUresult after_app(win_t *w)
 {
     if (!w->origin)
         return sw_streams_order(w->st);
-    /* In a capture, cst joins it once, and again only after work that
-     * wrote a home in place (sw_window_touch); a range's own copies home
-     * are waited for by its fill. So a replay's copies run as early as
-     * their space allows, beside the kernels before them. */
-    if (w->cst_in && !w->dirty)
-        return CUDA_SUCCESS;
+    /* In a capture, cst joins it before every fill: a kernel node the
+     * program changes after instantiation (graphnodes.c) may write any
+     * home in place, and no capture can tell which. */
     const sw_real_t *r = sw_real();
     CUresult e = r->cuEventRecord(w->done, w->origin);
     if (e == CUDA_SUCCESS && (e = r->cuStreamWaitEvent(w->cst, w->done, 0)) == CUDA_SUCCESS) {
         w->cst_in = true;
-        w->dirty = false;
     }
     return e;
 }
@@ -441,8 +436,10 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
     if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w->side) != CUDA_SUCCESS)
         return NULL;
     /* home's fingerprint: the bytes just copied, taken from the window at
-     * device speed, once; each copy home keeps it current (send_home). */
-    if (!u->fp_known && w->fp_on)
+     * device speed, once; each copy home keeps it current (send_home). A
+     * graph takes it at every fill: a node changed after capture may have
+     * written home in place since the last. */
+    if ((!u->fp_known || w->origin) && w->fp_on)
         u->fp_known = sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), w->side) == CUDA_SUCCESS;
     if (r->cuEventRecord(e->filled, w->side) != CUDA_SUCCESS) {
         /* Nothing reads the copy, and the next fill here follows it on
@@ -521,12 +518,10 @@ static bool drop_overlaps(win_t *w, uint64_t lo, uint64_t len, int keep, CUstrea
         for (int k = 0; k < e->nread; k++)
             if (e->reader[k] != s && order_after(w, s, e->read[k]) != CUDA_SUCCESS)
                 return false;
+        /* Its space is free at once, but only s waited for its readers:
+         * the next fill waits for every application stream, or in a
+         * capture for the origin (after_app). */
         drop_entry(w, e);
-        /* Its space is free at once, but only s waited for its readers.
-         * An eager fill waits for every application stream (after_app);
-         * in a capture, cst must rejoin the origin before its next fill,
-         * or a fill into this space races with the launch reading it. */
-        w->dirty |= w->origin != NULL;
     }
     return true;
 }
@@ -646,6 +641,14 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     if (!recurs(u, now, period) && !w->origin)
         goto out;
     if (len > w->size)
+        goto out;
+    /* In a capture a copy serves the one launch it is made for: a node of
+     * the graph may be changed after it is instantiated to write home in
+     * place (cuGraphExecKernelNodeSetParams, launch.c), and every later
+     * node must then read what it wrote. So each use copies home again,
+     * after the readers of the copy before (evict). */
+    if (w->origin && u->entry >= 0 && !w->entries[u->entry].pins &&
+        evict(w, &w->entries[u->entry]) != CUDA_SUCCESS)
         goto out;
     if (w->last >= 0 && w->last != ui)
         w->units[w->last].next = ui;
@@ -885,6 +888,15 @@ static win_t *next_window(int *dev)
     return NULL;
 }
 
+bool sw_window_holds(uint64_t addr)
+{
+    win_t *w;
+    for (int d = -1; (w = next_window(&d));)
+        if (addr - w->base < w->size)
+            return true;
+    return false;
+}
+
 /* Work on s during a capture the window serves on another stream: the
  * capture's copies belong to the graph, not to s. Lock held. */
 static bool foreign(win_t *w, CUstream s)
@@ -897,7 +909,7 @@ static bool foreign(win_t *w, CUstream s)
  * are stale for what the origin reads after joining it, so they are
  * dropped, and the next use copies again. No order is needed here: each
  * copy went home right after its readers on the origin, before any fork
- * after them, and the next fill follows the origin (w->dirty). Lock held. */
+ * after them, and the next fill follows the origin (after_app). Lock held. */
 static void drop_captured(win_t *w, uint64_t lo, uint64_t len)
 {
     for (int i = 0; i < MAX_ENTRIES; i++) {
@@ -944,11 +956,10 @@ void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
         for (int i = 0; i < w->nunits; i++)
             if (w->units[i].live && overlaps(lo, len, w->units[i].start, w->units[i].len))
                 w->units[i].fp_known = false;
-        /* In a capture, cst rejoins the origin before its next fill, so
-         * the fill follows this write: at once when s is the origin, and
+        /* In a capture, cst rejoins the origin before every fill, so the
+         * next fill follows this write: at once when s is the origin, and
          * when s is a stream the capture forked into, once the origin has
          * joined it back (as a program does before it reads what s wrote). */
-        w->dirty = true;
         pthread_mutex_unlock(&w->lock);
     }
 }
@@ -1017,8 +1028,12 @@ void sw_window_forget(uint64_t lo, uint64_t len)
  * no host involvement. The capture starts with an empty window (every
  * copy went home first) and ends with every copy it made on its way home
  * and cst joined back to the origin, so each replay leaves home right and
- * the window free. Work on other streams during the capture, and a second
- * capture at once, read in place. Afterwards eager work and replays take
+ * the window free. A graph is built to stay right when the program later
+ * changes a kernel node to write a home in place (graphnodes.c): each of
+ * its copies serves one launch, each fill follows everything before it
+ * on the origin and takes home's fingerprint anew. Work on other streams
+ * during the capture, and a second capture at once, read in place.
+ * Afterwards eager work and replays take
  * turns: eager copies wait for the application's streams, the replay's
  * among them (its stream is noted), and each replay waits for eager copies
  * and for the replay before it that used the window.
@@ -1058,7 +1073,6 @@ void sw_window_captured(CUstream s, CUresult r)
         unchain(w);
         w->origin = s;
         w->cst_in = false;
-        w->dirty = false;
         w->broken = false;
         w->side = w->cst;
         w->head = 0;

@@ -16,7 +16,29 @@
  *                 with 7; before each replay of G1 an eager memset writes
  *                 the replay's number: after G1 every weight must read 7;
  *   replay-in-capture  while s0 captures a step, s1 replays a graph
- *                 captured before: both must succeed.
+ *                 captured before: both must succeed;
+ *   node-patch    a captured step reads X (weight 3), fills a scratch
+ *                 buffer, reads X again; after instantiation the fill's node is
+ *                 given X and a new value each step
+ *                 (cuGraphExecKernelNodeSetParams): the second read must
+ *                 see that fill, made in place, not the copy of X the
+ *                 first read used;
+ *   foreach       one launch adds 1 to 16 small tensors and to weights
+ *                 4-7, named in one struct (a fused optimizer step): more
+ *                 allocations than a launch's copies can serve, so the
+ *                 weights are written in place, and the copy of weight 7
+ *                 the reads before left in the window must not be read;
+ *   window-word   the arguments of a captured read of weight 3, read back
+ *                 (cuGraphKernelNodeGetParams), are given to a new node of
+ *                 another graph. Where the capture's read was served from
+ *                 a window copy they hold its address, and spillway
+ *                 refuses the node (CUDA_ERROR_INVALID_VALUE): stderr says
+ *                 "window-word: refused" and the read is launched eagerly
+ *                 instead, so every run's result is the same;
+ *   exec-update   each step captures a fill of another weight and a read
+ *                 of all, and updates the one instantiated graph from it
+ *                 (cuGraphExecUpdate; on refusal it instantiates anew,
+ *                 as llama.cpp does).
  * Every checksum goes into one small buffer, hashed after each step;
  * prints "result: HASH" and exits 0, 2 on a CUDA error.
  */
@@ -37,10 +59,12 @@
 static int fail(const char *what, CUresult r) { return swt_cuda_fail("writes", what, r); }
 
 typedef struct {
-    CUfunction fill, checksum;
+    CUfunction fill, checksum, foreach;
     CUdeviceptr w[LAYERS], sums;
     CUstream s0, s1;
     CUevent fork, join;
+    CUdeviceptr target; /* what patch_step and update_step fill ... */
+    uint32_t value;     /* ... with this (update_step) */
 } model_t;
 
 static CUresult fill(const model_t *m, CUstream s, CUdeviceptr p, uint32_t v)
@@ -131,12 +155,204 @@ static CUresult fork_step(const model_t *m)
     return checksum(m, m->s0, m->w[0], LAYERS);
 }
 
+#define SCRATCH_WORDS 4096 /* below SPILLWAY_MIN_ALLOC: never in the window */
+
+/* Reads X, fills a scratch buffer, reads X again (node-patch): X's copy is
+ * the only one the two reads need, so the second reuses the first's. */
+static CUresult patch_step(const model_t *m)
+{
+    CUresult r;
+    uint64_t n = SCRATCH_WORDS;
+    uint32_t v = 5;
+    CUdeviceptr dst = m->target;
+    void *a[] = {&dst, &v, &n};
+    if ((r = checksum(m, m->s0, m->w[3], LAYERS)) ||
+        (r = cuLaunchKernel(m->fill, 1, 1, 1, 1, 1, 1, 0, m->s0, a, NULL)))
+        return r;
+    return checksum(m, m->s0, m->w[3], LAYERS + 1);
+}
+
+/* Fills m->target, then reads every weight (exec-update). */
+static CUresult update_step(const model_t *m)
+{
+    CUresult r = fill(m, m->s0, m->target, m->value);
+    return r ? r : read_all(m);
+}
+
+/* The kernel node of g that launches f. */
+static int find_node(CUgraph g, CUfunction f, CUgraphNode *out)
+{
+    CUresult r;
+    CUgraphNode nodes[256];
+    size_t n = 256;
+    CK(cuGraphGetNodes(g, nodes, &n));
+    for (size_t i = 0; i < n; i++) {
+        CUgraphNodeType t;
+        CUDA_KERNEL_NODE_PARAMS p;
+        CK(cuGraphNodeGetType(nodes[i], &t));
+        if (t != CU_GRAPH_NODE_TYPE_KERNEL)
+            continue;
+        CK(cuGraphKernelNodeGetParams(nodes[i], &p));
+        if (p.func == f) {
+            *out = nodes[i];
+            return 0;
+        }
+    }
+    fprintf(stderr, "writes: no kernel node of the fill in the graph\n");
+    return 2;
+}
+
+/* node-patch: the fill's node is given weight 3 and the step's value. */
+static int node_patch(model_t *m, uint64_t *h)
+{
+    CUresult r;
+    CUgraph g;
+    CUgraphExec e;
+    CUgraphNode node;
+    CK(cuMemAlloc(&m->target, SCRATCH_WORDS * 4));
+    CK(cuStreamBeginCapture(m->s0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CK(patch_step(m));
+    CK(cuStreamEndCapture(m->s0, &g));
+    CK(cuGraphInstantiateWithFlags(&e, g, 0));
+    if (find_node(g, m->fill, &node))
+        return 2;
+    for (int s = 0; s < STEPS; s++) {
+        CUdeviceptr dst = m->w[3];
+        uint32_t v = 300u + (unsigned)s;
+        uint64_t n = WORDS;
+        void *a[] = {&dst, &v, &n};
+        CUDA_KERNEL_NODE_PARAMS p;
+        CK(cuGraphKernelNodeGetParams(node, &p));
+        p.kernelParams = a;
+        p.extra = NULL;
+        CK(cuGraphExecKernelNodeSetParams(e, node, &p));
+        CK(fill(m, m->s0, m->w[3], 50u + (unsigned)s));
+        CK(cuGraphLaunch(e, m->s0));
+        CK(read_all(m));
+        if (settle(m, h))
+            return 2;
+    }
+    CK(cuGraphExecDestroy(e));
+    CK(cuGraphDestroy(g));
+    CK(cuMemFree(m->target));
+    return 0;
+}
+
+#define SMALL 16            /* small tensors, resident: a launch's copies ... */
+#define SMALL_WORDS (1u << 14) /* ... are all taken by them (tracked with SPILLWAY_MIN_ALLOC=64KiB), weights 4-7 follow */
+
+/* foreach: reads every weight, adds 1 to 16 small tensors and to weights
+ * 4-7 in one launch (sg_foreach_add_u32, 20 at most), then reads weight 7,
+ * whose copy the first reads left in the window, and the small ones. */
+static int foreach_steps(const model_t *m, uint64_t *h)
+{
+    CUresult r;
+    struct {
+        uint32_t n, add;
+        uint64_t words[SMALL + 4];
+        CUdeviceptr t[SMALL + 4];
+    } args = {.n = SMALL + 4, .add = 1};
+    for (int i = 0; i < SMALL + 4; i++) {
+        args.words[i] = i < SMALL ? SMALL_WORDS : WORDS;
+        if (i >= SMALL)
+            args.t[i] = m->w[4 + i - SMALL];
+        else if ((r = cuMemAlloc(&args.t[i], SMALL_WORDS * 4)) ||
+                 (r = cuMemsetD32(args.t[i], (unsigned)i, SMALL_WORDS)))
+            return fail("a small tensor", r);
+    }
+    for (int s = 0; s < STEPS; s++) {
+        void *a[] = {&args};
+        CK(read_all(m));
+        CK(cuLaunchKernel(m->foreach, 1, 1, 1, 1, 1, 1, 0, m->s0, a, NULL));
+        CK(checksum(m, m->s0, m->w[7], LAYERS));
+        if (settle(m, h))
+            return 2;
+    }
+    for (int i = 0; i < SMALL; i++) {
+        uint32_t first;
+        CK(cuMemcpyDtoH(&first, args.t[i], sizeof first));
+        *h = fnv(*h, &first, sizeof first);
+        CK(cuMemFree(args.t[i]));
+    }
+    return 0;
+}
+
+/* Reads weight 3 into slot LAYERS (window-word's capture). */
+static CUresult read_x(const model_t *m)
+{
+    return checksum(m, m->s0, m->w[3], LAYERS);
+}
+
+/* window-word: a new node given a captured node's arguments. */
+static int window_word(model_t *m, uint64_t *h)
+{
+    CUresult r;
+    CUgraph g, other;
+    CUgraphExec e;
+    CUgraphNode node, added;
+    CUDA_KERNEL_NODE_PARAMS p;
+    CK(cuStreamBeginCapture(m->s0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CK(read_x(m));
+    CK(cuStreamEndCapture(m->s0, &g));
+    if (find_node(g, m->checksum, &node))
+        return 2;
+    CK(cuGraphKernelNodeGetParams(node, &p));
+    CK(cuGraphCreate(&other, 0));
+    r = cuGraphAddKernelNode(&added, other, NULL, 0, &p);
+    if (r == CUDA_ERROR_INVALID_VALUE) {
+        fprintf(stderr, "window-word: refused\n");
+        CK(read_x(m));
+    } else if (r == CUDA_SUCCESS) {
+        CK(cuGraphInstantiateWithFlags(&e, other, 0));
+        CK(cuGraphLaunch(e, m->s0));
+        CK(cuStreamSynchronize(m->s0));
+        CK(cuGraphExecDestroy(e));
+    } else {
+        return fail("cuGraphAddKernelNode", r);
+    }
+    CK(cuGraphDestroy(other));
+    CK(cuGraphDestroy(g));
+    return settle(m, h);
+}
+
+/* exec-update: one instantiated graph, updated from each step's capture. */
+static int exec_update(model_t *m, uint64_t *h)
+{
+    CUresult r;
+    CUgraphExec e = NULL;
+    for (int s = 0; s < STEPS; s++) {
+        CUgraph g;
+        m->target = m->w[s % LAYERS];
+        m->value = 400u + (unsigned)s;
+        CK(cuStreamBeginCapture(m->s0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        CK(update_step(m));
+        CK(cuStreamEndCapture(m->s0, &g));
+        CUgraphExecUpdateResultInfo info;
+        r = e ? cuGraphExecUpdate(e, g, &info) : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+        if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
+            if (e)
+                CK(cuGraphExecDestroy(e));
+            CK(cuGraphInstantiateWithFlags(&e, g, 0));
+        } else if (r != CUDA_SUCCESS) {
+            return fail("cuGraphExecUpdate", r);
+        }
+        CK(cuGraphDestroy(g));
+        CK(cuGraphLaunch(e, m->s0));
+        if (settle(m, h))
+            return 2;
+    }
+    CK(cuGraphExecDestroy(e));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "replay-write") && strcmp(mode, "fork-write") && strcmp(mode, "graph-fp") &&
-        strcmp(mode, "replay-in-capture")) {
-        fprintf(stderr, "usage: swt-writes replay-write|fork-write|graph-fp|replay-in-capture\n");
+        strcmp(mode, "replay-in-capture") && strcmp(mode, "node-patch") &&
+        strcmp(mode, "exec-update") && strcmp(mode, "foreach") && strcmp(mode, "window-word")) {
+        fprintf(stderr, "usage: swt-writes replay-write|fork-write|graph-fp|replay-in-capture|"
+                        "node-patch|exec-update|foreach|window-word\n");
         return 3;
     }
     CUcontext ctx;
@@ -148,6 +364,7 @@ int main(int argc, char **argv)
         return 2;
     CK(cuModuleGetFunction(&m.fill, mod, "sg_fill_u32"));
     CK(cuModuleGetFunction(&m.checksum, mod, "sg_checksum_u64"));
+    CK(cuModuleGetFunction(&m.foreach, mod, "sg_foreach_add_u32"));
     CK(cuStreamCreate(&m.s0, CU_STREAM_NON_BLOCKING));
     CK(cuStreamCreate(&m.s1, CU_STREAM_NON_BLOCKING));
     CK(cuEventCreate(&m.fork, CU_EVENT_DISABLE_TIMING));
@@ -188,6 +405,18 @@ int main(int argc, char **argv)
             if (settle(&m, &h))
                 return 2;
         }
+    } else if (!strcmp(mode, "node-patch")) {
+        if (node_patch(&m, &h))
+            return 2;
+    } else if (!strcmp(mode, "foreach")) {
+        if (foreach_steps(&m, &h))
+            return 2;
+    } else if (!strcmp(mode, "window-word")) {
+        if (window_word(&m, &h))
+            return 2;
+    } else if (!strcmp(mode, "exec-update")) {
+        if (exec_update(&m, &h))
+            return 2;
     } else if (!strcmp(mode, "graph-fp")) {
         if (capture(&m, &g0, read_all) || capture(&m, &g1, fill_all))
             return 2;
