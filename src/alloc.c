@@ -14,70 +14,56 @@
  * untouched, counted by route (untracked.c). Every device is tracked on
  * its own terms: its budget, its chunks, its victims (devices.c says what
  * is per device and why). The stream-ordered allocator (ordered.c) and
- * the application's own handles (appvmm.c) come through here too.
+ * the application's own handles (appvmm.c) come through here too. The
+ * table, the host budget and the moves themselves are placement's
+ * (place.c), below this file.
  */
-#include "mech.h"
+#include "residency.h"
 
 #include "spillway.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define MAX_VICTIMS 4096
 
-static sw_table_t *table;             /* gate held to use */
-static int tracking;                  /* allocations in the table (atomic) */
-static uint64_t host_budget;          /* resolved at first use; GPU budgets: devices.c */
 static bool fork_child;                /* see sw_alloc_fork_child */
 /* Budgets a program set (spillway_set_budgets) before the first tracked
  * allocation resolved the options' ones; SPILLWAY_BUDGET_KEEP: none. */
 static uint64_t gpu_pending = SPILLWAY_BUDGET_KEEP, host_pending = SPILLWAY_BUDGET_KEEP;
+/* The stream-ordered allocator's pending frees (ordered.c, above this
+ * file): it hands its functions down before it pends the first one, and
+ * until then none is pending. */
+static const sw_pending_frees_t *ordered_frees;
 
-sw_table_t *sw_tracked(void) { return table; }
-bool sw_tracking_any(void) { return __atomic_load_n(&tracking, __ATOMIC_ACQUIRE) > 0; }
+void sw_alloc_pending_frees(const sw_pending_frees_t *f)
+{
+    __atomic_store_n(&ordered_frees, f, __ATOMIC_RELEASE);
+}
+
+static size_t reap_frees(bool wait)
+{
+    const sw_pending_frees_t *f = __atomic_load_n(&ordered_frees, __ATOMIC_ACQUIRE);
+    return f ? f->reap(wait) : 0;
+}
+
+static bool frees_pending(void)
+{
+    const sw_pending_frees_t *f = __atomic_load_n(&ordered_frees, __ATOMIC_ACQUIRE);
+    return f && f->any();
+}
+
+static bool free_pending(CUdeviceptr va)
+{
+    const sw_pending_frees_t *f = __atomic_load_n(&ordered_frees, __ATOMIC_ACQUIRE);
+    return f && f->pending(va);
+}
+
 bool sw_budget_set(void) { return sw_dev_any_budget(); }
 
 uint64_t sw_device_room(int dev)
 {
     return sw_dev_room(dev);
-}
-
-static uint64_t host_room(void)
-{
-    uint64_t used = sw_stat_get(SW_STAT_host_bytes) + sw_stat_get(SW_STAT_host_copy_bytes);
-    return used >= host_budget ? 0 : host_budget - used;
-}
-
-/* Releases the host copy a device chunk kept, if any (a window chunk's
- * home is its data, not a copy: prefetch.c owns it). */
-static void drop_copy(sw_chunk_t *c)
-{
-    if (c->home && c->slot < 0) {
-        sw_vmm_release(c->home);
-        c->home = 0;
-        sw_stat_add(SW_STAT_host_copy_bytes, -(int64_t)c->size);
-    }
-}
-
-/* Host copies kept of device chunks are a saving, not data: they give way
- * to anything that needs host memory. */
-static void drop_copies(sw_alloc_t *a, void *need)
-{
-    for (uint32_t i = 0; i < a->nchunks && host_room() < *(uint64_t *)need; i++)
-        drop_copy(&a->chunks[i]);
-}
-
-static bool host_room_for(uint64_t need)
-{
-    if (host_room() < need)
-        sw_table_each(table, drop_copies, &need);
-    return host_room() >= need;
-}
-
-static uint64_t physical_ram(void)
-{
-    return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 /* Makes dev's window out of its budget, if it has one: the streaming
@@ -89,7 +75,7 @@ static void make_window(int dev)
     if (!sw_dev_window_due(dev) || !sw_dev_budget(dev, &budget))
         return;
     sw_dev_window_tried(dev);
-    sw_dev_bytes_add(dev, (int64_t)(sw_opts()->rewrite     ? sw_window_setup(dev, budget, table)
+    sw_dev_bytes_add(dev, (int64_t)(sw_opts()->rewrite     ? sw_window_setup(dev, budget, sw_tracked())
                                     : dev == sw_dev_home() ? sw_prefetch_setup(budget)
                                                            : 0));
 }
@@ -131,66 +117,19 @@ static int ready(const sw_vmm_info_t **vi)
     const sw_options_t *o = sw_opts();
     if (first) {
         /* What exists once is made with the first device. */
-        host_budget = sw_amount_resolve(&o->host_budget, physical_ram());
-        if (host_pending != SPILLWAY_BUDGET_KEEP)
-            host_budget = host_pending;
-        table = sw_table_new((*vi)->granularity);
-        sw_info("budgets: host %llu bytes", (unsigned long long)host_budget);
+        sw_set_host_budget(host_pending != SPILLWAY_BUDGET_KEEP
+                               ? host_pending
+                               : sw_amount_resolve(&o->host_budget, sw_physical_ram()));
+        sw_place_table(sw_table_new((*vi)->granularity));
+        sw_info("budgets: host %llu bytes", (unsigned long long)sw_host_budget());
     }
-    if (!table)
+    if (!sw_tracked())
         return -1;
     /* A given budget takes its window now; a picked one when it first
      * binds (sw_room_for): a program that fits loses no memory to it. */
     if (fresh && !sw_dev_budget_picked(dev))
         make_window(dev);
     return dev;
-}
-
-CUresult sw_safe_sync(void)
-{
-    sw_stat_add(SW_STAT_safety_syncs, 1);
-    return sw_dev_sync_all();
-}
-
-/* Moves c and keeps the byte counts; failure leaves c as it was. The
- * learned policy keeps a promoted chunk's host copy, so that demoting it
- * unchanged moves no byte; LRU, the baseline, copies both ways. */
-CUresult sw_move(sw_chunk_t *c, sw_where_t to)
-{
-    bool down = to == SW_ON_HOST;
-    if (c->fixed)
-        return CUDA_ERROR_NOT_PERMITTED; /* its handle is mapped elsewhere, or exported */
-    /* A chunk with a copy needs no more host memory to go home. */
-    if (down && !c->home && !host_room_for(c->size))
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    /* Home changes place: a window copy of it goes home first, on
-     * spillway's stream, where the move's own copy follows it. */
-    sw_window_touch(c->va, c->size, CU_STREAM_LEGACY);
-    /* The move releases c's current handle: its mirror must go first (it
-     * is mapped again, from the new host handle, when next needed). */
-    sw_prefetch_unmirror(c);
-    if (c->mirrored)
-        return CUDA_ERROR_UNKNOWN;
-    bool had_copy = c->home != 0, copied;
-    int dev = c->alloc->dev;
-    CUresult r = sw_vmm_move(c, to, sw_opts()->policy == SW_POLICY_LEARNED, &copied);
-    int64_t n = (int64_t)c->size;
-    if (had_copy != (c->home != 0))
-        sw_stat_add(SW_STAT_host_copy_bytes, had_copy ? -n : n);
-    if (r != CUDA_SUCCESS) {
-        sw_stat_add(SW_STAT_failed_moves, 1);
-        sw_debug("moving chunk 0x%llx failed: %s", (unsigned long long)c->va, sw_cu_name(r));
-        return r;
-    }
-    sw_stats_batch_begin(); /* readers see the bytes moved all at once */
-    sw_dev_bytes_add(dev, down ? -n : n);
-    sw_stat_add(SW_STAT_host_bytes, down ? n : -n);
-    sw_stat_add(down ? SW_STAT_demotions : SW_STAT_promotions, 1);
-    sw_stat_add(down ? SW_STAT_bytes_demoted : SW_STAT_bytes_promoted, n);
-    if (down && copied)
-        sw_stat_add(SW_STAT_bytes_written_back, n);
-    sw_stats_batch_end();
-    return CUDA_SUCCESS;
 }
 
 /* Chunks in the prefetch window are not the policy's to demote, and
@@ -208,9 +147,9 @@ static uint64_t demote(int dev, uint64_t need, bool *synced)
     static sw_chunk_t *victims[MAX_VICTIMS];
     uint64_t would;
     size_t n = sw_opts()->policy == SW_POLICY_LEARNED
-                   ? sw_policy_victims_learned(table, need, sw_launch_now(), in_window, &dev,
+                   ? sw_policy_victims_learned(sw_tracked(), need, sw_launch_now(), in_window, &dev,
                                                victims, MAX_VICTIMS, &would)
-                   : sw_policy_victims(table, need, in_window, &dev, victims, MAX_VICTIMS, &would);
+                   : sw_policy_victims(sw_tracked(), need, in_window, &dev, victims, MAX_VICTIMS, &would);
     if (n == 0)
         return 0;
     /* Pooled device handles are memory the room is wanted for: they go
@@ -251,7 +190,7 @@ static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
             return r;
         *recovered = true; /* the host is the fallback for the device's OOM */
     }
-    if (!host_room_for(c->size))
+    if (!sw_host_room_for(c->size))
         return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult r = sw_vmm_back(c, SW_ON_HOST);
     if (r == CUDA_SUCCESS)
@@ -274,7 +213,7 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         sw_chunk_t *c = &a->chunks[i];
         uncount(c);
-        drop_copy(c);
+        sw_drop_copy(c);
         if (c->slot >= 0 || c->mirrored) {
             sw_prefetch_forget(c);
             sw_vmm_release(c->handle);
@@ -333,7 +272,7 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
         if ((r = back_chunk(c, &synced, &recovered)) != CUDA_SUCCESS)
             break;
     }
-    if (r == CUDA_SUCCESS && sw_table_insert(table, a) != 0)
+    if (r == CUDA_SUCCESS && sw_table_insert(sw_tracked(), a) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (r != CUDA_SUCCESS) {
         release_chunks(a, backed);
@@ -342,7 +281,7 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
         free(a);
         return r;
     }
-    __atomic_add_fetch(&tracking, 1, __ATOMIC_RELEASE);
+    sw_gate_arm(1);
     sw_stat_add(SW_STAT_tracked_bytes, (int64_t)a->reserved);
     sw_stat_add(SW_STAT_tracked_allocs, 1);
     if (recovered)
@@ -389,19 +328,19 @@ uint64_t sw_demote_some(int dev, uint64_t need, bool *synced)
 
 int sw_alloc_register(sw_alloc_t *a)
 {
-    if (sw_table_insert(table, a) != 0)
+    if (sw_table_insert(sw_tracked(), a) != 0)
         return -1;
-    __atomic_add_fetch(&tracking, 1, __ATOMIC_RELEASE);
+    sw_gate_arm(1);
     return 0;
 }
 
 void sw_alloc_unregister(sw_alloc_t *a)
 {
     sw_window_forget(a->va, a->reserved);
-    sw_table_remove(table, a);
+    sw_table_remove(sw_tracked(), a);
     for (uint32_t i = 0; i < a->nchunks; i++)
-        drop_copy(&a->chunks[i]);
-    if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
+        sw_drop_copy(&a->chunks[i]);
+    if (sw_gate_arm(-1) == 0) {
         sw_pool_drain(SW_ON_DEVICE);
         sw_pool_drain(SW_ON_HOST);
     }
@@ -418,7 +357,7 @@ CUresult sw_passthrough(sw_route_t route, CUdeviceptr *dptr, size_t bytesize,
     sw_stat_add(SW_STAT_passthrough_allocs, 1);
     CUresult r = again(dptr, bytesize, ctx);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && dptr && !sw_opts()->disable && !sw_capturing() &&
-        sw_tracking_any() && sw_ordered_reap(true) > 0)
+        sw_tracking_any() && reap_frees(true) > 0)
         r = again(dptr, bytesize, ctx);
     if (r != CUDA_ERROR_OUT_OF_MEMORY || !dptr || sw_opts()->disable || sw_capturing() ||
         !sw_tracking_any()) {
@@ -503,9 +442,9 @@ CUresult sw_try_track(CUdeviceptr *dptr, size_t bytesize, sw_route_t *route)
     /* Memory freed in stream order and already reached is released
      * before more is taken; when the budget is short, it is waited for:
      * cheaper than demoting live chunks, which synchronizes anyway. */
-    sw_ordered_reap(sw_ordered_any() && room_short(bytesize));
+    reap_frees(frees_pending() && room_short(bytesize));
     CUresult r = track_or_decline(dptr, bytesize, route);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_ordered_reap(true) > 0)
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && reap_frees(true) > 0)
         r = track_or_decline(dptr, bytesize, route);
     if (r == CUDA_ERROR_OUT_OF_MEMORY)
         sw_info("allocation of %zu bytes failed: %s", bytesize, sw_cu_name(r));
@@ -524,7 +463,7 @@ sw_free_kind_t sw_free_kind(CUdeviceptr dptr)
 {
     if (!sw_gate_rd())
         return SW_FREE_UNTRACKED;
-    sw_chunk_t *c = table ? sw_table_lookup(table, dptr) : NULL;
+    sw_chunk_t *c = sw_tracked() ? sw_table_lookup(sw_tracked(), dptr) : NULL;
     /* An application's own mapping is the driver's to refuse to free. */
     sw_free_kind_t k = !c || c->alloc->app   ? SW_FREE_UNTRACKED
                        : c->alloc->va == dptr ? SW_FREE_TRACKED
@@ -537,10 +476,10 @@ sw_free_kind_t sw_free_kind(CUdeviceptr dptr)
  * only fail): with tracking at 0 no hook looks at it again. */
 void sw_alloc_fork_child(void)
 {
-    if (!table)
+    if (!sw_tracked())
         return;
     fork_child = true;
-    __atomic_store_n(&tracking, 0, __ATOMIC_RELEASE);
+    sw_gate_disarm();
 }
 
 /* Releases a, found in the table; gate held exclusively, device
@@ -548,14 +487,14 @@ void sw_alloc_fork_child(void)
 static void free_tracked(sw_alloc_t *a)
 {
     sw_window_forget(a->va, a->reserved);
-    sw_table_remove(table, a);
+    sw_table_remove(sw_tracked(), a);
     release_chunks(a, a->nchunks);
     sw_vmm_unreserve(a->va, a->reserved);
     /* With nothing tracked, nothing will move: the pools go too, and a
      * window spillway chose to make (a picked budget), which the next
      * binding makes again, so a program that freed everything holds
      * nothing through spillway. */
-    if (__atomic_sub_fetch(&tracking, 1, __ATOMIC_RELEASE) == 0) {
+    if (sw_gate_arm(-1) == 0) {
         bool synced = true; /* the caller's synchronization */
         sw_pool_drain(SW_ON_DEVICE);
         sw_pool_drain(SW_ON_HOST);
@@ -573,9 +512,9 @@ CUresult sw_mem_free_tracked(const CUdeviceptr *v, size_t n)
     sw_gate_wr();
     /* cuMemFree synchronizes the device; this keeps that behaviour, and
      * is the safety rule's synchronization for the unmaps. */
-    CUresult r = table ? sw_safe_sync() : CUDA_SUCCESS;
+    CUresult r = sw_tracked() ? sw_safe_sync() : CUDA_SUCCESS;
     for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
-        sw_alloc_t *a = sw_table_find_base(table, v[i]);
+        sw_alloc_t *a = sw_table_find_base(sw_tracked(), v[i]);
         if (a)
             free_tracked(a);
     }
@@ -597,38 +536,14 @@ CUresult sw_mem_free(CUdeviceptr dptr)
         break;
     }
     /* Already freed in stream order: a second free, the driver's error. */
-    if (sw_ordered_pending(dptr))
+    if (free_pending(dptr))
         return CUDA_ERROR_INVALID_VALUE;
     sw_gate_wr();
     /* Looked up again: another thread may have freed it in between, and
      * then the driver gives its own answer to a second free. */
-    bool gone = !sw_table_find_base(table, dptr);
+    bool gone = !sw_table_find_base(sw_tracked(), dptr);
     sw_gate_unwr();
     return gone ? SW_CALL(cuMemFree_v2, (dptr)) : sw_mem_free_tracked(&dptr, 1);
-}
-
-/* Frameworks that size themselves from cuMemGetInfo see the host budget
- * too when SPILLWAY_MEMINFO=virtual. Done once per query: a runtime
- * wrapper that reaches the driver wrapper is told it was done. */
-void sw_meminfo_adjust(size_t *free_b, size_t *total)
-{
-    sw_rt_state_t *rt = sw_rt_state();
-    if (sw_opts()->meminfo != SW_MEMINFO_VIRTUAL || !free_b || !total || (rt->inside && rt->handled))
-        return;
-    uint64_t hb = host_budget ? host_budget
-                              : sw_amount_resolve(&sw_opts()->host_budget, physical_ram());
-    uint64_t used = sw_stat_get(SW_STAT_host_bytes);
-    *total += hb;
-    *free_b += hb > used ? hb - used : 0;
-    rt->handled = rt->inside;
-}
-
-CUresult sw_mem_get_info(size_t *free_b, size_t *total)
-{
-    CUresult r = SW_REAL(cuMemGetInfo_v2)(free_b, total);
-    if (r == CUDA_SUCCESS)
-        sw_meminfo_adjust(free_b, total);
-    return r;
 }
 
 bool sw_is_tracked_base(CUdeviceptr p)
@@ -643,7 +558,7 @@ static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size, int *d
 {
     if (!sw_gate_rd())
         return false;
-    sw_chunk_t *c = table ? sw_table_lookup(table, p) : NULL;
+    sw_chunk_t *c = sw_tracked() ? sw_table_lookup(sw_tracked(), p) : NULL;
     /* An application's own mapping: the driver knows it as well, since
      * the same address always maps one of its handles. */
     if (c && c->alloc->app)
@@ -738,13 +653,13 @@ CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void 
 void sw_budgets_get(uint64_t *gpu, uint64_t *host, bool *resolved)
 {
     sw_gate_rd_always();
-    *resolved = table != NULL;
+    *resolved = sw_tracked() != NULL;
     uint64_t b;
-    if (table) {
+    if (sw_tracked()) {
         /* Budgets are per device; the first device's stands for them all
          * (spillway_set_budgets sets every device's alike). */
         *gpu = sw_dev_budget(sw_dev_home(), &b) ? b : SPILLWAY_BUDGET_NONE;
-        *host = host_budget;
+        *host = sw_host_budget();
     } else {
         /* Not resolved yet: a percentage of the device is not known. */
         const sw_options_t *o = sw_opts();
@@ -754,7 +669,7 @@ void sw_budgets_get(uint64_t *gpu, uint64_t *host, bool *resolved)
                                                   : o->gpu_budget.bytes;
         *host = host_pending != SPILLWAY_BUDGET_KEEP
                     ? host_pending
-                    : sw_amount_resolve(&o->host_budget, physical_ram());
+                    : sw_amount_resolve(&o->host_budget, sw_physical_ram());
     }
     sw_gate_unrd();
 }
@@ -771,7 +686,7 @@ int sw_budgets_change(uint64_t gpu, uint64_t host)
         sw_gate_unwr();
         return SPILLWAY_EBUSY;
     }
-    if (!table) {
+    if (!sw_tracked()) {
         /* Every device seen from now on gets it (devices.c). */
         if (gpu != SPILLWAY_BUDGET_KEEP) {
             gpu_pending = gpu;
@@ -785,7 +700,7 @@ int sw_budgets_change(uint64_t gpu, uint64_t host)
     if (gpu != SPILLWAY_BUDGET_KEEP)
         sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
     if (host != SPILLWAY_BUDGET_KEEP)
-        host_budget = host;
+        sw_set_host_budget(host);
     int rc = SPILLWAY_OK;
     /* The same path an allocation takes to make room, device by device:
      * victims by the policy (resident chunks are none), one
@@ -804,7 +719,7 @@ int sw_budgets_change(uint64_t gpu, uint64_t host)
     sw_info("budgets changed: gpu %s%llu bytes, host %llu bytes",
             gpu == SPILLWAY_BUDGET_KEEP ? "(kept) " : gpu == SPILLWAY_BUDGET_NONE ? "(none) " : "",
             (unsigned long long)(gpu < SPILLWAY_BUDGET_NONE ? gpu : 0),
-            (unsigned long long)host_budget);
+            (unsigned long long)sw_host_budget());
     sw_gate_unwr();
     return rc;
 }
@@ -814,7 +729,7 @@ int sw_hint_range(uint64_t ptr, uint64_t bytes, int hint)
     if (bytes == 0 || hint < SPILLWAY_HINT_NONE || hint > SPILLWAY_HINT_READ_ONLY)
         return SPILLWAY_EINVAL;
     sw_gate_wr();
-    sw_chunk_t *c = table && sw_tracking_any() ? sw_table_lookup(table, ptr) : NULL;
+    sw_chunk_t *c = sw_tracked() && sw_tracking_any() ? sw_table_lookup(sw_tracked(), ptr) : NULL;
     sw_alloc_t *a = c ? c->alloc : NULL;
     int rc = SPILLWAY_OK;
     if (!a || ptr >= a->va + a->size)
@@ -833,7 +748,7 @@ int sw_hint_range(uint64_t ptr, uint64_t bytes, int hint)
 void sw_phase(void)
 {
     sw_gate_wr();
-    if (table)
-        sw_learn_forget(table);
+    if (sw_tracked())
+        sw_learn_forget(sw_tracked());
     sw_gate_unwr();
 }

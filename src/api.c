@@ -6,7 +6,7 @@
  * (alloc.c for budgets and hints, stats.c for statistics). The answer
  * codes and their meanings are the header's.
  */
-#include "mech.h"
+#include "api.h"
 
 #include "spillway.h"
 #include "stats_file.h"

@@ -52,7 +52,7 @@
  * Every record change is made holding the gate exclusively, as is every
  * table change.
  */
-#include "mech.h"
+#include "residency.h"
 
 #include <stdlib.h>
 #include <string.h>

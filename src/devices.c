@@ -68,7 +68,7 @@
  * device's bytes and budget under the shared hold, as they did the
  * process-wide ones.
  */
-#include "mech.h"
+#include "device.h"
 
 #define MAX_CTX (SW_MAX_CONTEXTS / SW_MAX_DEVICES) /* contexts recorded per device */
 
@@ -381,12 +381,31 @@ size_t sw_dev_access(int dev, const CUmemAccessDesc **desc)
     return (size_t)devs[dev].naccess;
 }
 
+CUresult sw_dev_own_stream(CUstream *s)
+{
+    static CUstream own; /* made once, on first use; never destroyed */
+    CUresult e = CUDA_SUCCESS;
+    if (!own)
+        e = SW_REAL(cuStreamCreate)(&own, CU_STREAM_NON_BLOCKING);
+    *s = own;
+    return e;
+}
+
 CUresult sw_dev_copy_stream(int dev, CUstream *st)
 {
     if (dev == home)
-        return sw_vmm_stream(st);
+        return sw_dev_own_stream(st);
     *st = devs[dev].stream;
     return CUDA_SUCCESS;
+}
+
+CUresult sw_dev_wait(CUstream st, bool *pending)
+{
+    CUresult e = SW_REAL(cuStreamSynchronize)(st);
+    /* The work may still be queued: wait for every context (st may be
+     * another device's than the current one). */
+    *pending = e != CUDA_SUCCESS && sw_dev_sync_all() != CUDA_SUCCESS;
+    return e;
 }
 
 int sw_dev_contexts(CUcontext *out, int max)

@@ -1,13 +1,14 @@
 /*
- * The real driver: one table of its entry points, resolved on first use,
- * and the routes from real pointers to spillway's wrappers.
+ * The real driver: one table of its entry points, resolved on first use.
+ * A leaf: nothing here calls the rest of spillway but the log (the routes
+ * from real pointers to the wrappers are the hooks', hooks.c).
  *
  * Resolution never goes through spillway's own exported symbols: the real
  * dlsym (found with dlvsym, which the override does not touch) looks each
  * name up in libcuda's own handle. So spillway's calls into the driver
  * never re-enter its wrappers.
  */
-#include "mech.h"
+#include "driver.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -19,17 +20,6 @@ static dlsym_fn real_dlsym;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 static sw_real_t real;
 static void *driver;
-
-typedef struct {
-    void *real, *wrapper;
-} route_t;
-static route_t routes[256];
-static size_t nroutes;
-
-/* The wrappers, for the routes (hooks.c defines them). */
-#define SW_HOOK(ret, sym, params, call) SW_EXPORT ret sym params;
-#include "hooks.def"
-#undef SW_HOOK
 
 /* Before glibc 2.34 dlsym lived in libdl under the architecture's base
  * symbol version. */
@@ -69,18 +59,6 @@ SW_UNSANITIZED dlsym_fn sw_real_dlsym(void)
     return f;
 }
 
-static int route_cmp(const void *a, const void *b)
-{
-    const route_t *x = a, *y = b;
-    return x->real < y->real ? -1 : x->real > y->real;
-}
-
-static void add_route(void *real_fn, void *wrapper)
-{
-    if (real_fn && nroutes < sizeof routes / sizeof routes[0])
-        routes[nroutes++] = (route_t){real_fn, wrapper};
-}
-
 static void resolve(void)
 {
     dlsym_fn sym = sw_real_dlsym();
@@ -90,15 +68,12 @@ static void resolve(void)
                  driver ? "no dlsym" : dlerror());
         return;
     }
-#define SW_HOOK(ret, name, params, call)                  \
-    real.name = (__typeof__(real.name))sym(driver, #name); \
-    add_route((void *)real.name, (void *)name);
+#define SW_HOOK(ret, name, params, call) real.name = (__typeof__(real.name))sym(driver, #name);
 #include "hooks.def"
 #undef SW_HOOK
 #define SW_USE(name) real.name = (__typeof__(real.name))sym(driver, #name);
     SW_USES(SW_USE)
 #undef SW_USE
-    qsort(routes, nroutes, sizeof routes[0], route_cmp);
 }
 
 const sw_real_t *sw_real(void)
@@ -113,28 +88,6 @@ void *sw_driver_handle(void)
     return driver;
 }
 
-void *sw_route(void *real_fn)
-{
-    size_t lo = 0, hi = nroutes;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (routes[mid].real == real_fn)
-            return routes[mid].wrapper;
-        if (routes[mid].real < real_fn)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return real_fn;
-}
-
-CUresult sw_route_result(CUresult r, void **pfn)
-{
-    if (r == CUDA_SUCCESS && pfn && *pfn)
-        *pfn = sw_route(*pfn);
-    return r;
-}
-
 const char *sw_cu_name(CUresult r)
 {
     const char *s = NULL;
@@ -143,7 +96,26 @@ const char *sw_cu_name(CUresult r)
     return "CUDA_ERROR_?";
 }
 
-/* ---- the gate (core/gate.c) ---- */
+/* ---- the gate (core/gate.c) ----
+ * Armed while spillway tracks an allocation: the count is residency's
+ * (alloc.c), kept here so that the gate asks no layer above it. */
+
+static int armed; /* allocations tracked (atomic) */
+
+int sw_gate_arm(int delta)
+{
+    return __atomic_add_fetch(&armed, delta, __ATOMIC_RELEASE);
+}
+
+void sw_gate_disarm(void)
+{
+    __atomic_store_n(&armed, 0, __ATOMIC_RELEASE);
+}
+
+bool sw_tracking_any(void)
+{
+    return __atomic_load_n(&armed, __ATOMIC_ACQUIRE) > 0;
+}
 
 bool sw_gate_rd(void)
 {

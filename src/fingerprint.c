@@ -15,7 +15,7 @@
  * is copied). If it cannot be loaded, nothing of that device is
  * known unchanged: every copy goes home.
  */
-#include "mech.h"
+#include "device.h"
 
 #include "fingerprint_ptx.h"
 
@@ -125,7 +125,7 @@ CUresult sw_fp_take(int dev, CUdeviceptr src, uint64_t bytes, uint64_t out[2], b
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoHAsync_v2)(fp->host, fp->out, SW_FP_BYTES, st);
     if (e == CUDA_SUCCESS)
-        e = sw_vmm_wait(st, pending);
+        e = sw_dev_wait(st, pending);
     if (e == CUDA_SUCCESS)
         memcpy(out, fp->host, SW_FP_BYTES);
     return e;

@@ -113,7 +113,7 @@ extern "C" __global__ void spillway_copy_if_changed(const void *src, void *dst, 
 // it could have written that holds an address inside one of those copies
 // is put back to the same offset in that copy's home, and the home's unit
 // is flagged, so that the host stops serving it from copies. The layout is
-// spillway_unwindow_args in src/mech.h, and simgpu's built-in of this name
+// sw_unwindow_t in src/device.h, and simgpu's built-in of this name
 // (tests/simgpu/sg_kernels.c), field for field.
 #define UNWINDOW_SPANS 8
 #define UNWINDOW_COPIES 16

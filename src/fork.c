@@ -30,7 +30,7 @@
  * Registered at load time (pthread_atfork, in the constructor), so a fork
  * at any point after that is covered.
  */
-#include "mech.h"
+#include "api.h"
 
 static void prepare(void)
 {

@@ -22,7 +22,7 @@
  * kernel nodes were captured, with that graph's own copies, or passed the
  * check here.
  */
-#include "mech.h"
+#include "api.h"
 
 /* Window words a node's arguments may hold; more are not remembered, so
  * a node with more could be refused what it had (never given what it had

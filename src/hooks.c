@@ -12,9 +12,10 @@
  *     swaps each pointer it returns by looking the real pointer up, so
  *     each version and per-thread variant gets a wrapper of its own ABI.
  */
-#include "mech.h"
+#include "api.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SW_HOOK(ret, sym, params, call) SW_EXPORT ret sym params;
@@ -32,6 +33,64 @@
 #include "hooks.def"
 #undef SW_RT_HOOK
 #undef SW_HOOK
+
+/* ---- routes: from a real entry point to its wrapper ----
+ * cuGetProcAddress and dlsym hand out the driver's own pointers; each is
+ * swapped for the wrapper of the same function. The table is built from
+ * the real table (driver.c) on first use and sorted by real address. */
+typedef struct {
+    void *real, *wrapper;
+} route_t;
+
+#define SW_HOOK(ret, sym, params, call) +1
+enum { ROUTES = 0
+#include "hooks.def"
+};
+#undef SW_HOOK
+
+static route_t routes[ROUTES];
+static size_t nroutes;
+static pthread_once_t routes_once = PTHREAD_ONCE_INIT;
+
+static int route_cmp(const void *a, const void *b)
+{
+    const route_t *x = a, *y = b;
+    return x->real < y->real ? -1 : x->real > y->real;
+}
+
+static void build_routes(void)
+{
+    const sw_real_t *r = sw_real();
+#define SW_HOOK(ret, name, params, call)                            \
+    if (r->name)                                                    \
+        routes[nroutes++] = (route_t){(void *)r->name, (void *)name};
+#include "hooks.def"
+#undef SW_HOOK
+    qsort(routes, nroutes, sizeof routes[0], route_cmp);
+}
+
+void *sw_route(void *real_fn)
+{
+    pthread_once(&routes_once, build_routes);
+    size_t lo = 0, hi = nroutes;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (routes[mid].real == real_fn)
+            return routes[mid].wrapper;
+        if (routes[mid].real < real_fn)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return real_fn;
+}
+
+CUresult sw_route_result(CUresult r, void **pfn)
+{
+    if (r == CUDA_SUCCESS && pfn && *pfn)
+        *pfn = sw_route(*pfn);
+    return r;
+}
 
 /* A lookup in libcuda's own handle gets the wrapper for what it finds.
  * Returns what the real dlsym returns (NULL included) when the handle is

@@ -1,54 +1,22 @@
 /*
  * Start-up, in two steps, so that a process that never uses CUDA pays
  * nothing:
- *   options     read SPILLWAY_* once from one table, at first use: by
- *               spillway's constructor, or earlier by a hook, when another
- *               library's constructor (which may run before spillway's)
- *               makes the first CUDA call. A bad value stops the program
- *               there, with exit 2. No thread, no file, no driver load.
+ *   options     read SPILLWAY_* once, at first use (opts.c). No thread, no
+ *               file, no driver load.
  *   first CUDA  (the driver's cuInit succeeded) logging, the stats file,
  *               the exit report.
  */
-#include "mech.h"
+#include "api.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-extern char **environ;
-
-static sw_options_t opts;
-static pthread_once_t opts_once = PTHREAD_ONCE_INIT;
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
-
-static void load_options(void)
-{
-    char err[512] = "", warn[2048] = "";
-    if (sw_options_parse(&opts, environ, err, sizeof err, warn, sizeof warn) != 0) {
-        fprintf(stderr, "%s\n", err);
-        _exit(2);
-    }
-    if (warn[0])
-        fputs(warn, stderr);
-}
-
-const sw_options_t *sw_opts(void)
-{
-    pthread_once(&opts_once, load_options);
-    return &opts;
-}
-
-/* A bad value stops the program before it runs, even one that never
- * calls CUDA. */
-__attribute__((constructor)) static void check_options(void)
-{
-    sw_opts();
-}
 
 static void at_exit(void)
 {
-    if (opts.report[0])
-        sw_stats_report(opts.report);
+    if (sw_opts()->report[0])
+        sw_stats_report(sw_opts()->report);
     sw_stats_unpublish();
 }
 
@@ -60,7 +28,7 @@ static void log_options(void)
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return;
-    sw_options_print(&opts, f);
+    sw_options_print(sw_opts(), f);
     fclose(f);
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
@@ -70,15 +38,15 @@ static void log_options(void)
 
 static void start(void)
 {
-    sw_opts(); /* loaded already, unless cuInit is the first call of all */
-    sw_log_init(&opts);
-    if (opts.log_level >= SW_LOG_INFO)
+    const sw_options_t *opts = sw_opts(); /* loaded already, unless cuInit is the first call */
+    sw_log_init(opts);
+    if (opts->log_level >= SW_LOG_INFO)
         log_options();
-    if (opts.disable) {
+    if (opts->disable) {
         sw_info("SPILLWAY_DISABLE is set: every call passes straight through");
         return;
     }
-    sw_stats_init(&opts);
+    sw_stats_init(opts);
     sw_stats_publish();
     atexit(at_exit);
 }

@@ -13,7 +13,7 @@
  * when a GPU budget is set and has room, the chunk is promoted first.
  * Under capture nothing is promoted (it would synchronize).
  */
-#include "mech.h"
+#include "residency.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +48,15 @@ static fn_t *retired;
 /* Bumped whenever an entry is retired: each thread's cache of recent
  * layouts (layout_of) is emptied when it sees a new value. */
 static unsigned layouts_gen;
-static uint64_t launch_seq;
+
+/* This thread's runtime wrapper, if one is calling the real runtime
+ * (residency.h, sw_rt_state_t). */
+static __thread sw_rt_state_t rt_state;
+
+sw_rt_state_t *sw_rt_state(void)
+{
+    return &rt_state;
+}
 
 /* ---- handle provenance ---- */
 
@@ -617,27 +625,6 @@ static void adopt(uint64_t now)
     sw_gate_rd_always();
 }
 
-uint64_t sw_period(uint64_t now)
-{
-    /* sw_learn_period sorts every chunk's gap: not for every launch, but
-     * sooner while no period is known yet. Launches on several threads
-     * run this at once (the gate is only shared), so the cache is read
-     * and written with relaxed atomics: two threads may both recompute,
-     * and a thread may return a period one recomputation old, which skews
-     * a prediction, never a result. */
-    static uint64_t cached, at;
-    uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
-    if (!last || now - last >= (period ? 64 : 8)) {
-        period = sw_learn_period(sw_tracked());
-        __atomic_store_n(&cached, period, __ATOMIC_RELAXED);
-        __atomic_store_n(&at, now, __ATOMIC_RELAXED);
-        sw_stat_add(SW_STAT_learned_period,
-                    (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
-    }
-    return period;
-}
-
 /* Per-thread room for rewritten arguments: the launch's own are never
  * changed. Allocated on first use, so threads that never stream pay
  * nothing. */
@@ -905,15 +892,10 @@ const sw_layout_t *sw_layout(CUfunction f)
     return layout_of(f);
 }
 
-uint64_t sw_launch_now(void)
-{
-    return __atomic_load_n(&launch_seq, __ATOMIC_RELAXED);
-}
-
 void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
 {
     const sw_layout_t *l = layout_of(f);
-    marks_t m = {.seq = __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED)};
+    marks_t m = {.seq = sw_launch_next()};
     void **params = *pparams, **extra = *pextra;
     sw_stat_add(SW_STAT_launches, 1);
     if (!l) {

@@ -32,7 +32,7 @@
  * the pools hold; tracked allocations are never in a pool, and their
  * freed memory goes back once reached, as with a release threshold of 0.
  */
-#include "mech.h"
+#include "residency.h"
 
 #include <stdlib.h>
 
@@ -223,10 +223,14 @@ static bool capturing(CUstream st)
            cs != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/* What alloc.c asks of the pending frees, handed down to it. */
+static const sw_pending_frees_t frees = {sw_ordered_reap, sw_ordered_any, sw_ordered_pending};
+
 /* Pends the free of tracked va behind the work queued on st. Failure:
  * the driver's error (nothing pending; the memory stays allocated). */
 static CUresult pend(CUdeviceptr va, CUstream st)
 {
+    sw_alloc_pending_frees(&frees);
     CUevent ev;
     CUresult r = SW_CALL(cuEventCreate, (&ev, CU_EVENT_DISABLE_TIMING));
     if (r != CUDA_SUCCESS)

@@ -43,7 +43,7 @@
  * Every function here is called with the gate held exclusively (moves,
  * allocations and frees are), which is the pool's lock.
  */
-#include "mech.h"
+#include "device.h"
 
 #define POOL_MAX 4
 

@@ -51,7 +51,7 @@
  * thread: a commit needs the gate exclusively anyway, and doing it in call
  * order keeps simgpu's virtual time, and so the benchmarks, deterministic.
  */
-#include "mech.h"
+#include "residency.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +107,8 @@ bool sw_prefetch_on(void)
     return pf.on;
 }
 
+static void unmirror(sw_chunk_t *c);
+
 uint64_t sw_prefetch_setup(uint64_t budget)
 {
     const sw_options_t *o = sw_opts();
@@ -151,6 +153,7 @@ uint64_t sw_prefetch_setup(uint64_t budget)
     }
     pf.nslots = made;
     pf.on = true;
+    sw_place_before_move(unmirror);
     fingerprint_setup();
     sw_info("prefetch window: %d slots of %llu bytes", made, (unsigned long long)pf.slot_size);
     return (uint64_t)made * pf.slot_size;
@@ -472,7 +475,7 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
     plan(&p, need, n);
     CUstream st;
     bool emptied_fp[MAX_SLOTS] = {0}, read_back;
-    if ((p.nfill == 0 && p.nswap == 0) || sw_vmm_stream(&st) != CUDA_SUCCESS ||
+    if ((p.nfill == 0 && p.nswap == 0) || sw_dev_own_stream(&st) != CUDA_SUCCESS ||
         sync_and_read_back(&p, st, emptied_fp, &read_back) != CUDA_SUCCESS)
         return;
     for (int i = 0; i < p.nswap; i++) {
@@ -520,8 +523,9 @@ void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
 }
 
 /* Unmaps c's mirror mapping: before anything releases or replaces c's host
- * handle, or the mirror would keep showing the old bytes. */
-void sw_prefetch_unmirror(sw_chunk_t *c)
+ * handle, or the mirror would keep showing the old bytes. Placement calls
+ * it before every move (sw_place_before_move). */
+static void unmirror(sw_chunk_t *c)
 {
     if (c->mirrored && sw_vmm_unmap(mirror_of(c), c->size) == CUDA_SUCCESS)
         c->mirrored = false;

@@ -18,18 +18,12 @@
  * wrapped driver function reached from inside then skips the work already
  * done. Nothing is counted twice either way.
  */
-#include "mech.h"
+#include "api.h"
 
 #include <dlfcn.h>
 #include <link.h>
 #include <string.h>
 
-static __thread sw_rt_state_t rt_state;
-
-sw_rt_state_t *sw_rt_state(void)
-{
-    return &rt_state;
-}
 
 typedef cudaError_t (*malloc_fn)(void **, size_t);
 typedef cudaError_t (*free_fn)(void *);
@@ -79,7 +73,7 @@ static __thread struct {
 static bool is_own(const void *p)
 {
     Dl_info mine, theirs;
-    return dladdr((const void *)sw_rt_state, &mine) && dladdr(p, &theirs) &&
+    return dladdr((const void *)sw_rt_malloc, &mine) && dladdr(p, &theirs) &&
            mine.dli_fbase == theirs.dli_fbase;
 }
 
@@ -201,10 +195,10 @@ cudaError_t sw_rt_mem_get_info(const void *caller, size_t *free_b, size_t *total
     meminfo_fn real = RT(caller, meminfo_fn, cudaMemGetInfo);
     if (!real)
         return cudaErrorNotSupported;
-    rt_state = (sw_rt_state_t){.inside = true};
+    *sw_rt_state() = (sw_rt_state_t){.inside = true};
     cudaError_t e = real(free_b, total);
-    bool done = rt_state.handled;
-    rt_state = (sw_rt_state_t){0};
+    bool done = sw_rt_state()->handled;
+    *sw_rt_state() = (sw_rt_state_t){0};
     if (e == cudaSuccess && !done)
         sw_meminfo_adjust(free_b, total);
     return e;
@@ -223,19 +217,19 @@ static CUstream driver_stream(int variant, cudaStream_t s)
 static void launch_enter(const binding_t *b, const void *func, void ***args, CUstream stream)
 {
     getfunc_fn getfunc = (getfunc_fn)b->fn[RT_cudaGetFuncBySymbol];
-    rt_state = (sw_rt_state_t){.inside = true, .gated = sw_gate_rd()};
+    *sw_rt_state() = (sw_rt_state_t){.inside = true, .gated = sw_gate_rd()};
     cudaFunction_t f;
     void **extra = NULL;
-    if (rt_state.gated && getfunc && getfunc(&f, func) == cudaSuccess) {
+    if (sw_rt_state()->gated && getfunc && getfunc(&f, func) == cudaSuccess) {
         sw_mark((CUfunction)f, args, &extra, stream);
-        rt_state.handled = true;
+        sw_rt_state()->handled = true;
     }
 }
 
 static void launch_leave(CUstream stream)
 {
-    bool gated = rt_state.gated, handled = rt_state.handled;
-    rt_state = (sw_rt_state_t){0};
+    bool gated = sw_rt_state()->gated, handled = sw_rt_state()->handled;
+    *sw_rt_state() = (sw_rt_state_t){0};
     sw_window_read(stream); /* if the driver's wrapper has not already */
     if (gated)
         sw_gate_unrd();
@@ -271,4 +265,28 @@ cudaError_t sw_rt_launch_ex(const void *caller, int variant, const cudaLaunchCon
     cudaError_t e = real(config, func, args);
     launch_leave(ds);
     return e;
+}
+
+/* Frameworks that size themselves from cuMemGetInfo see the host budget
+ * too when SPILLWAY_MEMINFO=virtual. Done once per query: a runtime
+ * wrapper that reaches the driver wrapper is told it was done. */
+void sw_meminfo_adjust(size_t *free_b, size_t *total)
+{
+    sw_rt_state_t *rt = sw_rt_state();
+    if (sw_opts()->meminfo != SW_MEMINFO_VIRTUAL || !free_b || !total || (rt->inside && rt->handled))
+        return;
+    uint64_t hb = sw_host_budget() ? sw_host_budget()
+                                   : sw_amount_resolve(&sw_opts()->host_budget, sw_physical_ram());
+    uint64_t used = sw_stat_get(SW_STAT_host_bytes);
+    *total += hb;
+    *free_b += hb > used ? hb - used : 0;
+    rt->handled = rt->inside;
+}
+
+CUresult sw_mem_get_info(size_t *free_b, size_t *total)
+{
+    CUresult r = SW_REAL(cuMemGetInfo_v2)(free_b, total);
+    if (r == CUDA_SUCCESS)
+        sw_meminfo_adjust(free_b, total);
+    return r;
 }

@@ -26,7 +26,7 @@
  * every cache. This file calls the driver, and devices.c for the
  * contexts.
  */
-#include "mech.h"
+#include "device.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /*
  * spillway internal header. One header; prototypes grouped under the file
- * that defines them. (mech.h adds the mechanism's, which need cuda.h.)
+ * that defines them. (driver.h, device.h, residency.h and api.h add the mechanism's, which
+ * need cuda.h.)
  *
  * The layers, each calling only the ones below it:
  *   api        hooks.c (generated from hooks.def), runtime.c (the shared

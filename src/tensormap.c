@@ -13,7 +13,7 @@
  * by hand or on the device, or changed in place (tensormap.replace in
  * PTX). They still work: the kernel reads the tensor where it lies.
  */
-#include "mech.h"
+#include "residency.h"
 
 #include <string.h>
 

@@ -7,7 +7,7 @@
  * include/spillway/stats_fields.h) and is named once, at info level, the first
  * time it is taken.
  */
-#include "mech.h"
+#include "residency.h"
 
 static const char *const route_names[SW_ROUTE_COUNT] = {
 #define SW_ROUTE_NAME(X, name, help) #name,

@@ -32,7 +32,7 @@
  * pooled handle is never mapped until a move or allocation takes it.
  * Under stream capture a synchronization is forbidden, so nothing moves.
  */
-#include "mech.h"
+#include "device.h"
 
 #include <string.h>
 
@@ -47,7 +47,6 @@ static sw_vmm_info_t info;
 static CUmemAllocationProp dev_prop, host_prop;
 static CUdeviceptr staging;      /* a spare range to fill a new handle through */
 static uint64_t staging_size;
-static CUstream copy_stream;
 
 static CUresult create_as(sw_where_t where, int dev, uint64_t size,
                           const CUmemAllocationProp *dprop, CUmemGenericAllocationHandle *h);
@@ -235,15 +234,6 @@ void sw_vmm_unback(sw_chunk_t *c)
     c->handle = 0;
 }
 
-CUresult sw_vmm_stream(CUstream *s)
-{
-    CUresult e = CUDA_SUCCESS;
-    if (!copy_stream)
-        e = SW_REAL(cuStreamCreate)(&copy_stream, CU_STREAM_NON_BLOCKING);
-    *s = copy_stream;
-    return e;
-}
-
 CUresult sw_vmm_map(CUdeviceptr va, uint64_t size, uint64_t h)
 {
     return map_at(va, size, h, info.device);
@@ -287,18 +277,8 @@ void sw_vmm_release(uint64_t h)
     SW_REAL(cuMemRelease)(h);
 }
 
-CUresult sw_vmm_wait(CUstream st, bool *pending)
-{
-    const sw_real_t *r = sw_real();
-    CUresult e = r->cuStreamSynchronize(st);
-    /* The work may still be queued: wait for every context (st may be
-     * another device's than the current one). */
-    *pending = e != CUDA_SUCCESS && sw_dev_sync_all() != CUDA_SUCCESS;
-    return e;
-}
-
 /* Copies size bytes from src to dst, dev's chunk, on spillway's stream
- * for dev (devices.c) and waits. *pending as for sw_vmm_wait; the move is
+ * for dev (devices.c) and waits. *pending as for sw_dev_wait; the move is
  * abandoned on any failure. */
 static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, int dev, bool *pending)
 {
@@ -308,7 +288,7 @@ static CUresult copy(CUdeviceptr dst, CUdeviceptr src, uint64_t size, int dev, b
     if (e == CUDA_SUCCESS)
         e = SW_REAL(cuMemcpyDtoDAsync_v2)(dst, src, size, st);
     if (e == CUDA_SUCCESS)
-        e = sw_vmm_wait(st, pending);
+        e = sw_dev_wait(st, pending);
     return e;
 }
 

@@ -74,7 +74,7 @@
  * is written only under the gate held exclusively. Callers hold the gate
  * (shared or exclusive), so no chunk moves meanwhile.
  */
-#include "mech.h"
+#include "residency.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mech.h"
+#include "residency.h"
 #include "swt_prog.h"
 
 static sw_real_t real;

@@ -1,0 +1,143 @@
+/*
+ * Placement: the table of tracked allocations, the host budget, and the
+ * move of a chunk between device and host with its byte counts. Beside
+ * them, what every residency file reads: the launch clock and the learned
+ * loop period. Above it sit the allocators (alloc.c, appvmm.c), the
+ * remapping window (prefetch.c) and the launch path (launch.c); below it
+ * the streaming window, VMM and the devices. Nothing here calls up: the
+ * remapping window, which must drop a chunk's mirror before the chunk
+ * moves, hands its function down (sw_place_before_move).
+ */
+#include "residency.h"
+
+#include <unistd.h>
+
+static sw_table_t *table;         /* gate held to use */
+static uint64_t host_budget;      /* resolved at first use; GPU budgets: devices.c */
+static uint64_t launch_seq;       /* launches seen (atomic) */
+static void (*before_move)(sw_chunk_t *); /* the remapping window's, or NULL */
+
+sw_table_t *sw_tracked(void) { return table; }
+void sw_place_table(sw_table_t *t) { table = t; }
+uint64_t sw_host_budget(void) { return host_budget; }
+void sw_set_host_budget(uint64_t bytes) { host_budget = bytes; }
+
+void sw_place_before_move(void (*fn)(sw_chunk_t *))
+{
+    __atomic_store_n(&before_move, fn, __ATOMIC_RELEASE);
+}
+
+uint64_t sw_physical_ram(void)
+{
+    return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t host_room(void)
+{
+    uint64_t used = sw_stat_get(SW_STAT_host_bytes) + sw_stat_get(SW_STAT_host_copy_bytes);
+    return used >= host_budget ? 0 : host_budget - used;
+}
+
+void sw_drop_copy(sw_chunk_t *c)
+{
+    if (c->home && c->slot < 0) {
+        sw_vmm_release(c->home);
+        c->home = 0;
+        sw_stat_add(SW_STAT_host_copy_bytes, -(int64_t)c->size);
+    }
+}
+
+/* Host copies kept of device chunks are a saving, not data: they give way
+ * to anything that needs host memory. */
+static void drop_copies(sw_alloc_t *a, void *need)
+{
+    for (uint32_t i = 0; i < a->nchunks && host_room() < *(uint64_t *)need; i++)
+        sw_drop_copy(&a->chunks[i]);
+}
+
+bool sw_host_room_for(uint64_t need)
+{
+    if (host_room() < need)
+        sw_table_each(table, drop_copies, &need);
+    return host_room() >= need;
+}
+
+CUresult sw_safe_sync(void)
+{
+    sw_stat_add(SW_STAT_safety_syncs, 1);
+    return sw_dev_sync_all();
+}
+
+/* Moves c and keeps the byte counts; failure leaves c as it was. The
+ * learned policy keeps a promoted chunk's host copy, so that demoting it
+ * unchanged moves no byte; LRU, the baseline, copies both ways. */
+CUresult sw_move(sw_chunk_t *c, sw_where_t to)
+{
+    bool down = to == SW_ON_HOST;
+    if (c->fixed)
+        return CUDA_ERROR_NOT_PERMITTED; /* its handle is mapped elsewhere, or exported */
+    /* A chunk with a copy needs no more host memory to go home. */
+    if (down && !c->home && !sw_host_room_for(c->size))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Home changes place: a window copy of it goes home first, on
+     * spillway's stream, where the move's own copy follows it. */
+    sw_window_touch(c->va, c->size, CU_STREAM_LEGACY);
+    /* The move releases c's current handle: its mirror must go first (it
+     * is mapped again, from the new host handle, when next needed). */
+    void (*unmirror)(sw_chunk_t *) = __atomic_load_n(&before_move, __ATOMIC_ACQUIRE);
+    if (unmirror)
+        unmirror(c);
+    if (c->mirrored)
+        return CUDA_ERROR_UNKNOWN;
+    bool had_copy = c->home != 0, copied;
+    int dev = c->alloc->dev;
+    CUresult r = sw_vmm_move(c, to, sw_opts()->policy == SW_POLICY_LEARNED, &copied);
+    int64_t n = (int64_t)c->size;
+    if (had_copy != (c->home != 0))
+        sw_stat_add(SW_STAT_host_copy_bytes, had_copy ? -n : n);
+    if (r != CUDA_SUCCESS) {
+        sw_stat_add(SW_STAT_failed_moves, 1);
+        sw_debug("moving chunk 0x%llx failed: %s", (unsigned long long)c->va, sw_cu_name(r));
+        return r;
+    }
+    sw_stats_batch_begin(); /* readers see the bytes moved all at once */
+    sw_dev_bytes_add(dev, down ? -n : n);
+    sw_stat_add(SW_STAT_host_bytes, down ? n : -n);
+    sw_stat_add(down ? SW_STAT_demotions : SW_STAT_promotions, 1);
+    sw_stat_add(down ? SW_STAT_bytes_demoted : SW_STAT_bytes_promoted, n);
+    if (down && copied)
+        sw_stat_add(SW_STAT_bytes_written_back, n);
+    sw_stats_batch_end();
+    return CUDA_SUCCESS;
+}
+
+uint64_t sw_launch_now(void)
+{
+    return __atomic_load_n(&launch_seq, __ATOMIC_RELAXED);
+}
+
+uint64_t sw_launch_next(void)
+{
+    return __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t sw_period(uint64_t now)
+{
+    /* sw_learn_period sorts every chunk's gap: not for every launch, but
+     * sooner while no period is known yet. Launches on several threads
+     * run this at once (the gate is only shared), so the cache is read
+     * and written with relaxed atomics: two threads may both recompute,
+     * and a thread may return a period one recomputation old, which skews
+     * a prediction, never a result. */
+    static uint64_t cached, at;
+    uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
+    if (!last || now - last >= (period ? 64 : 8)) {
+        period = sw_learn_period(sw_tracked());
+        __atomic_store_n(&cached, period, __ATOMIC_RELAXED);
+        __atomic_store_n(&at, now, __ATOMIC_RELAXED);
+        sw_stat_add(SW_STAT_learned_period,
+                    (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
+    }
+    return period;
+}
