@@ -29,12 +29,23 @@
  *   prefetch-off  spillway, SPILLWAY_POLICY=learned, SPILLWAY_PREFETCH_BYTES=0;
  *   lru           spillway, SPILLWAY_POLICY=lru, SPILLWAY_PREFETCH_BYTES=0;
  *   learned       spillway with its defaults;
- *   rewrite-off   spillway, SPILLWAY_REWRITE=0 (the fallback of issue 12).
+ *   rewrite-off   spillway, SPILLWAY_REWRITE=0 (the fallback of issue 12);
+ *   uva           no spillway: mlp --offload uva --resident K, vLLM's UVA
+ *                 offload written into the program: the first K layers in
+ *                 device memory, the others in mapped pinned host memory,
+ *                 read in place;
+ *   prefetch      no spillway: mlp --offload prefetch --resident K, vLLM's
+ *                 prefetch offload: the others copied a layer ahead into
+ *                 two device buffers on a side stream, ordered by events.
  * Every spillway mode sets SPILLWAY_GPU_BUDGET and nothing else beyond
  * what its name says: learned measures spillway's defaults.  The two
  * baselines prefetch-off and lru run only in the scenarios that list them,
- * to keep the run short.  In the spillway modes SIMGPU_MEM is the budget
- * plus 256 MiB, so the budget, not the simulated GPU, is the limit.
+ * to keep the run short.  The hand-written peers uva and prefetch run in
+ * the decode scenarios with one allocation per layer (the layout they
+ * need), with the largest K whose device bytes (K layers, and the two
+ * buffers of prefetch) fit in the budget spillway gets.  In the spillway
+ * and peer modes SIMGPU_MEM is the budget plus 256 MiB, so the budget, not
+ * the simulated GPU, is the limit.
  *
  * Each (scenario, mode) runs twice as a child process: once for W warm-up
  * steps only (the prefix run) and once for W + T steps with --time W.  The
@@ -93,12 +104,15 @@ extern char **environ;
 typedef enum { FAM_DECODE, FAM_GRAPH, FAM_PREFILL, FAM_TRAIN, FAM_MOE } family_t;
 typedef enum { LAYOUT_PER_LAYER, LAYOUT_ONE, LAYOUT_SEGMENTS } layout_t;
 
-enum { M_RESIDENT, M_PREFETCH_OFF, M_LRU, M_LEARNED, M_REWRITE_OFF, NMODES };
+enum { M_RESIDENT, M_PREFETCH_OFF, M_LRU, M_LEARNED, M_REWRITE_OFF, M_UVA, M_PEER_PREFETCH,
+       NMODES };
 
 /* Modes of a scenario, as a mask of 1 << M_*: every scenario runs CORE;
- * BASELINES adds prefetch-off and lru. */
+ * BASELINES adds prefetch-off and lru.  PEERS (uva, prefetch) is added by
+ * scenario_modes() where the peers apply. */
 #define CORE ((1u << M_RESIDENT) | (1u << M_LEARNED) | (1u << M_REWRITE_OFF))
 #define BASELINES (CORE | (1u << M_PREFETCH_OFF) | (1u << M_LRU))
+#define PEERS ((1u << M_UVA) | (1u << M_PEER_PREFETCH))
 
 /* --segments of the segments layout: PyTorch's caching allocator makes
  * 20 MiB segments for tensors of 1 to 10 MiB. */
@@ -182,14 +196,17 @@ typedef struct bmode {
     const char *policy;   /* SPILLWAY_POLICY, or NULL: the default */
     const char *prefetch; /* SPILLWAY_PREFETCH_BYTES, or NULL: the default */
     const char *rewrite;  /* SPILLWAY_REWRITE, or NULL: the default */
+    const char *offload;  /* mlp --offload of a hand-written peer, or NULL */
 } bmode_t;
 
 static const bmode_t modes[NMODES] = {
-    {"all-resident", false, NULL, NULL, NULL},
-    {"prefetch-off", true, "learned", "0", NULL},
-    {"lru", true, "lru", "0", NULL},
-    {"learned", true, NULL, NULL, NULL},
-    {"rewrite-off", true, NULL, NULL, "0"},
+    {"all-resident", false, NULL, NULL, NULL, NULL},
+    {"prefetch-off", true, "learned", "0", NULL, NULL},
+    {"lru", true, "lru", "0", NULL, NULL},
+    {"learned", true, NULL, NULL, NULL, NULL},
+    {"rewrite-off", true, NULL, NULL, "0", NULL},
+    {"uva", false, NULL, NULL, NULL, "uva"},
+    {"prefetch", false, NULL, NULL, NULL, "prefetch"},
 };
 
 static bool is_moe(const scenario_t *s)
@@ -205,6 +222,38 @@ static uint64_t unit_bytes(const scenario_t *s)
 static uint64_t model_bytes(const scenario_t *s)
 {
     return s->count * unit_bytes(s);
+}
+
+/* The hand-written peers need what vLLM's offloaders have: a model whose
+ * every layer is a tensor of its own, read once per forward pass. */
+static bool has_peers(const scenario_t *s)
+{
+    return s->fam == FAM_DECODE && s->layout == LAYOUT_PER_LAYER;
+}
+
+static unsigned scenario_modes(const scenario_t *s)
+{
+    return s->modes | (has_peers(s) ? PEERS : 0);
+}
+
+/* A budgeted mode: under spillway, or a peer holding part of the model. */
+static bool budgeted(int mode)
+{
+    return modes[mode].preload || modes[mode].offload != NULL;
+}
+
+/* --resident K of a peer mode: the most layers that fit in the budget
+ * beside what the mode itself keeps on the GPU (prefetch: its two buffers
+ * of a layer each, unless every layer fits and nothing is offloaded). */
+static uint32_t peer_resident(const scenario_t *s, int mode)
+{
+    uint32_t room = (uint32_t)(s->budget / unit_bytes(s));
+
+    if (room > s->count)
+        room = s->count;
+    if (mode != M_PEER_PREFETCH || room == s->count)
+        return room;
+    return room > 2 ? room - 2 : 0;
 }
 
 /*
@@ -333,9 +382,13 @@ static char **child_env(const run_t *r)
         env[i++] = xasprintf("SIMGPU_TFLOPS=%s", s->tflops);
     if (r->jitter)
         env[i++] = xasprintf("SIMGPU_JITTER=%s", JITTER_US);
-    if (!m->preload) {
+    if (!budgeted(r->mode)) {
         /* Room for everything, segments' slack included. */
         env[i++] = xasprintf("SIMGPU_MEM=%" PRIu64 "MiB", model_bytes(s) / MiB(1) * 2 + 256);
+    } else if (!m->preload) {
+        /* A peer keeps itself in the budget by its choice of K (--resident);
+         * the simulated GPU is as big as spillway's. */
+        env[i++] = xasprintf("SIMGPU_MEM=%" PRIu64 "MiB", s->budget / MiB(1) + 256);
     } else {
         env[i++] = xasprintf("SIMGPU_MEM=%" PRIu64 "MiB", s->budget / MiB(1) + 256);
         const char *first = getenv("SANITIZER_PRELOAD");
@@ -408,6 +461,12 @@ static char **child_argv(const run_t *r, char **exe)
     i += scenario_args(s, a + i);
     if (is_moe(s) && r->mode == M_RESIDENT && !r->prefix)
         a[i++] = "--schedule";
+    if (modes[r->mode].offload != NULL) {
+        a[i++] = "--offload";
+        a[i++] = (char *)modes[r->mode].offload;
+        a[i++] = "--resident";
+        a[i++] = xasprintf("%u", peer_resident(s, r->mode));
+    }
     a[i++] = "--steps";
     a[i++] = xasprintf("%u", steps);
     if (!r->prefix) {
@@ -836,7 +895,7 @@ static void fill_cell(cell_t *c, const scenario_t *s, int mode, const cell_t *re
     snprintf(c->check, sizeof(c->check), "%s", c->ok ? "ok" : why);
     c->step_ns = full->have_step ? full->step_ns : -1;
     c->peak = full->have_sg ? (double)full->dev_peak : -1;
-    c->over_budget = modes[mode].preload && full->have_sg &&
+    c->over_budget = budgeted(mode) && full->have_sg &&
                      full->dev_peak > s->budget + allowed_over_budget(s);
     c->link = -1;
     if (full->have_sg && prefix->have_sg && full->link >= prefix->link)
@@ -969,11 +1028,60 @@ static void print_stream_table(const scenario_t *set, size_t nsc, cell_t (*cells
         }
 }
 
+/* A step time and its ratio to the bound, as two cells. */
+static void step_cells(const cell_t *c, char *us, char *ratio, size_t len)
+{
+    num(us, len, c->present ? c->step_ns : -1, 1e3, 1);
+    num(ratio, len, c->present && c->step_ns >= 0 && c->bound_ns > 0 ? c->step_ns / c->bound_ns
+                                                                     : -1,
+        1, 2);
+}
+
+/* spillway's default beside the hand-written peers, where they run: the
+ * same rows as in the table above, side by side. */
+static void print_peer_table(const scenario_t *set, size_t nsc, cell_t (*cells)[NMODES],
+                             bool md)
+{
+    static const char *const head[] = {"scenario", "bound us", "learned us", "x bound",
+                                       "uva K", "uva us", "x bound", "prefetch K",
+                                       "prefetch us", "x bound"};
+    static const int w[] = {-16, 9, 10, 7, 5, 9, 7, 10, 11, 7};
+    enum { N = sizeof(w) / sizeof(w[0]) };
+    bool any = false;
+
+    for (size_t si = 0; si < nsc; si++)
+        any = any || has_peers(&set[si]);
+    if (!any)
+        return;
+    printf("\nspillway (learned) beside the offloads written into the program (uva, "
+           "prefetch), K layers resident:\n\n");
+    row(md, N, w, head);
+    if (md)
+        md_rule(N, w);
+    for (size_t si = 0; si < nsc; si++) {
+        const cell_t *l = &cells[si][M_LEARNED], *u = &cells[si][M_UVA],
+                     *p = &cells[si][M_PEER_PREFETCH];
+        char b[32], lu[32], lr[32], uk[16], uu[32], ur[32], pk[16], pu[32], pr[32];
+        const char *cell[N] = {set[si].name, b, lu, lr, uk, uu, ur, pk, pu, pr};
+
+        if (!has_peers(&set[si]))
+            continue;
+        num(b, sizeof(b), l->bound_ns, 1e3, 1);
+        step_cells(l, lu, lr, sizeof(lu));
+        step_cells(u, uu, ur, sizeof(uu));
+        step_cells(p, pu, pr, sizeof(pu));
+        snprintf(uk, sizeof(uk), "%u", peer_resident(&set[si], M_UVA));
+        snprintf(pk, sizeof(pk), "%u", peer_resident(&set[si], M_PEER_PREFETCH));
+        row(md, N, w, cell);
+    }
+}
+
 static void print_setup(const scenario_t *set, size_t nsc, bool md)
 {
     printf("scenarios (W warm-up + T timed steps; SIMGPU_MEM = budget + 256 MiB under "
-           "spillway; modes all-resident, learned, rewrite-off, and where named "
-           "prefetch-off and lru):\n\n");
+           "spillway and for the peers; modes all-resident, learned, rewrite-off, and where "
+           "named prefetch-off, lru and the hand-written peers uva and prefetch with K "
+           "resident layers):\n\n");
     for (size_t i = 0; i < nsc; i++) {
         const scenario_t *s = &set[i];
         char *a[32];
@@ -986,10 +1094,14 @@ static void print_setup(const scenario_t *set, size_t nsc, bool md)
             printf(" (zipf 1.1, seed 1)");
         if (s->tflops != NULL)
             printf(", SIMGPU_TFLOPS=%s", s->tflops);
-        printf("; model %.0f MiB, budget %.0f MiB (%.2fx); W=%u, T=%u%s%s\n",
+        printf("; model %.0f MiB, budget %.0f MiB (%.2fx); W=%u, T=%u%s%s",
                model_bytes(s) / MIB, s->budget / MIB, (double)model_bytes(s) / s->budget,
                s->warmup, s->timed, s->modes == BASELINES ? "; prefetch-off, lru" : "",
                s->jitter ? "; jitter runs" : "");
+        if (has_peers(s))
+            printf("; uva K=%u, prefetch K=%u", peer_resident(s, M_UVA),
+                   peer_resident(s, M_PEER_PREFETCH));
+        printf("\n");
     }
     printf("\n");
 }
@@ -1059,6 +1171,12 @@ static void print_footer(bool md)
              "plus the program's small buffers (activations, pointer table) and 1 MiB: the "
              "bound, which assumes the budget holds, does not apply, and the target is a "
              "MISS.");
+    note(md, "uva, prefetch: the program offloads for itself, without spillway (mlp --offload "
+             "uva|prefetch --resident K), as vLLM does: K = floor(budget / layer) resident "
+             "layers for uva, two fewer for prefetch, whose two copy buffers take their "
+             "place; the other layers live in pinned host memory, read in place (uva) or "
+             "copied a layer ahead on a side stream (prefetch). moved, late and the "
+             "streaming statistics are spillway's, so \"-\" there.");
     note(md, "streaming statistics: spillway's bytes_streamed, rewritten_launches, "
              "launches_waited, prefetches and bytes_zero_copy_estimated, per timed step, "
              "measured like moved.");
@@ -1110,6 +1228,29 @@ static void bound_target(bool md, const char *name, const cell_t *c, double fact
         target(md, what, c->step_ns, c->bound_ns, factor, "bound", "us", 1e3);
 }
 
+/* spillway, on the unmodified program, against the prefetch offload written
+ * into it: strictly faster passes; a failed check on either side misses. */
+static void peer_target(bool md, const char *name, const cell_t *l, const cell_t *p)
+{
+    char what[96];
+    int w = md ? 0 : 50;
+    const char *lead = md ? "- " : "  ";
+
+    snprintf(what, sizeof(what), "%s: learned faster than prefetch", name);
+    if (!l->ok || !p->ok)
+        printf("%s%-*s MISS (%s: %s)\n", lead, w, what, !l->ok ? "learned" : "prefetch",
+               !l->ok ? l->check : p->check);
+    else if (l->over_budget || p->over_budget)
+        printf("%s%-*s MISS (over budget: %s)\n", lead, w, what,
+               l->over_budget ? "learned" : "prefetch");
+    else if (l->step_ns < 0 || p->step_ns <= 0)
+        printf("%s%-*s MISS (no data)\n", lead, w, what);
+    else
+        printf("%s%-*s %s (%.1f us against prefetch %.1f: %.2fx)\n", lead, w, what,
+               l->step_ns < p->step_ns ? "PASS" : "MISS", l->step_ns / 1e3, p->step_ns / 1e3,
+               l->step_ns / p->step_ns);
+}
+
 /* The targets of issue 12.  A hidden scenario family is checked the same
  * way, so these are measurements, not something to tune for. */
 static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMODES],
@@ -1127,6 +1268,8 @@ static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMO
         switch (set[i].fam) {
         case FAM_DECODE:
             bound_target(md, set[i].name, c, 1.10);
+            if (cells[i][M_PEER_PREFETCH].present)
+                peer_target(md, set[i].name, c, &cells[i][M_PEER_PREFETCH]);
             break;
         case FAM_GRAPH:
         case FAM_PREFILL:
@@ -1207,7 +1350,9 @@ static void usage(FILE *f)
             "                     [--jobs N] [--keep] [--quiet]\n"
             "  runs every scenario (decode at four layer sizes and three layouts, graph,\n"
             "  prefill, train, moe) in its modes (all-resident, learned, rewrite-off,\n"
-            "  and for some prefetch-off and lru) on simgpu and prints the tables\n"
+            "  for some prefetch-off and lru, and in decode with a layer per allocation\n"
+            "  the offloads written into the program, uva and prefetch) on simgpu and\n"
+            "  prints the tables\n"
             "  --quick     tiny sizes (a smoke test of correctness, not of speed)\n"
             "  --only L    only the scenarios named in the comma-separated list L\n"
             "  --markdown  the tables and notes as markdown\n"
@@ -1380,7 +1525,7 @@ int main(int argc, char **argv)
         for (int m = 0; m < NMODES; m++) {
             cell_t *c = &cells[si][m];
 
-            if (!(set[si].modes & (1u << m)))
+            if (!(scenario_modes(&set[si]) & (1u << m)))
                 continue;
             c->present = true;
             c->full = &runs[nruns++];
@@ -1434,6 +1579,7 @@ int main(int argc, char **argv)
            md ? "**" : "", md ? "**" : "", build, quick ? ", --quick sizes" : "");
     print_setup(set, nsc, md);
     print_table(set, nsc, cells, md);
+    print_peer_table(set, nsc, cells, md);
     print_stream_table(set, nsc, cells, md);
     print_jitter(set, jit, njit, md);
     print_footer(md);

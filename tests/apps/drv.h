@@ -114,6 +114,16 @@
     X(FuncGetParamInfo, PFN_cuFuncGetParamInfo_v12040, cuFuncGetParamInfo,     \
       12040, 0)
 
+/*
+ * Mapped pinned host memory, for mlp --offload only: resolved on request
+ * (sg_drv_link_host(), sg_drv_load_host()), so that the other programs'
+ * sequences of driver calls stay as they were.
+ */
+#define SG_DRV_HOST(X)                                                         \
+    X(MemHostAlloc, PFN_cuMemHostAlloc_v2020, cuMemHostAlloc, 2020, 0)         \
+    X(MemHostGetDevicePointer, PFN_cuMemHostGetDevicePointer_v3020,            \
+      cuMemHostGetDevicePointer, 3020, 0)
+
 #define SG_DRV_FIELD(field, pfn, sym, version, flags) pfn field;
 
 typedef struct sg_drv {
@@ -125,6 +135,7 @@ typedef struct sg_drv {
     PFN_cuGetProcAddress_v12000 GetProcAddress_v12000;
     SG_DRV_CORE(SG_DRV_FIELD)
     SG_DRV_EXTRA(SG_DRV_FIELD) /* NULL until sg_drv_load_extra() */
+    SG_DRV_HOST(SG_DRV_FIELD)  /* NULL until sg_drv_link_host() or sg_drv_load_host() */
 } sg_drv_t;
 
 /* Where resolution failed, for the caller's error line. */
@@ -135,6 +146,9 @@ typedef struct sg_drv_err {
 
 /* drv_link.c: fill the core entries with the linked symbols.  Can't fail. */
 void sg_drv_link(sg_drv_t *d);
+
+/* drv_link.c: the same for the mapped-host entries.  Can't fail. */
+void sg_drv_link_host(sg_drv_t *d);
 
 /*
  * drv_load.c: dlopen("libcuda.so.1"), one dlsym of cuGetProcAddress_v2, the
@@ -150,6 +164,9 @@ CUresult sg_drv_load(sg_drv_t *d, sg_drv_err_t *err);
 /* drv_load.c: the extra entries, through the same pointer.  Call after a
  * successful sg_drv_load(); failure reported as there. */
 CUresult sg_drv_load_extra(sg_drv_t *d, sg_drv_err_t *err);
+
+/* drv_load.c: the mapped-host entries, likewise. */
+CUresult sg_drv_load_host(sg_drv_t *d, sg_drv_err_t *err);
 
 /*
  * drv_load.c: the name of rc ("CUDA_ERROR_OUT_OF_MEMORY") through the

@@ -17,3 +17,8 @@ void sg_drv_link(sg_drv_t *d)
     memset(d, 0, sizeof(*d));
     SG_DRV_CORE(SG_DRV_ASSIGN)
 }
+
+void sg_drv_link_host(sg_drv_t *d)
+{
+    SG_DRV_HOST(SG_DRV_ASSIGN)
+}

@@ -97,6 +97,12 @@ CUresult sg_drv_load_extra(sg_drv_t *d, sg_drv_err_t *err)
     return CUDA_SUCCESS;
 }
 
+CUresult sg_drv_load_host(sg_drv_t *d, sg_drv_err_t *err)
+{
+    SG_DRV_HOST(SG_DRV_RESOLVE)
+    return CUDA_SUCCESS;
+}
+
 const char *sg_drv_errname(const sg_drv_t *d, CUresult rc, char *buf, size_t len)
 {
     const char *name = NULL;

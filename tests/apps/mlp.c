@@ -13,7 +13,8 @@
  *   mlp: layers=8 width=1024 steps=4 batch=1 kernel=gemv buffers=per-layer
  *        streams=1 graph=no train=no weights=32.0MiB route=direct
  *        checksum=0x... result=match
- * (on one line; with --time W, step_ns=<virtual ns per step after W warm-up
+ * (on one line; with --offload, offload=uva|prefetch resident=K follows
+ * route=; with --time W, step_ns=<virtual ns per step after W warm-up
  * steps> is appended) and exits with one of the MLP_EXIT_* statuses (mlp.h).
  */
 #include <errno.h>
@@ -50,6 +51,15 @@ static void usage(FILE *f)
             "  --time W         after W warm-up steps, time the others with events\n"
             "                   on the compute stream (virtual time) and add\n"
             "                   step_ns=<average> to the result line (W < steps)\n"
+            "  --offload M      keep only the first --resident layers in device memory\n"
+            "                   and the others in pinned host memory, as vLLM does:\n"
+            "                   uva: read in place through mapped pointers;\n"
+            "                   prefetch: copied a layer ahead into two device\n"
+            "                   buffers on a side stream (not with --graph or --train);\n"
+            "                   one allocation per layer (not with --one-buffer or\n"
+            "                   --segments)\n"
+            "  --resident K     with --offload: layers kept in device memory\n"
+            "                   (default 0, 0..layers)\n"
             "  --help           this text\n"
             "exit status: 0 output matches the host reference, 1 mismatch,\n"
             "             2 CUDA error (out of memory included), 3 bad usage,\n"
@@ -74,13 +84,51 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
     return 0;
 }
 
+static const char *offload_name(mlp_offload_mode_t m)
+{
+    return m == MLP_OFFLOAD_UVA ? "uva" : m == MLP_OFFLOAD_PREFETCH ? "prefetch" : "none";
+}
+
+/* The combinations --offload refuses, each with its reason; 0 or
+ * MLP_EXIT_USAGE after the message and the usage text. */
+static int check_offload(const mlp_opts_t *o, bool resident_given)
+{
+    const char *mode = offload_name(o->offload);
+    char why[200];
+
+    why[0] = '\0';
+    if (o->offload == MLP_OFFLOAD_NONE && resident_given)
+        snprintf(why, sizeof(why), "--resident %u needs --offload uva or --offload prefetch",
+                 o->resident);
+    else if (o->offload == MLP_OFFLOAD_NONE)
+        return MLP_EXIT_MATCH;
+    else if (o->resident > o->layers)
+        snprintf(why, sizeof(why), "--resident %u is more than the %u layers (--layers)",
+                 o->resident, o->layers);
+    else if (o->one_buffer || o->segment_mib != 0)
+        snprintf(why, sizeof(why), "--offload %s gives each layer an allocation of its own; "
+                 "%s is another layout", mode, o->one_buffer ? "--one-buffer" : "--segments");
+    else if (o->offload == MLP_OFFLOAD_PREFETCH && o->graph)
+        snprintf(why, sizeof(why), "--offload prefetch orders its copies anew each step; "
+                 "--graph would replay one step's");
+    else if (o->offload == MLP_OFFLOAD_PREFETCH && o->train)
+        snprintf(why, sizeof(why), "--offload prefetch computes on device copies of the "
+                 "weights; --train's updates would be lost with them");
+    if (why[0] == '\0')
+        return MLP_EXIT_MATCH;
+    fprintf(stderr, "mlp: %s\n", why);
+    usage(stderr);
+    return MLP_EXIT_USAGE;
+}
+
 /* Fill *o from the command line; returns 0, or an exit status when the
  * program must stop (MLP_EXIT_USAGE after a message, or 0 after --help,
  * reported through *done). */
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
     enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
-           OPT_STREAMS, OPT_TRAIN, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_HELP };
+           OPT_STREAMS, OPT_TRAIN, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT,
+           OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
         {"width", required_argument, NULL, OPT_WIDTH},
@@ -93,9 +141,12 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"graph", no_argument, NULL, OPT_GRAPH},
         {"route", required_argument, NULL, OPT_ROUTE},
         {"time", required_argument, NULL, OPT_TIME},
+        {"offload", required_argument, NULL, OPT_OFFLOAD},
+        {"resident", required_argument, NULL, OPT_RESIDENT},
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
+    bool resident_given = false;
     int c;
 
     *done = 0;
@@ -151,6 +202,19 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
                 bad = "--time";
             o->timed = true;
             break;
+        case OPT_OFFLOAD:
+            if (strcmp(optarg, "uva") == 0)
+                o->offload = MLP_OFFLOAD_UVA;
+            else if (strcmp(optarg, "prefetch") == 0)
+                o->offload = MLP_OFFLOAD_PREFETCH;
+            else
+                bad = "--offload";
+            break;
+        case OPT_RESIDENT:
+            if (parse_u32(optarg, 0, 65536, &o->resident) != 0)
+                bad = "--resident";
+            resident_given = true;
+            break;
         case OPT_HELP:
             usage(stdout);
             *done = 1;
@@ -182,7 +246,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         usage(stderr);
         return MLP_EXIT_USAGE;
     }
-    return MLP_EXIT_MATCH;
+    return check_offload(o, resident_given);
 }
 
 /* Host buffers of one run. */
@@ -303,11 +367,14 @@ int main(int argc, char **argv)
     else
         snprintf(buffers, sizeof(buffers), "%s", o.one_buffer ? "one" : "per-layer");
     printf("mlp: layers=%u width=%u steps=%u batch=%u kernel=%s buffers=%s streams=%u "
-           "graph=%s train=%s weights=%.1fMiB route=%s checksum=0x%016" PRIx64 " result=%s",
+           "graph=%s train=%s weights=%.1fMiB route=%s",
            o.layers, o.width, o.steps, o.batch, o.gemm ? "gemm" : "gemv", buffers, o.streams,
            o.graph ? "yes" : "no", o.train ? "yes" : "no",
            (double)mlp_layer_floats(&o) * o.layers * sizeof(float) / (1024.0 * 1024.0),
-           o.route_loader ? "loader" : "direct", checksum, mismatch ? "mismatch" : "match");
+           o.route_loader ? "loader" : "direct");
+    if (o.offload != MLP_OFFLOAD_NONE)
+        printf(" offload=%s resident=%u", offload_name(o.offload), o.resident);
+    printf(" checksum=0x%016" PRIx64 " result=%s", checksum, mismatch ? "mismatch" : "match");
     if (o.timed)
         printf(" step_ns=%.0f", step_ns);
     printf("\n");

@@ -26,6 +26,15 @@ enum {
     MLP_EXIT_HOST = 4,     /* out of host memory */
 };
 
+/* --offload: where the layers past the first `resident` live, the two
+ * ways vLLM offloads weights (mlp_offload.c). */
+typedef enum mlp_offload_mode {
+    MLP_OFFLOAD_NONE,     /* every layer in device memory */
+    MLP_OFFLOAD_UVA,      /* pinned host memory, read in place by the kernels */
+    MLP_OFFLOAD_PREFETCH, /* pinned host memory, copied a layer ahead into two
+                           * device buffers on a side stream */
+} mlp_offload_mode_t;
+
 typedef struct mlp_opts {
     uint32_t layers;
     uint32_t width;
@@ -41,6 +50,8 @@ typedef struct mlp_opts {
     bool route_loader; /* dlopen + cuGetProcAddress_v2 instead of linked symbols */
     bool timed;        /* --time given: measure the steps after the warm-up */
     uint32_t warmup;   /* --time W: steps before the timed ones */
+    mlp_offload_mode_t offload;
+    uint32_t resident; /* --resident K: layers 0..K-1 stay in device memory */
 } mlp_opts_t;
 
 /* Floats in one layer's weight matrix, and in one batch of activations. */

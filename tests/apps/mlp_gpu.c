@@ -30,6 +30,10 @@
  * then the updates); item k runs on stream k % 2 after waiting for an
  * event recorded behind item k - 1, the way servers spread work over
  * streams: the order, and so the result, is the same as on one stream.
+ *
+ * With --offload, mlp_offload.c allocates and uploads the weights instead
+ * (layers past --resident in pinned host memory) and orders its prefetch
+ * copies around each layer's kernels; see there.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +41,7 @@
 
 #include "drv.h"
 #include "mlp.h"
+#include "mlp_offload.h"
 
 #define BLOCK 256u
 
@@ -68,6 +73,7 @@ struct mlp_gpu {
     CUdeviceptr *weight; /* layers entries: where layer i's matrix starts */
     CUdeviceptr *alloc;  /* nalloc entries (at most layers): what cuMemAlloc returned */
     uint32_t nalloc;
+    mlp_offload_t *off;  /* --offload only: owns the weights instead of alloc[] */
     CUgraph graph;
     CUgraphExec exec;
     CUevent mark[2];     /* --time: start of the first timed step, end of the last */
@@ -111,9 +117,13 @@ static int open_driver(mlp_gpu_t *g)
 
     if (!g->o->route_loader) {
         sg_drv_link(&g->d);
+        if (g->o->offload != MLP_OFFLOAD_NONE)
+            sg_drv_link_host(&g->d);
         return MLP_EXIT_MATCH;
     }
     rc = sg_drv_load(&g->d, &err);
+    if (rc == CUDA_SUCCESS && g->o->offload != MLP_OFFLOAD_NONE)
+        rc = sg_drv_load_host(&g->d, &err);
     if (rc != CUDA_SUCCESS)
         return gpu_fail(g, rc, err.call, "%s", err.what);
     return MLP_EXIT_MATCH;
@@ -199,6 +209,8 @@ static int alloc_buffers(mlp_gpu_t *g)
         fprintf(stderr, "mlp: out of host memory\n");
         return MLP_EXIT_HOST;
     }
+    if (o->offload != MLP_OFFLOAD_NONE)
+        return mlp_offload_open(&g->off, &g->d, o, g->weight);
     if (o->segment_mib != 0)
         return alloc_segments(g, layer_bytes);
     if (o->one_buffer) {
@@ -319,6 +331,17 @@ static int enqueue_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
     return st != 0 ? st : launch(g, s, g->relu, "sg_relu_f32", l, batch, relu_p);
 }
 
+/* Layer l on stream s, with the ordering of --offload prefetch around it
+ * (nothing otherwise). */
+static int enqueue_offload_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
+{
+    int st = mlp_offload_before_layer(g->off, l, s);
+
+    if (st == 0)
+        st = enqueue_layer(g, l, s);
+    return st != 0 ? st : mlp_offload_after_layer(g->off, l, s);
+}
+
 /* --train: layer l's W = MLP_TRAIN_RATE * G + W, in place, on stream s. */
 static int enqueue_update(mlp_gpu_t *g, uint32_t l, CUstream s)
 {
@@ -342,10 +365,13 @@ static int enqueue_kernels(mlp_gpu_t *g)
     CUstream s = g->stream[0];
     int st;
 
+    if ((st = mlp_offload_step_start(g->off)) != 0)
+        return st;
     for (uint32_t k = 0; k < items; k++) {
         if ((st = item_stream(g, k, &s)) != 0)
             return st;
-        st = k < o->layers ? enqueue_layer(g, k, s) : enqueue_update(g, k - o->layers, s);
+        st = k < o->layers ? enqueue_offload_layer(g, k, s)
+                           : enqueue_update(g, k - o->layers, s);
         if (st != 0 || (st = item_done(g, k, s)) != 0)
             return st;
     }
@@ -390,8 +416,11 @@ int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
 {
     const mlp_opts_t *o = g->o;
     size_t layer_floats = mlp_layer_floats(o);
+    int st;
 
-    for (uint32_t l = 0; l < o->layers; l++)
+    if (g->off != NULL && (st = mlp_offload_upload(g->off, weights)) != 0)
+        return st;
+    for (uint32_t l = 0; g->off == NULL && l < o->layers; l++)
         CK(g->d.MemcpyHtoD(g->weight[l], weights + l * layer_floats, layer_floats * sizeof(float)),
            "cuMemcpyHtoD", "weights of layer %u", l);
     /* simgpu reads the table when a table launch is issued (so must a
@@ -473,6 +502,7 @@ void mlp_gpu_close(mlp_gpu_t *g)
         if (g->mark[i] != NULL)
             d->EventDestroy(g->mark[i]);
     }
+    mlp_offload_close(g->off);
     for (uint32_t i = 0; i < g->nalloc; i++)
         d->MemFree(g->alloc[i]);
     if (g->table != 0)
