@@ -80,9 +80,7 @@ struct mlp_gpu {
     uint32_t steps_done; /* steps queued so far */
 };
 
-/* Print the CUDA error line; returns MLP_EXIT_CUDA. */
-__attribute__((format(printf, 4, 5)))
-static int gpu_fail(const mlp_gpu_t *g, CUresult rc, const char *call, const char *fmt, ...)
+int mlp_cuda_fail(const sg_drv_t *d, CUresult rc, const char *call, const char *fmt, ...)
 {
     char buf[32], what[160];
     va_list ap;
@@ -91,7 +89,7 @@ static int gpu_fail(const mlp_gpu_t *g, CUresult rc, const char *call, const cha
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
     fprintf(stderr, "mlp: CUDA error %s in %s (%s)\n",
-            sg_drv_errname(&g->d, rc, buf, sizeof(buf)), call, what);
+            sg_drv_errname(d, rc, buf, sizeof(buf)), call, what);
     return MLP_EXIT_CUDA;
 }
 
@@ -101,10 +99,10 @@ static int gpu_fail(const mlp_gpu_t *g, CUresult rc, const char *call, const cha
     do {                                                                       \
         CUresult rc_ = (expr);                                                 \
         if (rc_ != CUDA_SUCCESS)                                               \
-            return gpu_fail(g, rc_, call, __VA_ARGS__);                        \
+            return mlp_cuda_fail(&g->d, rc_, call, __VA_ARGS__);                   \
     } while (0)
 
-static double mib(size_t bytes)
+double mlp_mib(size_t bytes)
 {
     return (double)bytes / (1024.0 * 1024.0);
 }
@@ -125,7 +123,7 @@ static int open_driver(mlp_gpu_t *g)
     if (rc == CUDA_SUCCESS && g->o->offload != MLP_OFFLOAD_NONE)
         rc = sg_drv_load_host(&g->d, &err);
     if (rc != CUDA_SUCCESS)
-        return gpu_fail(g, rc, err.call, "%s", err.what);
+        return mlp_cuda_fail(&g->d, rc, err.call, "%s", err.what);
     return MLP_EXIT_MATCH;
 }
 
@@ -169,13 +167,13 @@ static int alloc_segments(mlp_gpu_t *g, size_t layer_bytes)
 
         if (layer_bytes > seg_bytes) {
             CK(g->d.MemAlloc(&g->alloc[g->nalloc], layer_bytes), "cuMemAlloc",
-               "weights of layer %u, %.1fMiB, bigger than a segment", l, mib(layer_bytes));
+               "weights of layer %u, %.1fMiB, bigger than a segment", l, mlp_mib(layer_bytes));
             g->weight[l] = g->alloc[g->nalloc++];
             continue;
         }
         if (seg == 0 || off + layer_bytes > seg_bytes) {
             CK(g->d.MemAlloc(&g->alloc[g->nalloc], seg_bytes), "cuMemAlloc",
-               "segment %u for layer %u, %.1fMiB", g->nalloc, l, mib(seg_bytes));
+               "segment %u for layer %u, %.1fMiB", g->nalloc, l, mlp_mib(seg_bytes));
             seg = g->alloc[g->nalloc++];
             off = 0;
         }
@@ -195,13 +193,13 @@ static int alloc_buffers(mlp_gpu_t *g)
 
     for (int i = 0; i < 2; i++)
         CK(g->d.MemAlloc(&g->act[i], act_bytes), "cuMemAlloc", "activations %d, %.1fMiB", i,
-           mib(act_bytes));
+           mlp_mib(act_bytes));
     if (!o->gemm)
         CK(g->d.MemAlloc(&g->table, o->layers * sizeof(CUdeviceptr)), "cuMemAlloc",
            "weight table, %u entries", o->layers);
     if (o->train)
         CK(g->d.MemAlloc(&g->grad, layer_bytes), "cuMemAlloc", "update matrix G, %.1fMiB",
-           mib(layer_bytes));
+           mlp_mib(layer_bytes));
 
     g->weight = calloc(o->layers, sizeof(CUdeviceptr));
     g->alloc = calloc(o->layers, sizeof(CUdeviceptr));
@@ -217,14 +215,14 @@ static int alloc_buffers(mlp_gpu_t *g)
         size_t bytes = layer_bytes * o->layers;
 
         CK(g->d.MemAlloc(&g->alloc[0], bytes), "cuMemAlloc", "weights of all %u layers, %.1fMiB",
-           o->layers, mib(bytes));
+           o->layers, mlp_mib(bytes));
         g->nalloc = 1;
         for (uint32_t l = 0; l < o->layers; l++)
             g->weight[l] = g->alloc[0] + (CUdeviceptr)l * layer_bytes;
     } else {
         for (uint32_t l = 0; l < o->layers; l++) {
             CK(g->d.MemAlloc(&g->alloc[l], layer_bytes), "cuMemAlloc",
-               "weights of layer %u, %.1fMiB", l, mib(layer_bytes));
+               "weights of layer %u, %.1fMiB", l, mlp_mib(layer_bytes));
             g->nalloc = l + 1;
             g->weight[l] = g->alloc[l];
         }

@@ -45,32 +45,12 @@ struct mlp_offload {
     CUevent used[2];     /* prefetch: behind the last layer that read buf[b] */
 };
 
-/* Print the CUDA error line, as mlp_gpu.c does; returns MLP_EXIT_CUDA. */
-__attribute__((format(printf, 4, 5)))
-static int off_fail(const mlp_offload_t *f, CUresult rc, const char *call, const char *fmt, ...)
-{
-    char buf[32], what[160];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "mlp: CUDA error %s in %s (%s)\n",
-            sg_drv_errname(f->d, rc, buf, sizeof(buf)), call, what);
-    return MLP_EXIT_CUDA;
-}
-
 #define CK(expr, call, ...)                                                    \
     do {                                                                       \
         CUresult rc_ = (expr);                                                 \
         if (rc_ != CUDA_SUCCESS)                                               \
-            return off_fail(f, rc_, call, __VA_ARGS__);                        \
+            return mlp_cuda_fail(f->d, rc_, call, __VA_ARGS__);                        \
     } while (0)
-
-static double mib(size_t bytes)
-{
-    return (double)bytes / (1024.0 * 1024.0);
-}
 
 static bool is_prefetch(const mlp_offload_t *f)
 {
@@ -84,12 +64,12 @@ static int alloc_host_layer(mlp_offload_t *f, uint32_t j, CUdeviceptr *weight)
 
     if (f->o->offload == MLP_OFFLOAD_UVA) {
         CK(f->d->MemHostAlloc(&f->host[j], f->layer_bytes, CU_MEMHOSTALLOC_DEVICEMAP),
-           "cuMemHostAlloc", "weights of layer %u, %.1fMiB, mapped", l, mib(f->layer_bytes));
+           "cuMemHostAlloc", "weights of layer %u, %.1fMiB, mapped", l, mlp_mib(f->layer_bytes));
         CK(f->d->MemHostGetDevicePointer(weight, f->host[j], 0), "cuMemHostGetDevicePointer",
            "weights of layer %u", l);
     } else {
         CK(f->d->MemAllocHost(&f->host[j], f->layer_bytes), "cuMemAllocHost",
-           "weights of layer %u, %.1fMiB", l, mib(f->layer_bytes));
+           "weights of layer %u, %.1fMiB", l, mlp_mib(f->layer_bytes));
         *weight = f->buf[j % 2];
     }
     return MLP_EXIT_MATCH;
@@ -101,7 +81,7 @@ static int open_prefetch(mlp_offload_t *f)
 {
     for (uint32_t b = 0; b < 2 && b < f->noff; b++)
         CK(f->d->MemAlloc(&f->buf[b], f->layer_bytes), "cuMemAlloc",
-           "prefetch buffer %u, %.1fMiB", b, mib(f->layer_bytes));
+           "prefetch buffer %u, %.1fMiB", b, mlp_mib(f->layer_bytes));
     /* Non-blocking: the copies need no order with the legacy stream (the
      * source is pinned memory the CPU wrote, the buffers are only ever
      * written here), and they must not wait for it. */
@@ -142,7 +122,7 @@ int mlp_offload_open(mlp_offload_t **out, const sg_drv_t *d, const mlp_opts_t *o
      * a budget too small for K layers fails on a layer's cuMemAlloc. */
     for (uint32_t l = 0; l < f->first; l++) {
         CK(d->MemAlloc(&f->dev[l], f->layer_bytes), "cuMemAlloc",
-           "weights of layer %u, %.1fMiB", l, mib(f->layer_bytes));
+           "weights of layer %u, %.1fMiB", l, mlp_mib(f->layer_bytes));
         weight[l] = f->dev[l];
     }
     if (is_prefetch(f) && (st = open_prefetch(f)) != 0)

@@ -39,4 +39,11 @@ int mlp_offload_after_layer(mlp_offload_t *f, uint32_t l, CUstream s);
 /* Free everything; NULL is fine; errors are ignored. */
 void mlp_offload_close(mlp_offload_t *f);
 
+/* mlp_gpu.c's, shared: prints "mlp: CUDA error NAME in CALL (what)" for
+ * rc, the driver d's name for it, and returns MLP_EXIT_CUDA; and bytes in
+ * MiB, for messages. */
+__attribute__((format(printf, 4, 5)))
+int mlp_cuda_fail(const sg_drv_t *d, CUresult rc, const char *call, const char *fmt, ...);
+double mlp_mib(size_t bytes);
+
 #endif
