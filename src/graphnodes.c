@@ -82,9 +82,14 @@ CUresult sw_graph_kernel_check(const char *call, CUfunction func, CUkernel kern,
         return CUDA_SUCCESS; /* no window address was ever handed out */
     words_t w = {0};
     CUDA_KERNEL_NODE_PARAMS old;
+    /* Held shared, so that no window is released and no layout freed
+     * while they are read: both happen under the gate held exclusively. */
+    sw_gate_rd_always();
     if (was && SW_CALL(cuGraphKernelNodeGetParams_v2, (was, &old)) == CUDA_SUCCESS)
         scan(old.func ? old.func : (CUfunction)old.kern, old.kernelParams, old.extra, collect, &w);
-    if (!scan(func ? func : (CUfunction)kern, params, extra, compare, &w) || !w.foreign)
+    bool refused = scan(func ? func : (CUfunction)kern, params, extra, compare, &w) && w.foreign;
+    sw_gate_unrd();
+    if (!refused)
         return CUDA_SUCCESS;
     sw_error("%s: argument 0x%llx is an address in spillway's streaming window, read from "
              "another graph node's parameters; it would reach whatever the window holds when "
