@@ -17,6 +17,8 @@
  *                 the replay's number: after G1 every weight must read 7;
  *   replay-in-capture  while s0 captures a step, s1 replays a graph
  *                 captured before: both must succeed;
+ *   replay-thread the same with the replay made by another thread, while
+ *                 this one's capture is open (THREAD_LOCAL mode);
  *   node-patch    a captured step reads X (weight 3), fills a scratch
  *                 buffer, reads X again; after instantiation the fill's node is
  *                 given X and a new value each step
@@ -43,6 +45,7 @@
  * Every checksum goes into one small buffer, hashed after each step;
  * prints "result: HASH" and exits 0, 2 on a CUDA error.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -317,6 +320,66 @@ static int window_word(model_t *m, uint64_t *h)
     return settle(m, h);
 }
 
+/* replay-thread: the other thread's part, between two barriers. */
+typedef struct {
+    const model_t *m;
+    CUcontext ctx;
+    CUgraphExec g;
+    pthread_barrier_t open, replayed;
+    CUresult r;
+} replayer_t;
+
+static void *replayer(void *arg)
+{
+    replayer_t *t = arg;
+    pthread_barrier_wait(&t->open); /* the capture is open */
+    t->r = cuCtxSetCurrent(t->ctx);
+    if (t->r == CUDA_SUCCESS)
+        t->r = cuGraphLaunch(t->g, t->m->s1);
+    pthread_barrier_wait(&t->replayed);
+    return NULL;
+}
+
+/* replay-thread: each step captures a read of every weight on s0 while
+ * another thread replays g0 (a fill of every weight) on s1. */
+static int replay_thread(const model_t *m, CUcontext ctx, CUgraphExec g0, uint64_t *h)
+{
+    CUresult r;
+    for (int s = 0; s < STEPS; s++) {
+        replayer_t t = {.m = m, .ctx = ctx, .g = g0};
+        pthread_t th;
+        CUgraph g;
+        CUgraphExec g1;
+        pthread_barrier_init(&t.open, NULL, 2);
+        pthread_barrier_init(&t.replayed, NULL, 2);
+        if (pthread_create(&th, NULL, replayer, &t) != 0) {
+            fprintf(stderr, "writes: cannot start the replaying thread\n");
+            return 2;
+        }
+        r = cuStreamBeginCapture(m->s0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+        if (r == CUDA_SUCCESS)
+            r = read_all(m);
+        pthread_barrier_wait(&t.open);
+        pthread_barrier_wait(&t.replayed);
+        pthread_join(th, NULL);
+        pthread_barrier_destroy(&t.open);
+        pthread_barrier_destroy(&t.replayed);
+        if (r != CUDA_SUCCESS)
+            return fail("the capture", r);
+        if (t.r != CUDA_SUCCESS)
+            return fail("cuGraphLaunch on the other thread", t.r);
+        CK(cuStreamEndCapture(m->s0, &g));
+        CK(cuGraphInstantiateWithFlags(&g1, g, 0));
+        CK(cuGraphDestroy(g));
+        CK(cuStreamSynchronize(m->s1));
+        CK(cuGraphLaunch(g1, m->s0));
+        CK(cuGraphExecDestroy(g1));
+        if (settle(m, h))
+            return 2;
+    }
+    return 0;
+}
+
 /* exec-update: one instantiated graph, updated from each step's capture. */
 static int exec_update(model_t *m, uint64_t *h)
 {
@@ -352,9 +415,10 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "replay-write") && strcmp(mode, "fork-write") && strcmp(mode, "graph-fp") &&
         strcmp(mode, "replay-in-capture") && strcmp(mode, "node-patch") &&
-        strcmp(mode, "exec-update") && strcmp(mode, "foreach") && strcmp(mode, "window-word")) {
+        strcmp(mode, "exec-update") && strcmp(mode, "foreach") && strcmp(mode, "window-word") &&
+        strcmp(mode, "replay-thread")) {
         fprintf(stderr, "usage: swt-writes replay-write|fork-write|graph-fp|replay-in-capture|"
-                        "node-patch|exec-update|foreach|window-word\n");
+                        "replay-thread|node-patch|exec-update|foreach|window-word\n");
         return 3;
     }
     CUcontext ctx;
@@ -412,6 +476,9 @@ int main(int argc, char **argv)
             return 2;
     } else if (!strcmp(mode, "foreach")) {
         if (foreach_steps(&m, &h))
+            return 2;
+    } else if (!strcmp(mode, "replay-thread")) {
+        if (capture(&m, &g0, fill_all) || replay_thread(&m, ctx, g0, &h))
             return 2;
     } else if (!strcmp(mode, "window-word")) {
         if (window_word(&m, &h))
