@@ -11,7 +11,7 @@
 #                   stats file of a running api-coop
 #   python          stats.py (ctypes) under spillway: budget and statistics
 #   python-plain    stats.py without spillway: loaded=0, exit 0
-#   readme          README.md's C and Python examples (the fenced blocks of
+#   readme          docs/api.md's C and Python examples (the fenced blocks of
 #                   its "Cooperating programs" section), built and run with
 #                   and without spillway
 #   install         meson install --destdir; pkg-config --cflags spillway;
@@ -47,7 +47,7 @@ run() {
     shift
     # SANITIZER_PRELOAD (meson, in a sanitized build): the sanitizer's
     # runtime, first in LD_PRELOAD with spillway or without (python and
-    # the README's programs are not sanitized, simgpu is).
+    # docs/api.md's programs are not sanitized, simgpu is).
     preload=${SANITIZER_PRELOAD:-}
     [ "$pre" = 1 ] && preload="${preload:+$preload }$API_LIBSPILLWAY"
     env -u LD_PRELOAD -u SPILLWAY_GPU_BUDGET -u SPILLWAY_REPORT \
@@ -156,7 +156,7 @@ python-plain)
     expect loaded 0
     ;;
 readme)
-    # block LANG: the first ```LANG block of the README's API section.
+    # block LANG: the first ```LANG block of docs/api.md's API section.
     block() {
         awk -v lang="$1" '/^## /{ insec = /^## Cooperating programs/ }
             insec && $0 == "```" lang { on = 1; next }
