@@ -66,6 +66,36 @@ uint64_t sw_device_room(int dev)
     return sw_dev_room(dev);
 }
 
+typedef struct {
+    int dev;
+    uint64_t want, largest;
+} extent_t;
+
+static void largest_fitting(sw_alloc_t *a, void *arg)
+{
+    extent_t *e = arg;
+    if (a->dev == e->dev && a->size <= e->want && a->size > e->largest)
+        e->largest = a->size;
+}
+
+/* The streaming window's bytes out of dev's budget: SPILLWAY_PREFETCH_BYTES
+ * of it; for a budget spillway picked, with that option not given, fitted
+ * to the largest allocation it could stream (sw_policy_window_fit): a
+ * picked window is made when the budget first binds, once the program's
+ * allocations so far are known, and a window larger than the copies it
+ * can hold takes residency for nothing. Gate held exclusively. */
+static uint64_t window_bytes(int dev, uint64_t budget)
+{
+    const sw_options_t *o = sw_opts();
+    extent_t e = {.dev = dev, .want = sw_amount_resolve(&o->prefetch_bytes, budget)};
+    if (o->prefetch_bytes.set || !sw_dev_budget_picked(dev) || !sw_tracked())
+        return e.want;
+    sw_table_each(sw_tracked(), largest_fitting, &e);
+    /* The window's size is kept a multiple of 64 KiB (sw_window_setup):
+     * the extent rounded up, or the copies it was fitted to would not. */
+    return sw_policy_window_fit(e.want, sw_round_up(e.largest, 64 << 10));
+}
+
 /* Makes dev's window out of its budget, if it has one: the streaming
  * window is per device; the remapping one (SPILLWAY_REWRITE=0) is the
  * first device's alone. Once, whether it could be made or not. */
@@ -75,7 +105,8 @@ static void make_window(int dev)
     if (!sw_dev_window_due(dev) || !sw_dev_budget(dev, &budget))
         return;
     sw_dev_window_tried(dev);
-    sw_dev_bytes_add(dev, (int64_t)(sw_opts()->rewrite     ? sw_window_setup(dev, budget, sw_tracked())
+    sw_dev_bytes_add(dev, (int64_t)(sw_opts()->rewrite ? sw_window_setup(dev, window_bytes(dev, budget),
+                                                                          sw_tracked())
                                     : dev == sw_dev_home() ? sw_prefetch_setup(budget)
                                                            : 0));
 }
@@ -309,7 +340,7 @@ bool sw_room_for(int dev, uint64_t size, bool *synced)
          * the device has the bytes. */
         uint64_t budget = 0, want;
         sw_dev_budget(dev, &budget);
-        want = sw_amount_resolve(&sw_opts()->prefetch_bytes, budget);
+        want = window_bytes(dev, budget);
         if (want > room)
             demote(dev, want - room, synced);
         sw_pool_drain(SW_ON_DEVICE);

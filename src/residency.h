@@ -203,9 +203,10 @@ uint64_t sw_window_size(int dev); /* 0: dev has none */
 /* The device whose window serves launches in the current context; -1
  * when none does (another context, or no window there). */
 int sw_window_here(void);
-/* Makes dev's window, in the current context (dev's), out of dev's GPU
- * budget, for the allocations of t: the bytes it took (0: none made). */
-uint64_t sw_window_setup(int dev, uint64_t budget, const sw_table_t *t);
+/* Makes dev's window of `size` bytes (alloc.c chooses it out of dev's GPU
+ * budget), in the current context (dev's), for the allocations of t: the
+ * bytes it took (0: none made). */
+uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t);
 /* Frees dev's window: its bytes (0: none, or a graph holds copies in it,
  * or a capture is on). Gate held exclusively, and the device synchronized
  * since the last work was issued (the safety rule's synchronization). */

@@ -399,6 +399,14 @@ typedef struct {
 sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_free,
                                         bool capturing, uint64_t period, const sw_link_t *link);
 
+/* The streaming window's size out of `want` bytes (SPILLWAY_PREFETCH_BYTES
+ * of a picked budget), when the largest allocation that fits in want is
+ * `extent` bytes (0: none does): room for two such copies, one read while
+ * the next fills, or for as many as want holds when that is fewer, so that
+ * the rest of want stays resident instead of idle. want when no extent
+ * fits (nothing known to stream yet). Can't fail. */
+uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent);
+
 /* ---- core/scan.c: which tracked memory a launch's arguments point into -- */
 
 typedef struct {

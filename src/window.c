@@ -216,11 +216,10 @@ static bool make(win_t *w, int dev, uint64_t size)
     return false;
 }
 
-uint64_t sw_window_setup(int dev, uint64_t budget, const sw_table_t *t)
+uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t)
 {
     const sw_options_t *o = sw_opts();
     const sw_real_t *r = sw_real();
-    uint64_t size = sw_amount_resolve(&o->prefetch_bytes, budget);
     size &= ~(uint64_t)0xffff; /* copies of 64 KiB multiples keep offsets aligned */
     if (o->policy != SW_POLICY_LEARNED || size == 0 || win(dev) || dev < 0 ||
         dev >= SW_MAX_DEVICES)

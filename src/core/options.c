@@ -98,7 +98,8 @@ static const opt_t opts[] = {
     C("POLICY", "learned", policy, policies,
       "which chunks stay on the GPU: lru (the baseline) or learned (from the launch schedule)"),
     O("PREFETCH_BYTES", "25%", K_AMOUNT, prefetch_bytes,
-      "each device's streaming window (a percentage is of its GPU budget); 0 turns it off"),
+      "each device's streaming window (a percentage is of its GPU budget; unset with a picked budget: "
+      "fitted to two copies of the largest allocation that fits); 0 turns it off"),
     O("REWRITE", "1", K_BOOL, rewrite,
       "stream by copying into the window and rewriting kernel arguments; 0: remap chunks into window slots"),
     O("STATS_DIR", "", K_PATH, stats_dir,

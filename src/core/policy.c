@@ -304,3 +304,11 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
     double dma = size / link->h2d_gbps + link->move_ns;
     return in_place > dma ? SW_VERDICT_PROMOTE : SW_VERDICT_ZERO_COPY;
 }
+
+uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent)
+{
+    if (extent == 0 || extent > want)
+        return want;
+    uint64_t n = want / extent;
+    return (n > 2 ? 2 : n) * extent;
+}

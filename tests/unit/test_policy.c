@@ -644,6 +644,26 @@ static void add_case(Suite *s, const TTest *t)
     suite_add_tcase(s, tc);
 }
 
+START_TEST(policy_window_fits_two_extents_or_as_many_as_want_holds)
+{
+    const uint64_t MiB = 1 << 20;
+    /* 25% of a 60 MiB budget, 4 MiB layers: two copies, 7 MiB stay resident */
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 4 * MiB), 8 * MiB);
+    /* 8 MiB layers: one fits, the other 7 MiB stay resident */
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 8 * MiB), 8 * MiB);
+    /* exactly two */
+    ck_assert_uint_eq(sw_policy_window_fit(16 * MiB, 8 * MiB), 16 * MiB);
+    /* nothing fits, or nothing known: want as it is */
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 16 * MiB), 15 * MiB);
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 0), 15 * MiB);
+    ck_assert_uint_eq(sw_policy_window_fit(0, 4 * MiB), 0);
+    /* never more than want */
+    for (uint64_t want = 1; want < 64; want++)
+        for (uint64_t ext = 1; ext < 64; ext++)
+            ck_assert_uint_le(sw_policy_window_fit(want, ext), want);
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -667,5 +687,6 @@ Suite *policy_suite(void)
     add_case(s, policy_on_touch_zero_copy_while_capturing);
     add_case(s, policy_on_touch_zero_copy_without_room);
     add_case(s, policy_never_moves_a_fixed_chunk);
+    add_case(s, policy_window_fits_two_extents_or_as_many_as_want_holds);
     return s;
 }
