@@ -164,6 +164,21 @@ SG_EXPORT CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph
     return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, &p);
 }
 
+/* Adds op, whose parameters were filled with result `filled`, as a node;
+ * on any failure op is released (NULL op: filled says out of memory). */
+static CUresult add_filled(CUgraphNode *out, CUgraph hg, const CUgraphNode *deps, size_t ndeps,
+                           sg_op_t *op, CUresult filled)
+{
+    if (!op)
+        return filled;
+    sg_lock();
+    CUresult r = filled == CUDA_SUCCESS ? add_node(out, hg, deps, ndeps, op, NULL) : filled;
+    if (filled != CUDA_SUCCESS)
+        sg_op_put(op);
+    sg_unlock();
+    return r;
+}
+
 SG_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                         const CUgraphNode *dependencies, size_t numDependencies,
                                         const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
@@ -172,16 +187,8 @@ SG_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph
     if (!sg_node_ctx_ok(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
     sg_op_t *op = sg_op_new(SG_OP_COPY, "memcpy node");
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = sg_copy_node_set(op, copyParams);
-    sg_lock();
-    if (r == CUDA_SUCCESS)
-        r = add_node(phGraphNode, hGraph, dependencies, numDependencies, op, NULL);
-    else
-        sg_op_put(op);
-    sg_unlock();
-    return r;
+    return add_filled(phGraphNode, hGraph, dependencies, numDependencies, op,
+                      op ? sg_copy_node_set(op, copyParams) : CUDA_ERROR_OUT_OF_MEMORY);
 }
 
 SG_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -192,16 +199,8 @@ SG_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph
     if (!sg_node_ctx_ok(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
     sg_op_t *op = sg_op_new(SG_OP_MEMSET, "memset node");
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = sg_memset_node_set(op, memsetParams);
-    sg_lock();
-    if (r == CUDA_SUCCESS)
-        r = add_node(phGraphNode, hGraph, dependencies, numDependencies, op, NULL);
-    else
-        sg_op_put(op);
-    sg_unlock();
-    return r;
+    return add_filled(phGraphNode, hGraph, dependencies, numDependencies, op,
+                      op ? sg_memset_node_set(op, memsetParams) : CUDA_ERROR_OUT_OF_MEMORY);
 }
 
 /* ---- empty, host and child graph nodes ---- */

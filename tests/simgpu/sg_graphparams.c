@@ -194,19 +194,6 @@ SG_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgrap
 
 /* ---- memcpy and memset node parameters ---- */
 
-/* Usable by the device: device VA, or pinned host memory. */
-static bool gpu_visible(uint64_t p)
-{
-    void *base;
-    uint64_t size;
-    if (sg_mem_is_device_va(p))
-        return true;
-    sg_mem_rdlock();
-    bool pinned = sg_pinned_find((void *)p, &base, &size);
-    sg_mem_unlock();
-    return pinned;
-}
-
 /* One side of a CUDA_MEMCPY3D: its first byte, and whether it may be plain
  * (pageable) host memory. */
 static CUresult copy_side(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x,
@@ -221,10 +208,10 @@ static CUresult copy_side(CUmemorytype type, const void *host, CUdeviceptr dev, 
     case CU_MEMORYTYPE_ARRAY: return CUDA_ERROR_NOT_SUPPORTED; /* no CUarrays here */
     default: return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!base || (type == CU_MEMORYTYPE_DEVICE && !gpu_visible(base)))
+    if (!base || (type == CU_MEMORYTYPE_DEVICE && !sg_gpu_visible(base)))
         return CUDA_ERROR_INVALID_VALUE;
     *addr = base + x + y * pitch + z * pitch * height;
-    *pageable = type != CU_MEMORYTYPE_DEVICE && !gpu_visible(base);
+    *pageable = type != CU_MEMORYTYPE_DEVICE && !sg_gpu_visible(base);
     return CUDA_SUCCESS;
 }
 
@@ -288,7 +275,7 @@ CUresult sg_memset_node_set(sg_op_t *op, const CUDA_MEMSET_NODE_PARAMS *p)
         return CUDA_ERROR_INVALID_VALUE;
     unsigned es = p->elementSize;
     if ((es != 1 && es != 2 && es != 4) || !p->width || !p->height || !p->dst ||
-        p->dst % es || !gpu_visible(p->dst))
+        p->dst % es || !sg_gpu_visible(p->dst))
         return CUDA_ERROR_INVALID_VALUE;
     size_t row = p->width * es;
     if (p->height > 1 && p->pitch < row)

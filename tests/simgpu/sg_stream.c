@@ -520,6 +520,27 @@ static void check_races(sg_op_t *op, const sg_stream_t *s, uint64_t start)
     op->refs++;
 }
 
+/* Appends op to s's queue, numbered, and wakes s's worker (started on
+ * first use). The queue takes a reference; the caller's becomes s->last.
+ * g.lock held. */
+static void enqueue(sg_stream_t *s, sg_op_t *op)
+{
+    op->seq = ++SG->op_seq;
+    op->stream_id = s->id;
+    op->next = NULL;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    op->refs++;
+    sg_op_put(s->last);
+    s->last = op;
+    if (!s->has_thread)
+        start_worker(s);
+    pthread_cond_signal(&s->cv);
+}
+
 CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
 {
     if (s->capture)
@@ -558,21 +579,7 @@ CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
         SG->engine_ns[op->engine] = op->end_ns;
     s->ready_ns = op->end_ns;
     SG->last_end_ns = max_u64(SG->last_end_ns, op->end_ns);
-    op->seq = ++SG->op_seq;
-    op->stream_id = s->id;
-
-    op->next = NULL;
-    if (s->tail)
-        s->tail->next = op;
-    else
-        s->head = op;
-    s->tail = op;
-    op->refs++; /* the queue's; the caller's becomes s->last */
-    sg_op_put(s->last);
-    s->last = op;
-    if (!s->has_thread)
-        start_worker(s);
-    pthread_cond_signal(&s->cv);
+    enqueue(s, op);
     return CUDA_SUCCESS;
 }
 
@@ -589,20 +596,7 @@ void sg_service(sg_op_t *op)
             abort();
         service->device = -1; /* every device's */
     }
-    op->seq = ++SG->op_seq;
-    op->stream_id = service->id;
-    op->next = NULL;
-    if (service->tail)
-        service->tail->next = op;
-    else
-        service->head = op;
-    service->tail = op;
-    op->refs++; /* the queue's; the caller's becomes service->last */
-    sg_op_put(service->last);
-    service->last = op;
-    if (!service->has_thread)
-        start_worker(service);
-    pthread_cond_signal(&service->cv);
+    enqueue(service, op);
 }
 
 void sg_op_wait(sg_op_t *op)
