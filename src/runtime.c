@@ -195,10 +195,11 @@ cudaError_t sw_rt_mem_get_info(const void *caller, size_t *free_b, size_t *total
     meminfo_fn real = RT(caller, meminfo_fn, cudaMemGetInfo);
     if (!real)
         return cudaErrorNotSupported;
-    *sw_rt_state() = (sw_rt_state_t){.inside = true};
+    sw_rt_state_t *rt = sw_rt_state();
+    *rt = (sw_rt_state_t){.inside = true};
     cudaError_t e = real(free_b, total);
-    bool done = sw_rt_state()->handled;
-    *sw_rt_state() = (sw_rt_state_t){0};
+    bool done = rt->handled;
+    *rt = (sw_rt_state_t){0};
     if (e == cudaSuccess && !done)
         sw_meminfo_adjust(free_b, total);
     return e;
@@ -217,19 +218,21 @@ static CUstream driver_stream(int variant, cudaStream_t s)
 static void launch_enter(const binding_t *b, const void *func, void ***args, CUstream stream)
 {
     getfunc_fn getfunc = (getfunc_fn)b->fn[RT_cudaGetFuncBySymbol];
-    *sw_rt_state() = (sw_rt_state_t){.inside = true, .gated = sw_gate_rd()};
+    sw_rt_state_t *rt = sw_rt_state();
+    *rt = (sw_rt_state_t){.inside = true, .gated = sw_gate_rd()};
     cudaFunction_t f;
     void **extra = NULL;
-    if (sw_rt_state()->gated && getfunc && getfunc(&f, func) == cudaSuccess) {
+    if (rt->gated && getfunc && getfunc(&f, func) == cudaSuccess) {
         sw_mark((CUfunction)f, args, &extra, stream);
-        sw_rt_state()->handled = true;
+        rt->handled = true;
     }
 }
 
 static void launch_leave(CUstream stream)
 {
-    bool gated = sw_rt_state()->gated, handled = sw_rt_state()->handled;
-    *sw_rt_state() = (sw_rt_state_t){0};
+    sw_rt_state_t *rt = sw_rt_state();
+    bool gated = rt->gated, handled = rt->handled;
+    *rt = (sw_rt_state_t){0};
     sw_window_read(stream); /* if the driver's wrapper has not already */
     if (gated)
         sw_gate_unrd();

@@ -643,7 +643,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
         goto out;
     /* In a capture a copy serves the one launch it is made for: a node of
      * the graph may be changed after it is instantiated to write home in
-     * place (cuGraphExecKernelNodeSetParams, launch.c), and every later
+     * place (cuGraphExecKernelNodeSetParams, graphnodes.c), and every later
      * node must then read what it wrote. So each use copies home again,
      * after the readers of the copy before (evict). */
     if (w->origin && u->entry >= 0 && !w->entries[u->entry].pins &&
