@@ -9,7 +9,7 @@
  * BUILD_DIR/tests/apps/{mlp,moe}, the library BUILD_DIR/src/libspillway.so
  * and simgpu's libcuda.so.1 is in BUILD_DIR/tests/simgpu.
  *
- * Scenario families (the targets of issue 12; each model is 2.5 times the
+ * Scenario families (the targets of issue 26, print_targets; each model is 2.5 times the
  * GPU budget, which is a whole number of layers):
  *   decode   mlp, one vector per step (gemv): transfer-bound.  Layers of
  *            1, 4, 16 and 64 MiB, each in three layouts: one allocation
@@ -144,7 +144,11 @@ typedef struct scenario {
  * The full set.  Sizes are chosen so the whole run stays within minutes on
  * a small machine: the simulated kernels really compute, on the CPU, and
  * so does each program's host reference.  Budgets are whole layers, so the
- * bound's unit (a layer) loses nothing to rounding.  decode-64M has no
+ * bound's unit (a layer) loses nothing to rounding.  Proportions are a
+ * deployment's (issue 26): every budget is at least 8 times the largest
+ * allocation a scenario streams (a layer, or a 20 MiB segment), checked
+ * by streamed_fits(); one buffer holding every layer is the exception its
+ * own target is about.  decode-64M has no
  * segments variant: a 64 MiB layer is bigger than a segment and gets its
  * own allocation, which makes the very calls of decode-64M.
  *
@@ -156,20 +160,20 @@ typedef struct scenario {
 static const scenario_t full_set[] = {
     {"decode-1M", FAM_DECODE, 40, 512, 0, PL, 1, 0, 3, 4, MiB(16), NULL, CORE, false},
     {"decode-1M-one", FAM_DECODE, 40, 512, 0, ONE, 1, 0, 3, 4, MiB(16), NULL, CORE, false},
-    {"decode-1M-seg", FAM_DECODE, 40, 512, 0, SEG, 2, 0, 3, 4, MiB(16), NULL, CORE, true},
+    {"decode-1M-seg", FAM_DECODE, 400, 512, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
     {"decode-4M", FAM_DECODE, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, CORE, false},
     {"decode-4M-one", FAM_DECODE, 20, 1024, 0, ONE, 2, 0, 3, 4, MiB(32), NULL, BASELINES, false},
-    {"decode-4M-seg", FAM_DECODE, 20, 1024, 0, SEG, 2, 0, 3, 4, MiB(32), NULL, CORE, true},
+    {"decode-4M-seg", FAM_DECODE, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
     {"decode-16M", FAM_DECODE, 20, 2048, 0, PL, 2, 0, 3, 4, MiB(128), NULL, BASELINES, false},
     {"decode-16M-one", FAM_DECODE, 20, 2048, 0, ONE, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
-    {"decode-16M-seg", FAM_DECODE, 20, 2048, 0, SEG, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
-    {"decode-64M", FAM_DECODE, 10, 4096, 0, PL, 1, 0, 3, 3, MiB(256), NULL, CORE, false},
+    {"decode-16M-seg", FAM_DECODE, 25, 2048, 0, SEG, 1, 0, 3, 4, MiB(160), NULL, CORE, false},
+    {"decode-64M", FAM_DECODE, 20, 4096, 0, PL, 1, 0, 3, 3, MiB(512), NULL, CORE, false},
     {"decode-64M-one", FAM_DECODE, 10, 4096, 0, ONE, 2, 0, 3, 3, MiB(256), NULL, CORE, false},
-    {"graph-4M-seg", FAM_GRAPH, 20, 1024, 0, SEG, 2, 0, 3, 4, MiB(32), NULL, CORE, true},
+    {"graph-4M-seg", FAM_GRAPH, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
     {"graph-16M", FAM_GRAPH, 20, 2048, 0, PL, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
     {"prefill", FAM_PREFILL, 20, 1024, 16, PL, 1, 0, 3, 3, MiB(32), "0.45", BASELINES, false},
     {"train", FAM_TRAIN, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, BASELINES, false},
-    {"train-seg", FAM_TRAIN, 20, 1024, 0, SEG, 2, 0, 3, 4, MiB(32), NULL, CORE, true},
+    {"train-seg", FAM_TRAIN, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
     {"moe", FAM_MOE, 32, 1024, 0, PL, 1, 2, 100, 40, MiB(51), NULL, BASELINES, false},
     {"moe-early", FAM_MOE, 32, 1024, 0, PL, 1, 2, 20, 40, MiB(51), NULL, BASELINES, false},
 };
@@ -222,6 +226,17 @@ static uint64_t unit_bytes(const scenario_t *s)
 static uint64_t model_bytes(const scenario_t *s)
 {
     return s->count * unit_bytes(s);
+}
+
+/* Whether s's budget is at least 8 times the largest allocation it
+ * streams: a layer, or a segment (which holds whole layers, one at least);
+ * one buffer of every layer is exempt. */
+static bool streamed_fits(const scenario_t *s)
+{
+    uint64_t largest = unit_bytes(s);
+    if (s->layout == LAYOUT_SEGMENTS && largest < MiB(SEGMENT_MIB))
+        largest = MiB(SEGMENT_MIB);
+    return s->layout == LAYOUT_ONE || s->budget >= 8 * largest;
 }
 
 /* The hand-written peers need what vLLM's offloaders have: a model whose
@@ -1251,7 +1266,18 @@ static void peer_target(bool md, const char *name, const cell_t *l, const cell_t
                l->step_ns / p->step_ns);
 }
 
-/* The targets of issue 12.  A hidden scenario family is checked the same
+/* Issue 26's limit for decode scenario s, as a multiple of the bound:
+ * one buffer of every layer 1.50; layers of at most 1/16 of the budget
+ * 1.10; else 1.20. */
+static double decode_limit(const scenario_t *s)
+{
+    if (s->layout == LAYOUT_ONE)
+        return 1.50;
+    return 16 * unit_bytes(s) <= s->budget ? 1.10 : 1.20;
+}
+
+/* The targets of issue 26 (those of issue 12, tightened where the engine
+ * is meant to do better).  A hidden scenario family is checked the same
  * way, so these are measurements, not something to tune for. */
 static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMODES],
                           const jitter_run_t *jit, size_t njit, bool md)
@@ -1267,16 +1293,18 @@ static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMO
 
         switch (set[i].fam) {
         case FAM_DECODE:
-            bound_target(md, set[i].name, c, 1.10);
+            bound_target(md, set[i].name, c, decode_limit(&set[i]));
             if (cells[i][M_PEER_PREFETCH].present)
                 peer_target(md, set[i].name, c, &cells[i][M_PEER_PREFETCH]);
             break;
         case FAM_GRAPH:
+            bound_target(md, set[i].name, c, 1.25);
+            break;
         case FAM_PREFILL:
             bound_target(md, set[i].name, c, 1.15);
             break;
         case FAM_TRAIN:
-            bound_target(md, set[i].name, c, 1.30);
+            bound_target(md, set[i].name, c, 1.40);
             break;
         case FAM_MOE:
             break;
@@ -1501,6 +1529,10 @@ int main(int argc, char **argv)
         set = select_scenarios(quick_set, sizeof(quick_set) / sizeof(quick_set[0]), only, &nsc);
     else
         set = select_scenarios(full_set, sizeof(full_set) / sizeof(full_set[0]), only, &nsc);
+    for (size_t i = 0; !quick && i < nsc; i++)
+        if (!streamed_fits(&set[i]))
+            die_setup("scenario %s: its budget is under 8 times the largest allocation it streams",
+                      set[i].name);
     need("program", p = xasprintf("%s/tests/apps/mlp", build), X_OK);
     need("program", p = xasprintf("%s/tests/apps/moe", build), X_OK);
     need("library", p = xasprintf("%s/src/libspillway.so", build), R_OK);
