@@ -641,8 +641,11 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
         goto out;
     if (!drop_overlaps(w, start, len, ui, s))
         goto out;
-    /* What a capture records is replayed as a loop by construction. */
-    if (!recurs(u, now, period) && !w->origin)
+    /* What a capture records is replayed as a loop by construction. A
+     * copy already made serves every launch of the visit that made it
+     * (the layers of a shared segment, one after another), recurring or
+     * not: it is paid for. */
+    if (!recurs(u, now, period) && u->entry < 0 && !w->origin)
         goto out;
     if (len > w->size)
         goto out;
