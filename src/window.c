@@ -27,9 +27,8 @@
  *          it: spillway_fingerprint takes its fingerprint and
  *          spillway_copy_if_changed compares it with home's and copies
  *          only on a difference (fingerprint.cu). A range found changed
- *          once is read in place from then on: it is being written (a
- *          training step), and a copy would move all of it in and home
- *          at every use, where a launch in place moves what it touches.
+ *          once is copied home plainly from then on: it is being written
+ *          (a training step), and the plain copy is cheaper than asking.
  *          Then `read[s]` is recorded.
  * So home is current as soon as the launch's stream has passed it: any
  * work the application orders after the launch, on any stream, by any
@@ -93,7 +92,7 @@ typedef struct {
     int next;            /* the unit used after it last time, -1 none */
     int entry;           /* its copy in the window, -1 none */
     bool live;
-    bool written;        /* a copy was found changed: read in place from then on */
+    bool written;        /* a copy was found changed: copy home plainly */
     bool fp_known;       /* fp_home holds the fingerprint of home */
     bool escapes;        /* a kernel stored a pointer into its copy: never served again */
     CUevent homed;       /* after its latest copy home (made on first use) */
@@ -558,12 +557,12 @@ static CUresult send_home(win_t *w, entry_t *e, CUstream s)
     }
     if (u->homed_on && u->homed_on != s)
         c = r->cuStreamWaitEvent(s, u->homed, 0);
-    if (c == CUDA_SUCCESS && (!w->fp_on || !u->fp_known)) {
+    if (c == CUDA_SUCCESS && (u->written || !w->fp_on || !u->fp_known)) {
         c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, s);
         if (c == CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
             /* home's fingerprint is now the copy's: taken on the way */
-            u->fp_known = w->fp_on &&
+            u->fp_known = w->fp_on && !u->written &&
                           sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), s) == CUDA_SUCCESS;
         }
     } else if (c == CUDA_SUCCESS) {
@@ -626,7 +625,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     }
     if (w->fp_on && !u->written && __atomic_load_n(&w->changed[ui], __ATOMIC_RELAXED)) {
         u->written = true;
-        sw_debug("range 0x%llx +%llu was written: it is read in place from now on",
+        sw_debug("range 0x%llx +%llu was written: it goes home by a plain copy from now on",
                  (unsigned long long)u->start, (unsigned long long)u->len);
     }
     if (w->fp_on && !u->escapes && __atomic_load_n(&w->escaped[ui], __ATOMIC_RELAXED)) {
@@ -635,9 +634,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
                 "is read at its own address from now on",
                 (unsigned long long)u->start, (unsigned long long)u->len);
     }
-    /* A range a kernel writes would cost a copy in and a copy home, all
-     * of it, at every use; in place a launch moves what it touches. */
-    if (u->escapes || u->written)
+    if (u->escapes)
         goto out;
     if (!drop_overlaps(w, start, len, ui, s))
         goto out;
