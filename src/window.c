@@ -97,7 +97,6 @@ typedef struct {
     bool escapes;        /* a kernel stored a pointer into its copy: never served again */
     CUevent homed;       /* after its latest copy home (made on first use) */
     CUstream homed_on;   /* the stream that copy home ran on */
-    uint32_t captured;   /* the capture (win_t.captures) that last copied it */
 } unit_t;
 
 typedef struct {
@@ -125,7 +124,6 @@ typedef struct {
     bool cst_in;         /* cst joined that capture: it must rejoin the origin */
     bool broken;         /* the capture lost a step its graph needs: it must fail */
     bool graphs;         /* some graph holds copies: replays take turns */
-    uint32_t captures;   /* captures served so far: the current one's number */
     CUevent replayed;    /* after the latest such replay */
     CUevent done;        /* after the latest evictions, for others to wait on */
     bool fp_on;          /* fingerprints: else every copy goes home */
@@ -649,15 +647,10 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     /* In a capture a copy serves the one launch it is made for: a node of
      * the graph may be changed after it is instantiated to write home in
      * place (cuGraphExecKernelNodeSetParams, graphnodes.c), and every later
-     * node must then read what it wrote. So each use would copy home
-     * again: an allocation used twice in one capture (a segment holding
-     * several layers) is read in place from its second use on, since a
-     * launch reads at most all of it in place, where a copy is all of it
-     * every time. The copy it had goes first, after its readers (evict). */
+     * node must then read what it wrote. So each use copies home again,
+     * after the readers of the copy before (evict). */
     if (w->origin && u->entry >= 0 && !w->entries[u->entry].pins &&
         evict(w, &w->entries[u->entry]) != CUDA_SUCCESS)
-        goto out;
-    if (w->origin && u->captured == w->captures)
         goto out;
     if (w->last >= 0 && w->last != ui)
         w->units[w->last].next = ui;
@@ -665,8 +658,8 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     /* Every copy this use queues reads home after what the application
      * issued so far, which may write it. */
     bool ordered = after_app(w) == CUDA_SUCCESS;
-    if (u->entry < 0 && ordered && fill(w, ui, false))
-        u->captured = w->origin ? w->captures : 0;
+    if (u->entry < 0 && ordered)
+        fill(w, ui, false);
     entry_t *e = u->entry >= 0 ? &w->entries[u->entry] : NULL;
     if (!e || !reader_ok(e, s))
         goto out;
@@ -1081,7 +1074,6 @@ void sw_window_captured(CUstream s, CUresult r)
     if (!w->origin && w->cst && __atomic_load_n(&w->live, __ATOMIC_RELAXED) == 0) {
         unchain(w);
         w->origin = s;
-        w->captures++;
         w->cst_in = false;
         w->broken = false;
         w->side = w->cst;
