@@ -26,10 +26,11 @@
  *   home   right after it, on s, the copy goes home if the launch changed
  *          it: spillway_fingerprint takes its fingerprint and
  *          spillway_copy_if_changed compares it with home's and copies
- *          only on a difference (fingerprint.cu). A range found changed
- *          once is copied home plainly from then on: it is being written
- *          (a training step), and the plain copy is cheaper than asking.
- *          Then `read[s]` is recorded.
+ *          only on a difference (fingerprint.cu), also for a range its
+ *          kernels write (a training step): in one step most launches
+ *          only read it (the forward pass), and asking costs a pass over
+ *          the copy at device speed where copying it home costs all of it
+ *          over the link. Then `read[s]` is recorded.
  * So home is current as soon as the launch's stream has passed it: any
  * work the application orders after the launch, on any stream, by any
  * pointer, reads right bytes at home. The copies home of one range are
@@ -92,7 +93,7 @@ typedef struct {
     int next;            /* the unit used after it last time, -1 none */
     int entry;           /* its copy in the window, -1 none */
     bool live;
-    bool written;        /* a copy was found changed: copy home plainly */
+    bool written;        /* a copy was found changed (said once, in the log) */
     bool fp_known;       /* fp_home holds the fingerprint of home */
     bool escapes;        /* a kernel stored a pointer into its copy: never served again */
     CUevent homed;       /* after its latest copy home (made on first use) */
@@ -555,12 +556,12 @@ static CUresult send_home(win_t *w, entry_t *e, CUstream s)
     }
     if (u->homed_on && u->homed_on != s)
         c = r->cuStreamWaitEvent(s, u->homed, 0);
-    if (c == CUDA_SUCCESS && (u->written || !w->fp_on || !u->fp_known)) {
+    if (c == CUDA_SUCCESS && (!w->fp_on || !u->fp_known)) {
         c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, s);
         if (c == CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
             /* home's fingerprint is now the copy's: taken on the way */
-            u->fp_known = w->fp_on && !u->written &&
+            u->fp_known = w->fp_on &&
                           sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), s) == CUDA_SUCCESS;
         }
     } else if (c == CUDA_SUCCESS) {
@@ -623,7 +624,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     }
     if (w->fp_on && !u->written && __atomic_load_n(&w->changed[ui], __ATOMIC_RELAXED)) {
         u->written = true;
-        sw_debug("range 0x%llx +%llu was written: it goes home by a plain copy from now on",
+        sw_debug("range 0x%llx +%llu is written by its kernels: its copies go home when changed",
                  (unsigned long long)u->start, (unsigned long long)u->len);
     }
     if (w->fp_on && !u->escapes && __atomic_load_n(&w->escaped[ui], __ATOMIC_RELAXED)) {

@@ -381,6 +381,62 @@ static uint64_t scaled(uint64_t bytes, const sg_op_t *op)
     return len ? (uint64_t)((double)bytes * (double)payload(op) / (double)len) : bytes;
 }
 
+/* ---- conditional write-backs ----
+ * spillway_copy_if_changed copies its range home only if a kernel wrote
+ * the range since it last went home. Its cost is fixed at issue, so the
+ * decision is foreseen from what was issued: every kernel write and
+ * memset issued is logged (a ring), and a write-back is charged when one
+ * of them overlaps its source after the previous write-back from there.
+ * A kernel writing the same bytes back is charged though the kernel will
+ * not copy; a ring overrun charges too: never less than the truth.
+ * Under g.lock (sg_submit). */
+#define WRITE_LOG 1024
+#define HOMED_LOG 512
+static struct { uint64_t addr, len, seq; } written[WRITE_LOG];
+static uint64_t nwritten;
+static struct { uint64_t src, seq; } homed[HOMED_LOG];
+static unsigned nhomed;
+static uint64_t tick; /* orders writes and write-backs as issued (op->seq comes later) */
+
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+static void log_writes(const sg_op_t *op)
+{
+    for (int i = 0; i < op->nranges; i++) {
+        const sg_range_t *r = &op->ranges[i];
+        if (!r->write || r->maybe)
+            continue;
+        written[nwritten % WRITE_LOG].addr = r->addr;
+        written[nwritten % WRITE_LOG].len = r->len;
+        written[nwritten % WRITE_LOG].seq = ++tick;
+        nwritten++;
+    }
+}
+
+/* Whether a write-back from [src, +len) issued now will copy; notes it. */
+static bool will_copy(uint64_t src, uint64_t len)
+{
+    unsigned k = 0;
+    while (k < nhomed && homed[k].src != src)
+        k++;
+    uint64_t since = k < nhomed ? homed[k].seq : 0;
+    if (k == nhomed)
+        k = nhomed < HOMED_LOG ? nhomed++ : (unsigned)(tick % HOMED_LOG);
+    homed[k].src = src;
+    homed[k].seq = ++tick;
+    uint64_t first = nwritten > WRITE_LOG ? nwritten - WRITE_LOG : 0;
+    if (first > 0 && written[first % WRITE_LOG].seq > since)
+        return true; /* the log lost what came after `since` */
+    for (uint64_t i = first; i < nwritten; i++)
+        if (written[i % WRITE_LOG].seq > since &&
+            overlap(written[i % WRITE_LOG].addr, written[i % WRITE_LOG].len, src, len))
+            return true;
+    return false;
+}
+
 static cost_t op_cost(sg_op_t *op)
 {
     const sg_config_t *cfg = &SG->cfg;
@@ -388,13 +444,17 @@ static cost_t op_cost(sg_op_t *op)
     cost_t c = {0};
     uint64_t dev = 0, host = 0;
     switch (op->kind) {
-    case SG_OP_KERNEL:
+    case SG_OP_KERNEL: {
         /* Host-backed bytes a kernel reads cross host to device, once per
          * read; those it writes cross device to host. */
+        bool maybe_done = strcmp(op->kernel->name, "spillway_copy_if_changed") == 0 &&
+                          op->nranges == 5 &&
+                          will_copy(op->ranges[3].addr, op->ranges[3].len);
+        log_writes(op);
         for (int i = 0; i < op->nranges; i++) {
             const sg_range_t *r = &op->ranges[i];
             uint64_t h = 0;
-            if (r->maybe)
+            if (r->maybe && !maybe_done)
                 continue;
             backing(op, r, false, &dev, &h);
             h *= r->host_reads ? r->host_reads : 1;
@@ -410,6 +470,7 @@ static cost_t op_cost(sg_op_t *op)
         c.cap_gbps[SG_LINK_H2D] = c.cap_gbps[SG_LINK_D2H] = cfg->zerocopy_gbps;
         op->engine = SG_ENGINE_COMPUTE;
         return c;
+    }
     case SG_OP_COPY: {
         uint64_t ddev = 0, dhost = 0, sdev = 0, shost = 0, n = payload(op);
         backing(op, &op->ranges[0], op->pageable & 1, &ddev, &dhost);
@@ -434,6 +495,7 @@ static cost_t op_cost(sg_op_t *op)
         return c;
     }
     case SG_OP_MEMSET:
+        log_writes(op);
         backing(op, &op->ranges[0], false, &dev, &host);
         dev = scaled(dev, op);
         host = scaled(host, op);

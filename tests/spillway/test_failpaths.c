@@ -63,8 +63,9 @@ static const model_t models[] = {
     /* Eager streaming: fills, copies ahead, rewritten launches, copies
      * home by fingerprint; adoption of the pointer-table layers. */
     {"window", "SWT_MLP", {MLP, NULL}, {SMALL_ENV, NULL}, "result=match", "rewritten_launches"},
-    /* Kernels write the weights through rewritten arguments: every copy
-     * goes home, first by spillway_copy_if_changed, then plainly. */
+    /* Kernels write the weights through rewritten arguments: each copy
+     * goes home by spillway_copy_if_changed, or plainly when its home's
+     * fingerprint is not known. */
     {"write-back", "SWT_MLP", {MLP, "--train", NULL}, {SMALL_ENV, NULL}, "result=match",
      "bytes_written_back"},
     /* Two streams and the loader route: a copy read on both, and the

@@ -199,6 +199,44 @@ START_TEST(vtime_pinned_memory_kernel_is_zero_copy)
 }
 END_TEST
 
+/* spillway_copy_if_changed from a device copy to a host-backed home. */
+struct homing {
+    CUdeviceptr copy, home, fp, changed;
+    uint64_t bytes;
+};
+
+static void home_op(CUstream s, void *arg)
+{
+    struct homing *h = arg;
+    CUdeviceptr fp_home = h->fp, fp_now = h->fp + 16;
+    void *params[] = {&h->copy, &h->home, &h->bytes, &fp_home, &fp_now, &h->changed};
+    SGT_OK(sgt_launch(sgt_func("spillway_copy_if_changed"), s, params));
+}
+
+/* A write-back's cost is fixed when it is issued: it is charged as a
+ * copy home (zero-copy writes, 50 GB/s) when a kernel wrote its source
+ * since the last write-back from there, and as an empty kernel
+ * otherwise. */
+START_TEST(vtime_write_back_charged_after_a_write)
+{
+    sgt_init();
+    CUstream s;
+    SGT_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    struct homing h = {.home = vmm_range(CU_MEM_LOCATION_TYPE_HOST, 8 * MIB), .bytes = 8 * MIB};
+    SGT_OK(cuMemAlloc(&h.copy, 8 * MIB));
+    SGT_OK(cuMemAlloc(&h.fp, 32));
+    SGT_OK(cuMemAlloc(&h.changed, 4));
+    SGT_OK(cuMemsetD8(h.fp, 0, 16));
+    SGT_OK(cuMemsetD8(h.fp + 16, 1, 16)); /* differ: the kernel copies */
+    struct fill_arg f = {h.copy, 8 * MIB};
+    fill_op(s, &f);
+    assert_duration(event_ns(s, home_op, &h), 8.0 * MIB, 50.0, 2000); /* written */
+    assert_duration(event_ns(s, home_op, &h), 0, 50.0, 2000);         /* not since */
+    fill_op(s, &f);
+    assert_duration(event_ns(s, home_op, &h), 8.0 * MIB, 50.0, 2000); /* written again */
+}
+END_TEST
+
 struct gemm_arg {
     CUdeviceptr W, X, Y;
     uint32_t rows, cols, batch;
@@ -680,6 +718,7 @@ Suite *vtime_suite(void)
     sgt_case(s, vtime_zero_copy_read_shares_link_with_copy);
     sgt_case(s, vtime_link_total_is_configurable);
     sgt_case(s, vtime_copy_alone_is_capped_by_link);
+    sgt_case(s, vtime_write_back_charged_after_a_write);
     sgt_loop_case(s, vtime_gemm_reads_host_weight_per_tile_row, 0, 3);
     sgt_loop_case(s, vtime_set_access_waits_for_device_unmap_does_not, 0, 2);
     sgt_case(s, vtime_launch_costs_host_time);
