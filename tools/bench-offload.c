@@ -9,8 +9,8 @@
  * BUILD_DIR/tests/apps/{mlp,moe}, the library BUILD_DIR/src/libspillway.so
  * and simgpu's libcuda.so.1 is in BUILD_DIR/tests/simgpu.
  *
- * Scenario families (the targets of issue 26, print_targets; each model is 2.5 times the
- * GPU budget, which is a whole number of layers):
+ * Scenario families (the targets of issue 26, print_targets; each model
+ * is 2.5 times the GPU budget, which is a whole number of layers):
  *   decode   mlp, one vector per step (gemv): transfer-bound.  Layers of
  *            1, 4, 16 and 64 MiB, each in three layouts: one allocation
  *            per layer, --one-buffer, and --segments 20 (PyTorch's caching
