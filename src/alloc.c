@@ -91,9 +91,9 @@ static uint64_t window_bytes(int dev, uint64_t budget)
     if (o->prefetch_bytes.set || !sw_dev_budget_picked(dev) || !sw_tracked())
         return e.want;
     sw_table_each(sw_tracked(), largest_fitting, &e);
-    /* The window's size is kept a multiple of 64 KiB (sw_window_setup):
-     * the extent rounded up, or the copies it was fitted to would not. */
-    return sw_policy_window_fit(e.want, sw_round_up(e.largest, 64 << 10));
+    /* The window's size is rounded down to SW_WINDOW_ALIGN: the extent
+     * is rounded up to it, or the copies it was fitted to would not fit. */
+    return sw_policy_window_fit(e.want, sw_round_up(e.largest, SW_WINDOW_ALIGN));
 }
 
 /* Makes dev's window out of its budget, if it has one: the streaming

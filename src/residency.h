@@ -203,6 +203,9 @@ uint64_t sw_window_size(int dev); /* 0: dev has none */
 /* The device whose window serves launches in the current context; -1
  * when none does (another context, or no window there). */
 int sw_window_here(void);
+/* A window's size is a multiple of this, rounded down by
+ * sw_window_setup: copies of such multiples keep offsets aligned. */
+#define SW_WINDOW_ALIGN (64u << 10)
 /* Makes dev's window of `size` bytes (alloc.c chooses it out of dev's GPU
  * budget), in the current context (dev's), for the allocations of t: the
  * bytes it took (0: none made). */

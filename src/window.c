@@ -221,7 +221,7 @@ uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t)
 {
     const sw_options_t *o = sw_opts();
     const sw_real_t *r = sw_real();
-    size &= ~(uint64_t)0xffff; /* copies of 64 KiB multiples keep offsets aligned */
+    size -= size % SW_WINDOW_ALIGN;
     if (o->policy != SW_POLICY_LEARNED || size == 0 || win(dev) || dev < 0 ||
         dev >= SW_MAX_DEVICES)
         return 0;

@@ -374,6 +374,12 @@ static uint64_t payload(const sg_op_t *op)
     return op->ranges[0].len;
 }
 
+/* Whether [a, +alen) and [b, +blen) share a byte. */
+static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
 /* A pitched op's share of a bounding range's backed bytes. */
 static uint64_t scaled(uint64_t bytes, const sg_op_t *op)
 {
@@ -397,11 +403,6 @@ static uint64_t nwritten;
 static struct { uint64_t src, seq; } homed[HOMED_LOG];
 static unsigned nhomed;
 static uint64_t tick; /* orders writes and write-backs as issued (op->seq comes later) */
-
-static bool overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
-{
-    return a < b + blen && b < a + alen;
-}
 
 static void log_writes(const sg_op_t *op)
 {
@@ -558,7 +559,7 @@ static bool conflict(const sg_op_t *a, const sg_op_t *b)
         for (int j = 0; j < b->nextents; j++) {
             const sg_extent_t *x = &a->ext[i], *y = &b->ext[j];
             if ((x->write || y->write) && !x->unordered && !y->unordered && x->id == y->id &&
-                x->off < y->off + y->len && y->off < x->off + x->len)
+                overlap(x->off, x->len, y->off, y->len))
                 return true;
         }
     return false;
@@ -761,7 +762,7 @@ void sg_check_hazard(const char *call, uint64_t addr, uint64_t len)
         for (sg_op_t *op = s->head; op; op = op->next)
             for (int i = 0; i < op->nranges; i++) {
                 const sg_range_t *r = &op->ranges[i];
-                if (r->addr < addr + len && addr < r->addr + r->len) {
+                if (overlap(r->addr, r->len, addr, len)) {
                     sg_hazard("%s(0x%llx, %llu) while %s (op %llu, stream %llu) "
                               "still references [0x%llx, +%llu)",
                               call, (unsigned long long)addr, (unsigned long long)len,
