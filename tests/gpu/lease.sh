@@ -4,7 +4,7 @@
 #
 #   tests/gpu/lease.sh BUILD_DIR OUT_DIR [SECONDS]
 #
-# LEASE_PARTS (default "correctness cudart probe bench chunk2m") picks and
+# LEASE_PARTS (default "correctness cudart probe bench pack chunk2m") picks and
 # orders the parts; GPU_ALL_VARIANTS, BENCH_MODES, OVERHEAD_ROUNDS pass to
 # the scripts they name. The whole default run took 378 s on an H100
 # (2026-11-26), the correctness part alone about 190 s.
@@ -22,11 +22,16 @@
 #   cudart.md        the real-runtime programs of tests/cudart, shared and
 #                    static, plain and under spillway with 2 MiB chunks
 #                    (extent also under a graph)
-#   gpu-facts.txt    the open driver facts (run-probe.sh; its log: probe-log.txt)
+#   gpu-facts.txt    the open driver facts (run-probe.sh; its log, the same
+#                    report, is kept only when it failed: probe-log.txt)
 #   bench.md         the offload benchmark: decode, graph, prefill
+#   pack.md          the benchmark again with layers sharing allocations:
+#                    64 x 32 MiB in one buffer (llama.cpp), 128 x 8 MiB in
+#                    16 MiB segments (PyTorch's caching allocator)
 #   chunk2m.md       correctness again with SPILLWAY_CHUNK=2MiB, if time is left
 #   parts.txt        each part's exit status and time
-# (Eight files: all a lease brings back.) Exits 0 when every part ran and passed, 1 otherwise, 77 with no GPU.
+# (At most eight files: all a lease brings back; chunk2m.md is the ninth
+# only when probe-log.txt is not kept.) Exits 0 when every part ran and passed, 1 otherwise, 77 with no GPU.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 2 ] || { echo "usage: $0 BUILD_DIR OUT_DIR [SECONDS]" >&2; exit 2; }
@@ -35,7 +40,7 @@ out=$2
 mkdir -p "$out" || exit 2
 out=$(cd "$out" && pwd)
 total=${3:-420}
-parts=${LEASE_PARTS:-correctness cudart probe bench chunk2m}
+parts=${LEASE_PARTS:-correctness cudart probe bench pack chunk2m}
 start=$(date +%s)
 fails=0
 tmp=$(mktemp -d) || exit 1
@@ -78,6 +83,7 @@ part() {
   rc=$?
   echo "part $name: exit $rc in $(($(date +%s) - t0))s (limit ${cap}s)" | tee -a "$out/parts.txt"
   [ $rc -eq 0 ] || fails=$((fails + 1))
+  return $rc
 }
 
 environment() {
@@ -121,6 +127,20 @@ cudart() {
   fi
 }
 
+# The offload benchmark with packed layers: decode and graph, the peers
+# beside spillway, no overhead rounds (bench.md has them); half the part's
+# limit (cap, set by part) for each geometry.
+bench_pack() {
+  bad=0
+  for geometry in "--layers 64 --width 4096 --pack 64" "--layers 128 --width 2048 --pack 2"; do
+    # shellcheck disable=SC2086 # the geometry is a word list
+    timeout "$((cap / 2))" env BENCH_REGIMES="decode graph" OVERHEAD_ROUNDS=0 BENCH_TIMEOUT=60 \
+      BENCH_MODES="resident spillway spillway-noprefetch uva prefetch" \
+      sh "$here/run-bench.sh" "$build" $geometry || bad=$((bad + 1))
+  done
+  [ $bad -eq 0 ]
+}
+
 cudart_all() {
   echo "| program | budget | plain exit | spillway exit | plain result | spillway result | demotions | rewritten launches | verdict |"
   echo "|---|---|--:|--:|---|---|--:|--:|---|"
@@ -143,15 +163,17 @@ for p in $parts; do
     ;;
   cudart) part cudart.md 90 cudart_all ;;
   probe)
-    part probe-log.txt 120 env GPU_FACTS_OUT="$out/gpu-facts.txt" sh "$here/run-probe.sh" \
-      "$build/tests/gpu/probe" "$build/tests/gpu/libgpu-trace-preload.so"
+    part probe-log.txt 150 env GPU_FACTS_OUT="$out/gpu-facts.txt" sh "$here/run-probe.sh" \
+      "$build/tests/gpu/probe" "$build/tests/gpu/libgpu-trace-preload.so" &&
+      rm -f "$out/probe-log.txt"
     ;;
   bench) part bench.md 150 env OVERHEAD_ROUNDS="${OVERHEAD_ROUNDS:-2}" BENCH_TIMEOUT=60 sh "$here/run-bench.sh" "$build" ;;
+  pack) part pack.md 150 bench_pack ;;
   chunk2m)
     part chunk2m.md 120 env GPU_ALL_VARIANTS=learned GPU_ALL_TIMEOUT=60 GPU_SPILLWAY_ENV=SPILLWAY_CHUNK=2MiB \
       GPU_ALL_OUT="$tmp/chunk2m.md" sh "$here/run-all.sh" "$build" --only correctness
     ;;
-  *) echo "lease: unknown part $p (correctness cudart probe bench chunk2m)" | tee -a "$out/parts.txt" ;;
+  *) echo "lease: unknown part $p (correctness cudart probe bench pack chunk2m)" | tee -a "$out/parts.txt" ;;
   esac
 done
 

@@ -40,6 +40,13 @@
  * run (median of 5); peak device memory (cudaMemGetInfo, sampled after
  * setup and after every step) above what the process held before the model.
  *
+ * --pack N lays N consecutive layers out in one allocation in the modes
+ * that keep every weight in device memory (resident, spillway*): PyTorch's
+ * caching allocator packs small tensors into shared segments, llama.cpp
+ * keeps every weight in one buffer (--pack = --layers). spillway then sees
+ * allocations that several layers share, which is where learning per
+ * chunk went wrong on simgpu. The peers keep one allocation per layer.
+ *
  * --plan prints the sizes (and spillway's budget) without touching the GPU.
  */
 #include "gpu_common.h"
@@ -100,7 +107,7 @@ template <class T> __global__ void k_init(T *p, size_t n, unsigned long long see
 }
 
 struct model {
-  int L, W, B, K; /* layers, width, batch, offloaded layers */
+  int L, W, B, K, pack; /* layers, width, batch, offloaded layers, layers per allocation */
   bool fp16;
   size_t elt, layer_bytes, act_bytes;
 };
@@ -246,7 +253,7 @@ int main(int argc, char **argv)
 {
   const char *mode_s = "resident", *regime = "decode", *dtype = "fp16";
   unsigned long long L_ = 32, W_ = 8192, B_ = 0, K_ = ~0ull, N_ = 2, warmup = 3, steps = 10,
-                     seed = 1;
+                     seed = 1, pack = 1;
   const flag_t flags[] = {
     { "--mode", NULL, &mode_s,
       "resident|spillway|spillway-noprefetch|uva|prefetch|accelerate" },
@@ -260,6 +267,7 @@ int main(int argc, char **argv)
     { "--warmup", &warmup, NULL, "untimed steps first" },
     { "--steps", &steps, NULL, "timed steps (the median is reported)" },
     { "--seed", &seed, NULL, "seed of the data" },
+    { "--pack", &pack, NULL, "layers per allocation in resident and spillway modes (default 1)" },
   };
   const int nflags = sizeof flags / sizeof flags[0];
   bool plan = false;
@@ -296,27 +304,32 @@ int main(int argc, char **argv)
   if (B_ == 0)
     B_ = decode ? 8 : 4096;
   if (L_ < 1 || L_ > 4096 || W_ < 64 || W_ > 65536 || W_ % 8 || B_ > 1u << 20 || K_ > L_ ||
-      N_ < 1 || steps < 1 || steps > 1000 || warmup > 1000)
+      N_ < 1 || steps < 1 || steps > 1000 || warmup > 1000 || pack < 1 || pack > L_)
     die("bad sizes: need 1 <= layers <= 4096, 64 <= width <= 65536 (a multiple of 8), "
-        "offload-layers <= layers, lookahead >= 1, 1 <= steps <= 1000 (%s)", "flags");
+        "offload-layers <= layers, lookahead >= 1, 1 <= steps <= 1000, 1 <= pack <= layers "
+        "(%s)", "flags");
 
   model m;
   m.L = (int)L_;
   m.W = (int)W_;
   m.B = (int)B_;
   m.K = (int)K_;
+  m.pack = (int)pack;
   m.fp16 = !strcmp(dtype, "fp16");
   m.elt = m.fp16 ? 2 : 4;
   m.layer_bytes = (size_t)m.W * m.W * m.elt;
   m.act_bytes = (size_t)m.W * m.B * m.elt;
   const size_t model_bytes = m.layer_bytes * m.L, offload_bytes = m.layer_bytes * m.K;
-  const size_t tracked = tracked_size(m.layer_bytes) * m.L + 3 * tracked_size(m.act_bytes) +
+  const int full = m.L / m.pack, rest = m.L % m.pack;
+  const size_t tracked = tracked_size(m.layer_bytes * m.pack) * full +
+                         tracked_size(m.layer_bytes * rest) + 3 * tracked_size(m.act_bytes) +
                          tracked_size(WORKSPACE_BYTES);
 
   if (plan) {
-    printf("plan: layers=%d width=%d batch=%d dtype=%s model_bytes=%zu offload_bytes=%zu "
-           "tracked_bytes=%zu spillway_budget=%zu\n",
-           m.L, m.W, m.B, dtype, model_bytes, offload_bytes, tracked, tracked - offload_bytes);
+    printf("plan: layers=%d width=%d batch=%d dtype=%s pack=%d model_bytes=%zu "
+           "offload_bytes=%zu tracked_bytes=%zu spillway_budget=%zu\n",
+           m.L, m.W, m.B, dtype, m.pack, model_bytes, offload_bytes, tracked,
+           tracked - offload_bytes);
     return 0;
   }
   const char *pre = getenv("LD_PRELOAD");
@@ -378,7 +391,12 @@ int main(int argc, char **argv)
 
     r.kidx[l] = host_held && is_offloaded(l, m.K, m.L) ? k++ : -1;
     if (r.kidx[l] < 0) {
-      CK(cudaMalloc(&r.wdev[l], m.layer_bytes));
+      if (host_held || l % m.pack == 0) {
+        int n = host_held ? 1 : (m.L - l < m.pack ? m.L - l : m.pack);
+        CK(cudaMalloc(&r.wdev[l], m.layer_bytes * n));
+      } else {
+        r.wdev[l] = (char *)r.wdev[l - 1] + m.layer_bytes;
+      }
       init_buf(m, r.wdev[l], wn, lseed, wscale, r.cs);
       continue;
     }
@@ -476,7 +494,7 @@ int main(int argc, char **argv)
     CK(cudaGraphExecDestroy(exec));
   CKB(cublasDestroy(r.hb));
   for (int l = 0; l < m.L; l++)
-    if (r.kidx[l] < 0)
+    if (r.kidx[l] < 0 && (host_held || l % m.pack == 0))
       CK(cudaFree(r.wdev[l]));
   for (int k = 0; k < m.K && host_held; k++) {
     if (mode == M_ACCELERATE)

@@ -1118,6 +1118,77 @@ out:
   return 0;
 }
 
+/*
+ * --gemm-batch: how many times a GEMM reads a host-backed weight, as a
+ * function of its batch. One read at the link's rate is what a copy into
+ * device memory costs; a kernel that reads the weight in place R times
+ * costs R reads. Whether reading in place can ever beat copying depends
+ * on R, so the rule that chooses between them needs it measured
+ * (issue "One residency engine"): fp16 8192 x 8192 weight (128 MiB), op T
+ * as a Linear layer, batch 1 to 4096. The report gives both rates; R is
+ * about the link rate (gemm.bf16_gemm_b16.host_vmm_gb_s) over the host one.
+ */
+static int sec_gemm_batch(void)
+{
+  enum { M = 8192, K = 8192, MAX_BATCH = 4096, REPS = 3 };
+  static const int batches[] = { 1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096 };
+  const size_t wbytes = (size_t)M * K * 2;
+  struct blas b;
+  cublasHandle_t h = NULL;
+  float one = 1, zero = 0;
+  void *x = NULL, *y = NULL;
+  char k[128];
+
+  if (!init_cuda())
+    return 1;
+  if (!blas_load(&b)) {
+    kv("gemm_batch.cublas", "unavailable");
+    return 0;
+  }
+  g_blas = &b;
+  if (!BLAS(b.create(&h)) || !RT(cudaMalloc(&x, (size_t)K * MAX_BATCH * 2)) ||
+      !RT(cudaMalloc(&y, (size_t)M * MAX_BATCH * 2)) ||
+      !RT(cudaMemset(x, 0x1f, (size_t)K * MAX_BATCH * 2)))
+    goto out;
+  printf("# fp16 W %dx%d (op T), fp32 compute; rate = weight bytes / kernel time, median of %d\n",
+         M, K, REPS);
+  for (int pl = PL_DEVICE; pl <= PL_HOST_VMM; pl++) {
+    struct buf w;
+
+    if (!buf_alloc(&w, (enum placement)pl, wbytes)) {
+      snprintf(k, sizeof k, "gemm_batch.%s_alloc", placement_name[pl]);
+      kv(k, "failed");
+      continue;
+    }
+    /* 0x1f001f00: two small finite fp16 values. */
+    if (!CU(cuMemsetD32((CUdeviceptr)w.ptr, 0x1f001f00, wbytes / 4)) || !CU(cuCtxSynchronize())) {
+      buf_free(&w);
+      continue;
+    }
+    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++) {
+      const int n = batches[i];
+      double ms = median_ms(NULL, 1, REPS, [&] {
+        return BLAS(b.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, M, n, K, &one, w.ptr, CUDA_R_16F, K,
+                              x, CUDA_R_16F, K, &zero, y, CUDA_R_16F, M, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+      });
+      snprintf(k, sizeof k, "gemm_batch.b%d.%s_gb_s", n, placement_name[pl]);
+      report_copy(k, wbytes, ms);
+      snprintf(k, sizeof k, "gemm_batch.b%d.%s_ms", n, placement_name[pl]);
+      kv(k, "%.3f", ms);
+    }
+    buf_free(&w);
+  }
+out:
+  if (h)
+    BLAS(b.destroy(h));
+  if (x)
+    RT(cudaFree(x));
+  if (y)
+    RT(cudaFree(y));
+  return 0;
+}
+
 /* ---- --runtime-calls: which driver functions the runtime calls -------------- */
 
 static void (*g_trace_phase)(const char *);
@@ -1301,6 +1372,7 @@ static void usage(void)
           "  --bandwidth        DMA and zero-copy kernel bandwidth, alone and together\n"
           "  --alloc-range      what cuMemGetAddressRange says of an odd-sized cuMemAlloc\n"
           "  --gemm             cuBLAS rate with a device vs host-backed weight\n"
+          "  --gemm-batch       fp16 GEMM rate from device and host VMM, batch 1-4096\n"
           "  --runtime-calls    phases for trace_preload (run under LD_PRELOAD)\n"
           "  --unmap-in-flight[=device|host]  unmap a range a kernel reads (kills\n"
           "                     the context: run alone, last)\n"
@@ -1328,6 +1400,8 @@ static int run_section(const char *arg)
     return sec_bandwidth();
   if (!strcmp(arg, "--gemm"))
     return sec_gemm();
+  if (!strcmp(arg, "--gemm-batch"))
+    return sec_gemm_batch();
   if (!strcmp(arg, "--alloc-range"))
     return sec_alloc_range();
   if (!strcmp(arg, "--runtime-calls"))

@@ -107,10 +107,10 @@ for regime in $regimes; do
   budget=$(kv spillway_budget "$plan")
   echo
   echo "### $regime: layers=$(kv layers "$plan") width=$(kv width "$plan") batch=$(kv batch "$plan")" \
-    "dtype=$(kv dtype "$plan"); model $(($(kv model_bytes "$plan") / 1048576)) MiB," \
+    "dtype=$(kv dtype "$plan") pack=$(kv pack "$plan"); model $(($(kv model_bytes "$plan") / 1048576)) MiB," \
     "offloaded $(($(kv offload_bytes "$plan") / 1048576)) MiB, spillway budget $((budget / 1048576)) MiB"
   echo
-  echo "| mode | step ms | tokens/s | bound ms | x bound | peak MiB | H2D GB/s | output | spillway demoted / prefetched / late |"
+  echo "| mode | step ms | tokens/s | bound ms | x bound | peak MiB | H2D GB/s | output | spillway demoted / prefetched / late / rewritten launches / TMA descriptors |"
   echo "|---|--:|--:|--:|--:|--:|--:|---|---|"
   res_us='' res_sum=''
   for mode in $modes; do
@@ -137,7 +137,7 @@ for regime in $regimes; do
     case $mode in
     spillway*)
       if [ -n "$(jf "$rep" demotions)" ]; then
-        swcol="$(jf "$rep" bytes_demoted | awk '{ printf "%.0f MiB", $1 / 1048576 }') / $(jf "$rep" prefetches) / $(jf "$rep" prefetch_late)"
+        swcol="$(jf "$rep" bytes_demoted | awk '{ printf "%.0f MiB", $1 / 1048576 }') / $(jf "$rep" prefetches) / $(jf "$rep" prefetch_late) / $(jf "$rep" rewritten_launches) / $(jf "$rep" descriptors_recognised)"
       else
         swcol="no report"
         fails=$((fails + 1))

@@ -121,6 +121,7 @@ run unmap_host 30 "$probe" --unmap-in-flight=host
 run vmm_cost 60 "$probe" --vmm-cost
 run bandwidth 120 "$probe" --bandwidth
 run gemm 120 "$probe" --gemm
+run gemm_batch 120 "$probe" --gemm-batch
 # env execs the probe, so only the probe carries the preload.
 run runtime_calls 30 env TRACE_OUT="$tmp/trace" LD_PRELOAD="$preload" "$probe" --runtime-calls
 [ -f "$tmp/trace" ] && cat "$tmp/trace" >>"$report"
