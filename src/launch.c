@@ -482,6 +482,32 @@ static bool worth_moving(marks_t *m, uint64_t period)
     return false;
 }
 
+/* The learned policy's move for host chunk c, touched at k->seq: promoted
+ * if the budget has room and the policy says so, or in place of a colder
+ * chunk if c is hot enough to displace one. The device is synchronized
+ * once per hold (*synced). Gate held exclusively. False when that
+ * synchronization failed: nothing more may move in this hold. */
+static bool promote_learned(sw_chunk_t *c, uint64_t period, keep_t *k, bool *synced,
+                            bool *moved)
+{
+    uint64_t room = sw_device_room(c->alloc->dev);
+    sw_verdict_t verdict = sw_policy_on_touch_learned(c, room, sw_capturing(), period, &link);
+    /* No room: a popular chunk may take a colder one's place. */
+    sw_chunk_t *cold = verdict != SW_VERDICT_PROMOTE && room < c->size
+                           ? sw_policy_displace(sw_tracked(), c, k->seq, touched_now, k)
+                           : NULL;
+    *moved = false;
+    if (verdict != SW_VERDICT_PROMOTE && !cold)
+        return true;
+    if (!*synced && sw_safe_sync() != CUDA_SUCCESS)
+        return false;
+    *synced = true;
+    if (cold && sw_move(cold, SW_ON_HOST) != CUDA_SUCCESS)
+        return true;
+    *moved = sw_move(c, SW_ON_DEVICE) == CUDA_SUCCESS;
+    return true;
+}
+
 /* Moves the host chunks this launch touches to the device, as the policy
  * says. Called with the gate shared; returns with it shared. */
 static void bring_in(marks_t *m)
@@ -498,17 +524,24 @@ static void bring_in(marks_t *m)
     } else if (sw_prefetch_on()) {
         sw_prefetch_commit(m->host_va, m->nhost, m->seq);
     } else {
-        bool synced = false;
+        bool synced = false, moved;
         uint64_t period = o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0;
         for (int i = 0; i < m->nhost; i++) {
             sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
             if (!c || c->where != SW_ON_HOST)
                 continue;
-            uint64_t room = sw_device_room(c->alloc->dev);
             keep_t k = {m->seq, c->alloc->dev};
-            if (o->policy == SW_POLICY_LRU && room < c->size) {
-                /* The baseline: make room by evicting the least recently
-                 * used chunks this launch does not touch. */
+            if (o->policy == SW_POLICY_LEARNED) {
+                if (!promote_learned(c, period, &k, &synced, &moved))
+                    break;
+                if (moved)
+                    m->host_bytes -= c->size;
+                continue;
+            }
+            /* The baseline (LRU): make room by evicting the least recently
+             * used chunks this launch does not touch, then bring it in. */
+            uint64_t room = sw_device_room(c->alloc->dev);
+            if (room < c->size) {
                 sw_chunk_t *v[MAX_PROMOTE];
                 uint64_t freed;
                 size_t n = sw_policy_victims(sw_tracked(), c->size - room, touched_now, &k,
@@ -520,22 +553,11 @@ static void bring_in(marks_t *m)
                     sw_move(v[j], SW_ON_HOST);
                 room = sw_device_room(c->alloc->dev);
             }
-            bool learned = o->policy == SW_POLICY_LEARNED;
-            sw_verdict_t verdict =
-                learned ? sw_policy_on_touch_learned(c, room, sw_capturing(), period, &link)
-                        : sw_policy_on_touch(c, room, sw_capturing());
-            /* No room: a popular chunk may take a colder one's place. */
-            sw_chunk_t *cold = verdict != SW_VERDICT_PROMOTE && learned && room < c->size
-                                   ? sw_policy_displace(sw_tracked(), c, m->seq, touched_now,
-                                                        &k)
-                                   : NULL;
-            if (verdict != SW_VERDICT_PROMOTE && !cold)
+            if (sw_policy_on_touch(c, room, false) != SW_VERDICT_PROMOTE)
                 continue;
             if (!synced && sw_safe_sync() != CUDA_SUCCESS)
                 break;
             synced = true;
-            if (cold && sw_move(cold, SW_ON_HOST) != CUDA_SUCCESS)
-                continue;
             if (sw_move(c, SW_ON_DEVICE) == CUDA_SUCCESS)
                 m->host_bytes -= c->size;
         }
@@ -546,6 +568,93 @@ static void bring_in(marks_t *m)
     sw_pool_drain(SW_ON_DEVICE);
     sw_gate_unwr();
     sw_gate_rd_always();
+}
+
+/* ---- promotions that wait for the next launch ----
+ * A range the window serves is never read in place, so bring_in() never
+ * asks whether it should be resident. Two kinds should: in a capture,
+ * where every use of a served range is a copy of its own and nothing may
+ * synchronize (a graph's replays are not launches spillway sees one by
+ * one), a range used often enough to displace a colder chunk; and out of
+ * one, a range whose copies its readers write, which then goes home after
+ * every use (a GEMM library's workspace, written by every kernel). Their
+ * chunks are noted and moved at the next launch or graph launch outside
+ * any capture (the launch that noted them reads the copy); a graph's
+ * copies of them then copy device memory. */
+#define DEFERRED 16
+
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t deferred[DEFERRED];
+static int ndeferred; /* read without the lock to skip the common case */
+
+/* Notes host chunk c, touched at launch seq, for promotion if the budget
+ * has room for it or it is hot enough to displace a colder chunk. */
+static void want_promoted(const sw_chunk_t *c, uint64_t seq)
+{
+    keep_t k = {seq, c->alloc->dev};
+    if (sw_opts()->policy != SW_POLICY_LEARNED || c->where != SW_ON_HOST ||
+        (sw_device_room(c->alloc->dev) < c->size &&
+         !sw_policy_displace(sw_tracked(), c, seq, touched_now, &k)))
+        return;
+    pthread_mutex_lock(&deferred_lock);
+    bool known = false;
+    for (int j = 0; j < ndeferred && !known; j++)
+        known = deferred[j] == c->va;
+    if (!known && ndeferred < DEFERRED) {
+        deferred[ndeferred] = c->va;
+        __atomic_store_n(&ndeferred, ndeferred + 1, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&deferred_lock);
+}
+
+static void defer_hot(const marks_t *m)
+{
+    for (int i = 0; i < m->nhost; i++) {
+        const sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
+        if (c)
+            want_promoted(c, m->seq);
+    }
+}
+
+/* A served range its readers write goes home after every use: the host
+ * chunks of [lo, +len) are noted for promotion, asked as for any chunk
+ * read in place, at the next launch (this one reads the copy). */
+static void defer_written(uint64_t lo, uint64_t len, uint64_t seq)
+{
+    for (uint64_t p = lo; p < lo + len;) {
+        const sw_chunk_t *c = sw_table_lookup(sw_tracked(), p);
+        if (!c)
+            return;
+        want_promoted(c, seq);
+        p = c->va + c->size;
+    }
+}
+
+void sw_promote_deferred(void)
+{
+    if (!__atomic_load_n(&ndeferred, __ATOMIC_RELAXED) || !sw_tracking_any())
+        return;
+    sw_gate_wr();
+    pthread_mutex_lock(&deferred_lock);
+    /* Asked again once no capture runs: none can begin under the gate. */
+    int n = sw_capturing() ? 0 : ndeferred;
+    uint64_t va[DEFERRED];
+    memcpy(va, deferred, (size_t)n * sizeof va[0]);
+    if (n)
+        __atomic_store_n(&ndeferred, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&deferred_lock);
+    bool synced = false, moved;
+    uint64_t now = sw_launch_now();
+    for (int i = 0; i < n; i++) {
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), va[i]);
+        if (!c || c->where != SW_ON_HOST || c->va != va[i])
+            continue;
+        keep_t k = {now, c->alloc->dev};
+        if (!promote_learned(c, sw_period(now), &k, &synced, &moved))
+            break;
+    }
+    sw_pool_drain(SW_ON_DEVICE);
+    sw_gate_unwr();
 }
 
 /* What adoption's keep() is asked about: the launch, and the device of
@@ -831,10 +940,13 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
     }
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
+        bool written;
         if (any && streamable[i] &&
-            sw_window_use(dev, u->start, u->len, m->seq, period, s, &u->copy)) {
+            sw_window_use(dev, u->start, u->len, m->seq, period, s, &u->copy, &written)) {
             u->served = true;
             served++;
+            if (written && !sw_capturing() && sw_budget_set())
+                defer_written(u->start, u->len, m->seq);
         } else {
             sw_window_touch(u->start, u->len, s);
         }
@@ -895,6 +1007,8 @@ const sw_layout_t *sw_layout(CUfunction f)
 void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
 {
     const sw_layout_t *l = layout_of(f);
+    if (!sw_capturing())
+        sw_promote_deferred();
     marks_t m = {.seq = sw_launch_next()};
     void **params = *pparams, **extra = *pextra;
     sw_stat_add(SW_STAT_launches, 1);
@@ -917,6 +1031,12 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
      * no copy of them may stay to be read stale later. */
     if (m.overflow)
         sw_window_flush(s);
+    /* In a capture every use of a range the window serves is a copy of
+     * its own: a range used often enough to displace a colder chunk is
+     * noted before serve() takes it off the host list, to be promoted
+     * once the capture is over. */
+    if (m.host && sw_capturing() && sw_budget_set())
+        defer_hot(&m);
     if (m.nuse) {
         serve(&m, l, pparams, pextra, s);
         if (!sw_capturing())

@@ -108,6 +108,9 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
     if (down && copied)
         sw_stat_add(SW_STAT_bytes_written_back, n);
     sw_stats_batch_end();
+    sw_debug("chunk 0x%llx +%llu moved to the %s at launch %llu", (unsigned long long)c->va,
+             (unsigned long long)c->size, down ? "host" : "device",
+             (unsigned long long)sw_launch_now());
     return CUDA_SUCCESS;
 }
 

@@ -220,13 +220,15 @@ bool sw_window_streamable(int dev, uint64_t start, uint64_t len);
 /* Launch `now` on s, in dev's context, names the host range [start, +len),
  * streamable, in a loop of `period` launches (0: unknown): true and
  * *copy (the copy's address, for start) when it may read the window copy
- * instead. s then waits for the copy on the GPU; the caller launches and
- * calls sw_window_read(s) before releasing the gate. false: read in place
+ * instead; *written then says whether its readers were found changing
+ * the range's copies (each use then costs a copy home too). s then waits
+ * for the copy on the GPU; the caller launches and calls
+ * sw_window_read(s) before releasing the gate. false: read in place
  * (any copy of an overlapping range dropped first, s ordered after it):
  * also for a range that does not recur with the loop, since a copy it
  * does not repay is a copy wasted. */
 bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t period,
-                   CUstream s, uint64_t *copy);
+                   CUstream s, uint64_t *copy, bool *written);
 /* The launch will not read the copy of the range at start after all
  * (its arguments could not be pointed at it): the copy goes home, with s
  * after it, and is not counted as read. */
@@ -314,6 +316,11 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
  * point at a per-thread copy of the arguments, good until this thread's
  * next launch, and the caller calls sw_window_read(s) after launching. */
 void sw_mark(CUfunction f, void ***params, void ***extra, CUstream s);
+/* Moves the chunks found hot enough to displace colder ones where they
+ * could not move at once (in a capture, or while a launch was being served
+ * a copy of them): called outside any capture, before a launch or a graph
+ * launch; gate not held, or held shared. */
+void sw_promote_deferred(void);
 /* A copy of n bytes from host memory src to the device: a small one may
  * be a table of pointers, so every tracked chunk one of its words points
  * into is marked `pointed` (learned policy only). Takes the gate shared. */

@@ -59,7 +59,10 @@
  * allocation bigger than the window keeps its own address: it is
  * resident, or read in place. A copy the loop does not repay
  * is a copy wasted: the rest (a random pick of experts) are read in place
- * until popular enough to become resident (launch.c). A range a pointer
+ * until popular enough to become resident (launch.c). So may a range
+ * whose copies its readers change, which goes home after every use (a
+ * GEMM library's workspace): launch.c asks at each served use whether it
+ * should be resident instead (*written of sw_window_use). A range a pointer
  * table in device memory also reaches is streamed too: its copy goes home
  * right after each launch, before anything ordered after it reads the
  * table. The order ranges are used in is learned as a successor chain:
@@ -597,7 +600,7 @@ static bool recurs(unit_t *u, uint64_t now, uint64_t period)
 }
 
 bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t period,
-                   CUstream s, uint64_t *copy)
+                   CUstream s, uint64_t *copy, bool *written)
 {
     win_t *w = win(dev);
     /* One launch reads one window, its device's. */
@@ -677,6 +680,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     pending.w = w;
     pending.e[pending.n++] = u->entry;
     *copy = w->base + e->off;
+    *written = u->written;
     ok = true;
     /* Not into a graph: a copy ahead is a guess, and a graph would make
      * it at every replay, reading an allocation its own kernels may never

@@ -41,6 +41,10 @@ static void usage(FILE *f)
             "  --segments M     weights packed into allocations of M MiB holding\n"
             "                   several layers each, as PyTorch's caching allocator\n"
             "                   packs tensors (1..4096; not with --one-buffer)\n"
+            "  --workspace M    a scratch allocation of M MiB, made before the weights,\n"
+            "                   that every layer writes 4 KiB of after its kernels,\n"
+            "                   as cuBLAS's split-K GEMMs write their workspace\n"
+            "                   (1..4096; default none)\n"
             "  --streams N      1 (default), or 2: layers alternate between two\n"
             "                   non-blocking streams, ordered by events\n"
             "  --train          after the forward pass, update every layer's weights\n"
@@ -127,7 +131,7 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
     enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
-           OPT_STREAMS, OPT_TRAIN, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT,
+           OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT,
            OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
@@ -136,6 +140,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"batch", required_argument, NULL, OPT_BATCH},
         {"one-buffer", no_argument, NULL, OPT_ONE},
         {"segments", required_argument, NULL, OPT_SEGMENTS},
+        {"workspace", required_argument, NULL, OPT_WORKSPACE},
         {"streams", required_argument, NULL, OPT_STREAMS},
         {"train", no_argument, NULL, OPT_TRAIN},
         {"graph", no_argument, NULL, OPT_GRAPH},
@@ -178,6 +183,10 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         case OPT_SEGMENTS:
             if (parse_u32(optarg, 1, 4096, &o->segment_mib) != 0)
                 bad = "--segments";
+            break;
+        case OPT_WORKSPACE:
+            if (parse_u32(optarg, 1, 4096, &o->workspace_mib) != 0)
+                bad = "--workspace";
             break;
         case OPT_STREAMS:
             if (parse_u32(optarg, 1, 2, &o->streams) != 0)
@@ -374,6 +383,8 @@ int main(int argc, char **argv)
            o.route_loader ? "loader" : "direct");
     if (o.offload != MLP_OFFLOAD_NONE)
         printf(" offload=%s resident=%u", offload_name(o.offload), o.resident);
+    if (o.workspace_mib != 0)
+        printf(" workspace=%uMiB", o.workspace_mib);
     printf(" checksum=0x%016" PRIx64 " result=%s", checksum, mismatch ? "mismatch" : "match");
     if (o.timed)
         printf(" step_ns=%.0f", step_ns);

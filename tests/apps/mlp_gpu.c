@@ -18,6 +18,11 @@
  *                    sg_gemv_table_f32 from device memory: a use of the
  *                    weights that no launch argument reveals.
  *   grad             --train only: the fixed matrix G of the update.
+ *   ws               --workspace only: scratch that each layer's
+ *                    sg_fill_u32 writes 4 KiB of (the next 4 KiB each
+ *                    layer, round the allocation), as a GEMM library
+ *                    writes its workspace at every call: memory every
+ *                    launch uses, and none of the output depends on.
  *
  * Layer i runs form i % 3 of gemv (plain pointers, pointers in a by-value
  * struct, pointer in the device table), so an interposer meets all three
@@ -64,12 +69,13 @@ struct mlp_gpu {
     CUdevice dev;
     int retained;
     CUmodule mod;
-    CUfunction gemv, gemv_struct, gemv_table, gemm, relu, axpy;
+    CUfunction gemv, gemv_struct, gemv_table, gemm, relu, axpy, fill;
     CUstream stream[2];  /* [0]: copies, timing and item 0; [1]: --streams 2 */
     CUevent done[2];     /* --streams 2: recorded behind the last item on stream i */
     CUdeviceptr act[2];
     CUdeviceptr table;   /* gemv forms only */
     CUdeviceptr grad;    /* --train only */
+    CUdeviceptr ws;      /* --workspace only */
     CUdeviceptr *weight; /* layers entries: where layer i's matrix starts */
     CUdeviceptr *alloc;  /* nalloc entries (at most layers): what cuMemAlloc returned */
     uint32_t nalloc;
@@ -139,6 +145,7 @@ static int load_kernels(mlp_gpu_t *g)
         {"sg_gemm_f32", &g->gemm},
         {"sg_relu_f32", &g->relu},
         {"sg_axpy_f32", &g->axpy},
+        {"sg_fill_u32", &g->fill},
     };
 
     CK(g->d.ModuleLoadData(&g->mod, image), "cuModuleLoadData", "built-in kernels");
@@ -183,14 +190,19 @@ static int alloc_segments(mlp_gpu_t *g, size_t layer_bytes)
     return MLP_EXIT_MATCH;
 }
 
-/* Activations and table first, weights last: when the model does not fit,
- * the failure names the weight allocation that did not. */
+/* The workspace, activations and table first, weights last: when the
+ * model does not fit, the failure names the weight allocation that did
+ * not. (A GEMM library's handle, and its workspace, are made before the
+ * model is loaded.) */
 static int alloc_buffers(mlp_gpu_t *g)
 {
     const mlp_opts_t *o = g->o;
     size_t act_bytes = mlp_act_floats(o) * sizeof(float);
     size_t layer_bytes = mlp_layer_floats(o) * sizeof(float);
 
+    if (o->workspace_mib != 0)
+        CK(g->d.MemAlloc(&g->ws, (size_t)o->workspace_mib << 20), "cuMemAlloc",
+           "workspace, %uMiB", o->workspace_mib);
     for (int i = 0; i < 2; i++)
         CK(g->d.MemAlloc(&g->act[i], act_bytes), "cuMemAlloc", "activations %d, %.1fMiB", i,
            mlp_mib(act_bytes));
@@ -326,7 +338,17 @@ static int enqueue_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
 
         st = launch(g, s, g->gemv_table, "sg_gemv_table_f32", l, 1, p);
     }
-    return st != 0 ? st : launch(g, s, g->relu, "sg_relu_f32", l, batch, relu_p);
+    if (st == 0)
+        st = launch(g, s, g->relu, "sg_relu_f32", l, batch, relu_p);
+    if (st == 0 && g->ws != 0) {
+        uint64_t slots = ((uint64_t)o->workspace_mib << 20) / 4096, words = 1024;
+        CUdeviceptr at = g->ws + (l % slots) * 4096;
+        void *p[] = {&at, &l, &words};
+
+        CK(g->d.LaunchKernel(g->fill, 4, 1, 1, BLOCK, 1, 1, 0, s, p, NULL), "cuLaunchKernel",
+           "sg_fill_u32, workspace of layer %u", l);
+    }
+    return st;
 }
 
 /* Layer l on stream s, with the ordering of --offload prefetch around it
@@ -507,6 +529,8 @@ void mlp_gpu_close(mlp_gpu_t *g)
         d->MemFree(g->table);
     if (g->grad != 0)
         d->MemFree(g->grad);
+    if (g->ws != 0)
+        d->MemFree(g->ws);
     for (int i = 0; i < 2; i++)
         if (g->act[i] != 0)
             d->MemFree(g->act[i]);

@@ -234,6 +234,57 @@ START_TEST(streamed_weights_stay_right_under_jitter)
 }
 END_TEST
 
+/* A GEMM library writes its workspace at every call (cuBLAS's split-K
+ * GEMVs do): memory every launch uses. Made before the weights, it is the
+ * first chunk demoted when they fill the budget; the window then served
+ * it at every launch and sent it home after each (the H200's one-buffer
+ * decode, 2026-11-27: 77 ms a step where reading the weights in place
+ * took 26). It must be promoted instead. Ten 16 MiB layers under a 64 MiB
+ * budget; mlp --workspace: 4 MiB, 4 KiB of it written after each layer.
+ * The counters of steps 5 to 8 are those of 8 steps less those of 4. */
+static void run_workspace(swt_run_t *r, const char *layout, bool workspace, const char *steps)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "10", "--width", "2048", "--steps",
+                          steps, layout, workspace ? "--workspace" : NULL, "4", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=64MiB", NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+    ck_assert_msg(swt_sw(r, "tracked_bytes_peak") > 64 * SWT_MIB, "%s", swt_describe(r));
+}
+
+/* Eager: no launch of steps 5-8 is served a window copy (the one buffer
+ * is bigger than the window, so only the workspace could be). */
+START_TEST(learned_keeps_a_workspace_every_launch_writes_resident)
+{
+    swt_run_t four, eight;
+    run_workspace(&four, "--one-buffer", true, "4");
+    run_workspace(&eight, "--one-buffer", true, "8");
+    ck_assert_msg(swt_sw(&four, "promotions") > 0, "%s", swt_describe(&four));
+    uint64_t served = swt_sw(&eight, "rewritten_launches") - swt_sw(&four, "rewritten_launches");
+    ck_assert_msg(served == 0, "%llu launches of steps 5-8 served from the window: %s",
+                  (unsigned long long)served, swt_describe(&eight));
+}
+END_TEST
+
+/* A graph captured before any eager step: the capture copies the
+ * workspace at every use, and nothing may move inside it. Promoted at the
+ * first replay, those copies read device memory: a replay copies no more
+ * over the link than the same graph without a workspace. */
+START_TEST(learned_promotes_a_workspace_a_graph_writes_at_its_replay)
+{
+    swt_run_t r[4];
+    run_workspace(&r[0], "--graph", true, "4");
+    run_workspace(&r[1], "--graph", true, "8");
+    run_workspace(&r[2], "--graph", false, "4");
+    run_workspace(&r[3], "--graph", false, "8");
+    uint64_t with = swt_sg(&r[1], "dma_h2d_bytes") - swt_sg(&r[0], "dma_h2d_bytes");
+    uint64_t without = swt_sg(&r[3], "dma_h2d_bytes") - swt_sg(&r[2], "dma_h2d_bytes");
+    ck_assert_msg(with <= without + SWT_MIB,
+                  "replays 5-8 copied %llu bytes to the device with a workspace, %llu without",
+                  (unsigned long long)with, (unsigned long long)without);
+}
+END_TEST
+
 Suite *policies_suite(void)
 {
     Suite *s = suite_create("policies");
@@ -253,6 +304,8 @@ Suite *policies_suite(void)
     tcase_add_test(tc, lru_moves_reuse_released_handles);
     tcase_add_test(tc, streamed_weights_written_by_kernels_and_copies_stay_right);
     tcase_add_test(tc, streamed_weights_stay_right_under_jitter);
+    tcase_add_test(tc, learned_keeps_a_workspace_every_launch_writes_resident);
+    tcase_add_test(tc, learned_promotes_a_workspace_a_graph_writes_at_its_replay);
     suite_add_tcase(s, tc);
     return s;
 }
