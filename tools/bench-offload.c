@@ -14,7 +14,9 @@
  *   decode   mlp, one vector per step (gemv): transfer-bound.  Layers of
  *            1, 4, 16 and 64 MiB, each in three layouts: one allocation
  *            per layer, --one-buffer, and --segments 20 (PyTorch's caching
- *            allocator); some on two streams (--streams 2);
+ *            allocator); some on two streams (--streams 2); the one-buffer
+ *            runs of 16 and 64 MiB with a workspace every layer writes
+ *            (--workspace: cuBLAS's, made before the weights);
  *   graph    decode captured once and replayed (--graph), at two sizes;
  *   prefill  mlp --batch with SIMGPU_TFLOPS set so that one layer's GEMM
  *            takes as long as copying its weights at 55 GB/s;
@@ -133,6 +135,8 @@ typedef struct scenario {
     const char *tflops; /* SIMGPU_TFLOPS, or NULL for simgpu's default */
     unsigned modes;     /* CORE or BASELINES */
     bool jitter;        /* also run learned and rewrite-off under SIMGPU_JITTER */
+    uint32_t workspace; /* mlp --workspace, MiB (0: none): scratch every layer
+                         * writes, made before the weights, as cuBLAS's is */
 } scenario_t;
 
 /* Shorthands for the tables below. */
@@ -158,36 +162,36 @@ typedef struct scenario {
  * reads a host-resident weight once, like a copy.
  */
 static const scenario_t full_set[] = {
-    {"decode-1M", FAM_DECODE, 40, 512, 0, PL, 1, 0, 3, 4, MiB(16), NULL, CORE, false},
-    {"decode-1M-one", FAM_DECODE, 40, 512, 0, ONE, 1, 0, 3, 4, MiB(16), NULL, CORE, false},
-    {"decode-1M-seg", FAM_DECODE, 400, 512, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
-    {"decode-4M", FAM_DECODE, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, CORE, false},
-    {"decode-4M-one", FAM_DECODE, 20, 1024, 0, ONE, 2, 0, 3, 4, MiB(32), NULL, BASELINES, false},
-    {"decode-4M-seg", FAM_DECODE, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
-    {"decode-16M", FAM_DECODE, 20, 2048, 0, PL, 2, 0, 3, 4, MiB(128), NULL, BASELINES, false},
-    {"decode-16M-one", FAM_DECODE, 20, 2048, 0, ONE, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
-    {"decode-16M-seg", FAM_DECODE, 25, 2048, 0, SEG, 1, 0, 3, 4, MiB(160), NULL, CORE, false},
-    {"decode-64M", FAM_DECODE, 20, 4096, 0, PL, 1, 0, 3, 3, MiB(512), NULL, CORE, false},
-    {"decode-64M-one", FAM_DECODE, 10, 4096, 0, ONE, 2, 0, 3, 3, MiB(256), NULL, CORE, false},
-    {"graph-4M-seg", FAM_GRAPH, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
-    {"graph-16M", FAM_GRAPH, 20, 2048, 0, PL, 1, 0, 3, 4, MiB(128), NULL, CORE, false},
-    {"prefill", FAM_PREFILL, 20, 1024, 16, PL, 1, 0, 3, 3, MiB(32), "0.45", BASELINES, false},
-    {"train", FAM_TRAIN, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, BASELINES, false},
-    {"train-seg", FAM_TRAIN, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true},
-    {"moe", FAM_MOE, 32, 1024, 0, PL, 1, 2, 100, 40, MiB(51), NULL, BASELINES, false},
-    {"moe-early", FAM_MOE, 32, 1024, 0, PL, 1, 2, 20, 40, MiB(51), NULL, BASELINES, false},
+    {"decode-1M", FAM_DECODE, 40, 512, 0, PL, 1, 0, 3, 4, MiB(16), NULL, CORE, false, 0},
+    {"decode-1M-one", FAM_DECODE, 40, 512, 0, ONE, 1, 0, 3, 4, MiB(16), NULL, CORE, false, 0},
+    {"decode-1M-seg", FAM_DECODE, 400, 512, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
+    {"decode-4M", FAM_DECODE, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, CORE, false, 0},
+    {"decode-4M-one", FAM_DECODE, 20, 1024, 0, ONE, 2, 0, 3, 4, MiB(32), NULL, BASELINES, false, 0},
+    {"decode-4M-seg", FAM_DECODE, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
+    {"decode-16M", FAM_DECODE, 20, 2048, 0, PL, 2, 0, 3, 4, MiB(128), NULL, BASELINES, false, 0},
+    {"decode-16M-one", FAM_DECODE, 20, 2048, 0, ONE, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 4},
+    {"decode-16M-seg", FAM_DECODE, 25, 2048, 0, SEG, 1, 0, 3, 4, MiB(160), NULL, CORE, false, 0},
+    {"decode-64M", FAM_DECODE, 20, 4096, 0, PL, 1, 0, 3, 3, MiB(512), NULL, CORE, false, 0},
+    {"decode-64M-one", FAM_DECODE, 10, 4096, 0, ONE, 2, 0, 3, 3, MiB(256), NULL, CORE, false, 8},
+    {"graph-4M-seg", FAM_GRAPH, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
+    {"graph-16M", FAM_GRAPH, 20, 2048, 0, PL, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 0},
+    {"prefill", FAM_PREFILL, 20, 1024, 16, PL, 1, 0, 3, 3, MiB(32), "0.45", BASELINES, false, 0},
+    {"train", FAM_TRAIN, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, BASELINES, false, 0},
+    {"train-seg", FAM_TRAIN, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
+    {"moe", FAM_MOE, 32, 1024, 0, PL, 1, 2, 100, 40, MiB(51), NULL, BASELINES, false, 0},
+    {"moe-early", FAM_MOE, 32, 1024, 0, PL, 1, 2, 20, 40, MiB(51), NULL, BASELINES, false, 0},
 };
 
 /* --quick: the same families, tiny, for the test suite (correctness
  * only).  prefill: batch 2 at 0.056 TFLOPS keeps compute about equal to
  * copy (2 * 1024^2 * 2 flops in 74.9 us). */
 static const scenario_t quick_set[] = {
-    {"decode", FAM_DECODE, 20, 512, 0, PL, 1, 0, 2, 2, MiB(8), NULL, BASELINES, false},
-    {"decode-seg", FAM_DECODE, 20, 512, 0, SEG, 2, 0, 2, 2, MiB(8), NULL, CORE, true},
-    {"graph-one", FAM_GRAPH, 20, 512, 0, ONE, 2, 0, 2, 2, MiB(8), NULL, CORE, false},
-    {"prefill", FAM_PREFILL, 10, 1024, 2, PL, 1, 0, 2, 2, MiB(16), "0.056", CORE, false},
-    {"train", FAM_TRAIN, 10, 512, 0, SEG, 2, 0, 2, 2, MiB(4), NULL, CORE, true},
-    {"moe", FAM_MOE, 16, 1024, 0, PL, 1, 2, 8, 8, MiB(26), NULL, BASELINES, false},
+    {"decode", FAM_DECODE, 20, 512, 0, PL, 1, 0, 2, 2, MiB(8), NULL, BASELINES, false, 0},
+    {"decode-seg", FAM_DECODE, 20, 512, 0, SEG, 2, 0, 2, 2, MiB(8), NULL, CORE, true, 0},
+    {"graph-one", FAM_GRAPH, 20, 512, 0, ONE, 2, 0, 2, 2, MiB(8), NULL, CORE, false, 0},
+    {"prefill", FAM_PREFILL, 10, 1024, 2, PL, 1, 0, 2, 2, MiB(16), "0.056", CORE, false, 0},
+    {"train", FAM_TRAIN, 10, 512, 0, SEG, 2, 0, 2, 2, MiB(4), NULL, CORE, true, 0},
+    {"moe", FAM_MOE, 16, 1024, 0, PL, 1, 2, 8, 8, MiB(26), NULL, BASELINES, false, 0},
 };
 
 #undef PL
@@ -257,12 +261,20 @@ static bool budgeted(int mode)
     return modes[mode].preload || modes[mode].offload != NULL;
 }
 
+/* Whole layers (experts) the budget holds beside the workspace, which
+ * every launch uses: a policy that did not keep it resident would copy it
+ * at every launch. */
+static uint32_t layer_room(const scenario_t *s)
+{
+    return (uint32_t)((s->budget - MiB(s->workspace)) / unit_bytes(s));
+}
+
 /* --resident K of a peer mode: the most layers that fit in the budget
  * beside what the mode itself keeps on the GPU (prefetch: its two buffers
  * of a layer each, unless every layer fits and nothing is offloaded). */
 static uint32_t peer_resident(const scenario_t *s, int mode)
 {
-    uint32_t room = (uint32_t)(s->budget / unit_bytes(s));
+    uint32_t room = layer_room(s);
 
     if (room > s->count)
         room = s->count;
@@ -459,6 +471,10 @@ static int scenario_args(const scenario_t *s, char **a)
         a[i++] = "--graph";
     if (s->fam == FAM_TRAIN)
         a[i++] = "--train";
+    if (s->workspace > 0) {
+        a[i++] = "--workspace";
+        a[i++] = xasprintf("%u", s->workspace);
+    }
     return i;
 }
 
@@ -773,7 +789,7 @@ static uint64_t opt_misses(const uint32_t *seq, size_t n, uint32_t cap, uint32_t
  * whether it is prefetched, copied on demand or read in place.
  *
  * h2d: unit bytes x the optimum above over the units the timed steps use,
- * with room for floor(budget / unit) units.  mlp reads every layer in
+ * with room for floor((budget - workspace) / unit) units.  mlp reads every layer in
  * order each step, so for decode and prefill this is (model - budget) per
  * step; --train then reads G and updates layer 0, G and layer 1, ...; moe
  * reads the experts its schedule names (the all-resident run's --schedule).
@@ -788,7 +804,7 @@ static uint64_t opt_misses(const uint32_t *seq, size_t n, uint32_t cap, uint32_t
 static bool min_bytes_per_step(const scenario_t *s, const run_t *resident, double *h2d,
                                double *d2h)
 {
-    uint32_t room = (uint32_t)(s->budget / unit_bytes(s));
+    uint32_t room = layer_room(s);
     uint32_t nunits = s->count + (s->fam == FAM_TRAIN); /* G is unit `count` */
     uint32_t *seq;
     size_t n = 0, per_step = s->fam == FAM_TRAIN ? 3 * (size_t)s->count : s->count;
@@ -1170,8 +1186,9 @@ static void print_footer(bool md)
     note(md, "min: bytes per timed step that must reach the GPU at least, whatever the policy "
              "(prefetch, stream, evict or read in place), counted in whole layers (experts): "
              "Belady's offline optimum with bypass and the best starting set over the layers "
-             "the timed steps read, with room for floor(budget / layer) of them. For decode, "
-             "graph and prefill that is model - budget; train also reads G before each "
+             "the timed steps read, with room for floor((budget - workspace) / layer) of "
+             "them. For decode, graph and prefill that is model - budget (+ the workspace "
+             "rounded up to a layer, where there is one); train also reads G before each "
              "update; for moe it comes from the run's own expert sequence (moe --schedule).");
     note(md, "min wb: bytes per timed step that must go home at least: train writes every "
              "layer each step and at most floor(budget / layer) layers are on the GPU when "

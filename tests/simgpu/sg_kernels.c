@@ -333,17 +333,25 @@ static void cic_run(const void *a, void *const *h)
 }
 
 /* ---- gemm: the compute-bound case ----
- * A tiled GEMM reads its weight once per tile row of the activations
- * (SG_GEMM_TILE_ROWS of the batch). Host-backed, every such read crosses
- * PCIe: ceil(batch / 128) reads. Device-backed, W counts once: a re-read
- * of 4 bytes at HBM speed (1.3 ps at 3000 GB/s) hides behind the 256
- * flops a 128-row tile does with them (4.3 ps at 60 TFLOPS). */
-#define SG_GEMM_TILE_ROWS 128
+ * A tiled GEMM reads its weight once per tile row of the activations.
+ * Host-backed, every such read crosses PCIe. cuBLAS on an H200 (fp16
+ * 8192 x 8192, docs/gpu-facts.md, 2026-11-27) read it once up to batch
+ * 128, twice at 256 and 512, then once per 256 rows (16 times at 4096):
+ * tiles of 128 rows up to a batch of 256, of 256 above. Device-backed, W
+ * counts once: a re-read of 4 bytes at HBM speed (1.3 ps at 3000 GB/s)
+ * hides behind the 256 flops a 128-row tile does with them (4.3 ps at 60
+ * TFLOPS). */
+static uint32_t gemm_host_reads(uint32_t batch)
+{
+    uint32_t tile = batch <= 256 ? 128 : 256;
+    return (batch + tile - 1) / tile;
+}
+
 static int gemm_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 {
     const gemm_args_t *p = a;
     r[0] = R(p->W, (uint64_t)p->rows * p->cols * 4, false);
-    r[0].host_reads = (p->batch + SG_GEMM_TILE_ROWS - 1) / SG_GEMM_TILE_ROWS;
+    r[0].host_reads = gemm_host_reads(p->batch);
     r[1] = R(p->X, (uint64_t)p->batch * p->cols * 4, false);
     r[2] = R(p->Y, (uint64_t)p->batch * p->rows * 4, true);
     return 3;
