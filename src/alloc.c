@@ -79,16 +79,22 @@ static void largest_fitting(sw_alloc_t *a, void *arg)
 }
 
 /* The streaming window's bytes out of dev's budget: SPILLWAY_PREFETCH_BYTES
- * of it; for a budget spillway picked, with that option not given, fitted
- * to the largest allocation it could stream (sw_policy_window_fit): a
- * picked window is made when the budget first binds, once the program's
- * allocations so far are known, and a window larger than the copies it
- * can hold takes residency for nothing. Gate held exclusively. */
+ * of it; with that option not given, fitted to the largest allocation it
+ * could stream (sw_policy_window_fit): such a window is made when the
+ * budget first binds, once the program's allocations so far are known,
+ * and a window larger than the copies it can hold takes residency for
+ * nothing (the H200's decode gave four 128 MiB layers' room to a window
+ * two copies fill). Gate held exclusively. */
+static bool window_fitted(void)
+{
+    return !sw_opts()->prefetch_bytes.set && sw_opts()->rewrite;
+}
+
 static uint64_t window_bytes(int dev, uint64_t budget)
 {
     const sw_options_t *o = sw_opts();
     extent_t e = {.dev = dev, .want = sw_amount_resolve(&o->prefetch_bytes, budget)};
-    if (o->prefetch_bytes.set || !sw_dev_budget_picked(dev) || !sw_tracked())
+    if (!window_fitted() || !sw_tracked())
         return e.want;
     sw_table_each(sw_tracked(), largest_fitting, &e);
     /* The window's size is rounded down to SW_WINDOW_ALIGN: the extent
@@ -156,9 +162,11 @@ static int ready(const sw_vmm_info_t **vi)
     }
     if (!sw_tracked())
         return -1;
-    /* A given budget takes its window now; a picked one when it first
-     * binds (sw_room_for): a program that fits loses no memory to it. */
-    if (fresh && !sw_dev_budget_picked(dev))
+    /* A given budget's window of a given size (or the remapping one) is
+     * made now; any other when its budget first binds (sw_room_for): a
+     * program that fits loses no memory to it, and a fitted one sees the
+     * allocations it is fitted to. */
+    if (fresh && !sw_dev_budget_picked(dev) && !window_fitted())
         make_window(dev);
     return dev;
 }
@@ -335,16 +343,20 @@ bool sw_room_for(int dev, uint64_t size, bool *synced)
 {
     uint64_t room = sw_device_room(dev);
     if (room < size && !sw_capturing() && sw_dev_window_due(dev)) {
-        /* A picked budget binds for the first time: its window is made
-         * now, after room for it was made, and the pool let go, so that
-         * the device has the bytes. */
+        /* The budget binds for the first time: its fitted window is
+         * made now, after room for it was made, and the pool let go, so
+         * that the device has the bytes. Where no room could be made
+         * (the only chunks on the device are the ones being allocated),
+         * it is made at a later binding: made anyway, it would hold the
+         * device over its budget. */
         uint64_t budget = 0, want;
         sw_dev_budget(dev, &budget);
         want = window_bytes(dev, budget);
         if (want > room)
             demote(dev, want - room, synced);
         sw_pool_drain(SW_ON_DEVICE);
-        make_window(dev);
+        if (sw_device_room(dev) >= want)
+            make_window(dev);
         room = sw_device_room(dev);
     }
     if (room < size && !sw_capturing())

@@ -141,8 +141,9 @@ typedef struct {
     int last;            /* the unit used last, for the chain */
 } win_t;
 
-/* Each device's window, made at its first tracked allocation (NULL: none).
- * Written once under the exclusive gate, read under the shared one. */
+/* Each device's window (NULL: none), made when the device's budget first
+ * binds, or at its first tracked allocation when its size is given
+ * (alloc.c). Written under the exclusive gate, read under the shared one. */
 static win_t *wins[SW_MAX_DEVICES];
 static bool any_on;   /* some window is on */
 static bool any_unit; /* some window has had a range (sw_window_busy) */

@@ -101,9 +101,12 @@ static const model_t models[] = {
      {"SIMGPU_MEM=48MiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_POLICY=lru", NULL},
      "result: checksum=", "demotions"},
     /* The stream-ordered allocator (ordered.c): frees pending on events,
-     * reaped and waited for. */
+     * reaped and waited for. A window of 6 MiB from the first allocation
+     * (given, so not fitted when the budget binds) keeps the budget tight
+     * enough that a reap must wait. */
     {"ordered", "SWT_ORDERED", {"reuse", NULL},
-     {"SPILLWAY_MIN_ALLOC=1MiB", "SPILLWAY_GPU_BUDGET=24MiB", "SIMGPU_JITTER=200", NULL},
+     {"SPILLWAY_MIN_ALLOC=1MiB", "SPILLWAY_GPU_BUDGET=24MiB", "SPILLWAY_PREFETCH_BYTES=6MiB",
+      "SIMGPU_JITTER=200", NULL},
      "ordered: ok", "ordered_frees_deferred"},
 };
 

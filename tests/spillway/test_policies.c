@@ -285,6 +285,43 @@ START_TEST(learned_promotes_a_workspace_a_graph_writes_at_its_replay)
 }
 END_TEST
 
+/* With SPILLWAY_PREFETCH_BYTES unset, a given budget's window is made
+ * when the budget first binds, fitted to two copies of the largest
+ * allocation then known that fits in 25%: 12 layers of 8 MiB under an
+ * 80 MiB budget get 16 MiB, not 20 (4 MiB no copy can use). The
+ * streaming window's rule: the remapping one is sized as before. */
+START_TEST(a_given_budgets_window_is_fitted_when_it_binds)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1448", "--steps", "3",
+                          NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=80MiB", "SPILLWAY_LOG=info",
+                         "SPILLWAY_REWRITE=1", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(swt_file_has(r.err, "streaming window: 16777216 bytes"), "%s",
+                  swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "bytes_streamed") > 0, "nothing streamed: %s", swt_describe(&r));
+}
+END_TEST
+
+/* The budget first binds inside one allocation bigger than it (one
+ * buffer of 80 MiB under 32 MiB): its only device chunk is the one being
+ * made, so no room can be made for the window then. The window waits;
+ * made anyway, it would hold the device 8 MiB over its budget. */
+START_TEST(the_window_never_holds_a_device_over_its_budget)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "1024",
+                          "--one-buffer", "--steps", "3", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(swt_sw(&r, "dev0_device_bytes_peak") <= 32 * SWT_MIB, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sg(&r, "device_bytes_peak") <= 33 * SWT_MIB, "%s", swt_describe(&r));
+}
+END_TEST
+
 Suite *policies_suite(void)
 {
     Suite *s = suite_create("policies");
@@ -306,6 +343,8 @@ Suite *policies_suite(void)
     tcase_add_test(tc, streamed_weights_stay_right_under_jitter);
     tcase_add_test(tc, learned_keeps_a_workspace_every_launch_writes_resident);
     tcase_add_test(tc, learned_promotes_a_workspace_a_graph_writes_at_its_replay);
+    tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
+    tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
     suite_add_tcase(s, tc);
     return s;
 }
