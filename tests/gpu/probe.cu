@@ -1041,6 +1041,17 @@ static bool blas_ok(cublasStatus_t s, const char *what, int line)
 }
 #define BLAS(call) blas_ok((call), #call, __LINE__)
 
+/* What a GEMM section made: its handle and its two activation buffers. */
+static void blas_release(const struct blas *b, cublasHandle_t h, void *x, void *y)
+{
+  if (h)
+    BLAS(b->destroy(h));
+  if (x)
+    RT(cudaFree(x));
+  if (y)
+    RT(cudaFree(y));
+}
+
 /*
  * W is m x k, stored as PyTorch stores a Linear weight (row-major [out, in],
  * i.e. column-major k x m): y = W x is op T. Sizes: m = k = 8192, batch 16.
@@ -1109,12 +1120,7 @@ static int sec_gemm(void)
     buf_free(&w);
   }
 out:
-  if (h)
-    BLAS(b.destroy(h));
-  if (x)
-    RT(cudaFree(x));
-  if (y)
-    RT(cudaFree(y));
+  blas_release(&b, h, x, y);
   return 0;
 }
 
@@ -1180,12 +1186,7 @@ static int sec_gemm_batch(void)
     buf_free(&w);
   }
 out:
-  if (h)
-    BLAS(b.destroy(h));
-  if (x)
-    RT(cudaFree(x));
-  if (y)
-    RT(cudaFree(y));
+  blas_release(&b, h, x, y);
   return 0;
 }
 
