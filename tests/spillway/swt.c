@@ -112,11 +112,16 @@ static void make_run_dir(swt_run_t *r)
                   strerror(errno));
 }
 
-static long run_limit_s(void)
+long swt_time_scale(void)
 {
     const char *scale = getenv("SWT_TIME_SCALE");
     long n = scale ? strtol(scale, NULL, 10) : 1;
-    return RUN_LIMIT_S * (n > 0 ? n : 1);
+    return n > 0 ? n : 1;
+}
+
+static long run_limit_s(void)
+{
+    return RUN_LIMIT_S * swt_time_scale();
 }
 
 static void wait_for(swt_run_t *r, pid_t pid)

@@ -82,6 +82,9 @@ typedef struct {
 
 /* The path in environment variable name; aborts the test when unset. */
 const char *swt_path(const char *name);
+/* How many times slower this build runs its programs: SWT_TIME_SCALE,
+ * which meson sets in a sanitized build (5), else 1. */
+long swt_time_scale(void);
 
 /* Runs argv (argv[0] a path; NULL-terminated) with the environment
  * described above; env: extra entries, NULL-terminated, or NULL. Waits at

@@ -7,6 +7,8 @@
  * shows as a hazard (or a fault) in simgpu's report. The stress case
  * runs sixteen threads for a few seconds under a tight budget and jitter.
  */
+#include <stdio.h>
+
 #include "swt.h"
 
 static void run_mt(swt_run_t *r, bool preload, const char *const *env)
@@ -68,7 +70,9 @@ END_TEST
 
 /* The stress run: 16 threads, each allocating 3-5 MiB vectors, filling
  * them by kernel or by a copy from the host, computing, copying device to
- * device and back, and freeing, on its own stream, for 3 seconds, with
+ * device and back, and freeing, on its own stream, for 3 seconds (times
+ * SWT_TIME_SCALE: under TSan, sharing two cores with another sanitized
+ * test, 3 s gave 18 iterations, too few for anything to come back), with
  * random delays before every stream operation. 16 threads keep up to
  * 13 MiB each (their long-lived buffer and two vectors), 200 MiB in all,
  * under a 32 MiB budget: moves, promotions and the window run all the
@@ -77,7 +81,9 @@ START_TEST(sixteen_threads_under_a_tight_budget_with_jitter)
 {
     const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_CHUNK=2MiB",
                          "SIMGPU_JITTER=100", "SIMGPU_SEED=16", NULL};
-    const char *argv[] = {swt_path("SWT_MT"), "--threads", "16", "--seconds", "3", NULL};
+    char seconds[16];
+    snprintf(seconds, sizeof seconds, "%ld", 3 * swt_time_scale());
+    const char *argv[] = {swt_path("SWT_MT"), "--threads", "16", "--seconds", seconds, NULL};
     swt_run_t r;
     swt_run(&r, true, env, argv);
     assert_mt_ok(&r);
