@@ -451,11 +451,24 @@ static const sw_link_t link = SW_LINK_DEFAULT;
  * heat changes by halves over SW_HEAT_HALF_LIFE launches, not per launch. */
 #define DISPLACE_EVERY 8
 
+/* Whether host chunk c, touched at k->seq, would take a colder device
+ * chunk's place; asked of each chunk at most once every DISPLACE_EVERY
+ * launches (the hint may race with another launch's: a question asked a
+ * little early or late). */
+static bool would_displace(sw_chunk_t *c, keep_t *k)
+{
+    if (k->seq < __atomic_load_n(&c->displace_next, __ATOMIC_RELAXED))
+        return false;
+    if (sw_policy_displace(sw_tracked(), c, k->seq, touched_now, k))
+        return true;
+    __atomic_store_n(&c->displace_next, k->seq + DISPLACE_EVERY, __ATOMIC_RELAXED);
+    return false;
+}
+
 /* Whether any host chunk this launch touches is to move, as the policy
  * says: the verdicts, taken under the shared hold. A launch that reads
  * its chunks in place, the usual case once the budget is full, so never
- * takes the gate exclusively. The hint it leaves (displace_next) may race
- * with another launch's: a question asked a little early or late. */
+ * takes the gate exclusively. */
 static bool worth_moving(marks_t *m, uint64_t period)
 {
     const sw_options_t *o = sw_opts();
@@ -473,11 +486,8 @@ static bool worth_moving(marks_t *m, uint64_t period)
         }
         if (sw_policy_on_touch_learned(c, room, false, period, &link) == SW_VERDICT_PROMOTE)
             return true;
-        if (room >= c->size || m->seq < __atomic_load_n(&c->displace_next, __ATOMIC_RELAXED))
-            continue;
-        if (sw_policy_displace(sw_tracked(), c, m->seq, touched_now, &k))
+        if (room < c->size && would_displace(c, &k))
             return true;
-        __atomic_store_n(&c->displace_next, m->seq + DISPLACE_EVERY, __ATOMIC_RELAXED);
     }
     return false;
 }
@@ -588,13 +598,14 @@ static uint64_t deferred[DEFERRED];
 static int ndeferred; /* read without the lock to skip the common case */
 
 /* Notes host chunk c, touched at launch seq, for promotion if the budget
- * has room for it or it is hot enough to displace a colder chunk. */
-static void want_promoted(const sw_chunk_t *c, uint64_t seq)
+ * has room for it or it is hot enough to displace a colder chunk (asked
+ * no more often than of a chunk read in place: this runs at every served
+ * use of a written range). */
+static void want_promoted(sw_chunk_t *c, uint64_t seq)
 {
     keep_t k = {seq, c->alloc->dev};
     if (sw_opts()->policy != SW_POLICY_LEARNED || c->where != SW_ON_HOST ||
-        (sw_device_room(c->alloc->dev) < c->size &&
-         !sw_policy_displace(sw_tracked(), c, seq, touched_now, &k)))
+        (sw_device_room(c->alloc->dev) < c->size && !would_displace(c, &k)))
         return;
     pthread_mutex_lock(&deferred_lock);
     bool known = false;
@@ -610,7 +621,7 @@ static void want_promoted(const sw_chunk_t *c, uint64_t seq)
 static void defer_hot(const marks_t *m)
 {
     for (int i = 0; i < m->nhost; i++) {
-        const sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
         if (c)
             want_promoted(c, m->seq);
     }
@@ -622,7 +633,7 @@ static void defer_hot(const marks_t *m)
 static void defer_written(uint64_t lo, uint64_t len, uint64_t seq)
 {
     for (uint64_t p = lo; p < lo + len;) {
-        const sw_chunk_t *c = sw_table_lookup(sw_tracked(), p);
+        sw_chunk_t *c = sw_table_lookup(sw_tracked(), p);
         if (!c)
             return;
         want_promoted(c, seq);
@@ -632,7 +643,8 @@ static void defer_written(uint64_t lo, uint64_t len, uint64_t seq)
 
 void sw_promote_deferred(void)
 {
-    if (!__atomic_load_n(&ndeferred, __ATOMIC_RELAXED) || !sw_tracking_any())
+    /* Nothing may synchronize while a capture runs: not asked then. */
+    if (!__atomic_load_n(&ndeferred, __ATOMIC_RELAXED) || !sw_tracking_any() || sw_capturing())
         return;
     sw_gate_wr();
     pthread_mutex_lock(&deferred_lock);
@@ -1007,8 +1019,7 @@ const sw_layout_t *sw_layout(CUfunction f)
 void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
 {
     const sw_layout_t *l = layout_of(f);
-    if (!sw_capturing())
-        sw_promote_deferred();
+    sw_promote_deferred();
     marks_t m = {.seq = sw_launch_next()};
     void **params = *pparams, **extra = *pextra;
     sw_stat_add(SW_STAT_launches, 1);

@@ -318,8 +318,8 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
 void sw_mark(CUfunction f, void ***params, void ***extra, CUstream s);
 /* Moves the chunks found hot enough to displace colder ones where they
  * could not move at once (in a capture, or while a launch was being served
- * a copy of them): called outside any capture, before a launch or a graph
- * launch; gate not held, or held shared. */
+ * a copy of them): called before a launch or a graph launch, and does
+ * nothing while a capture runs; gate not held, or held shared. */
 void sw_promote_deferred(void);
 /* A copy of n bytes from host memory src to the device: a small one may
  * be a table of pointers, so every tracked chunk one of its words points

@@ -345,8 +345,7 @@ static int enqueue_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
         CUdeviceptr at = g->ws + (l % slots) * 4096;
         void *p[] = {&at, &l, &words};
 
-        CK(g->d.LaunchKernel(g->fill, 4, 1, 1, BLOCK, 1, 1, 0, s, p, NULL), "cuLaunchKernel",
-           "sg_fill_u32, workspace of layer %u", l);
+        st = launch(g, s, g->fill, "sg_fill_u32 (workspace)", l, 1, p);
     }
     return st;
 }
