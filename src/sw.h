@@ -129,7 +129,7 @@ struct sw_alloc;
 
 /* A chunk's learned schedule (core/learn.c), as sw_learn_state gives it. */
 typedef struct {
-    uint64_t last_use, uses, gap;
+    uint64_t last_use, uses, gap, visit, loop;
     uint32_t heat;
 } sw_sched_t;
 
@@ -154,6 +154,8 @@ typedef struct sw_chunk {
             uint64_t last_use;  /* launch sequence number of the last launch seen touching it; 0 never */
             uint64_t uses;      /* launches seen touching it */
             uint64_t gap;       /* learned launches between uses (core/learn.c); 0 unknown */
+            uint64_t visit;     /* the launch that began its latest visit; 0 none */
+            uint64_t loop;      /* learned launches between visits' starts; 0 unknown */
             uint32_t heat;      /* recent uses, decaying (sw_learn_heat), as of last_use */
         };
     };
@@ -260,6 +262,8 @@ static inline sw_sched_t sw_sched_load(const sw_sched_t *s)
     return (sw_sched_t){__atomic_load_n(&s->last_use, __ATOMIC_RELAXED),
                         __atomic_load_n(&s->uses, __ATOMIC_RELAXED),
                         __atomic_load_n(&s->gap, __ATOMIC_RELAXED),
+                        __atomic_load_n(&s->visit, __ATOMIC_RELAXED),
+                        __atomic_load_n(&s->loop, __ATOMIC_RELAXED),
                         __atomic_load_n(&s->heat, __ATOMIC_RELAXED)};
 }
 static inline void sw_sched_store(sw_sched_t *d, const sw_sched_t *s)
@@ -267,6 +271,8 @@ static inline void sw_sched_store(sw_sched_t *d, const sw_sched_t *s)
     __atomic_store_n(&d->last_use, s->last_use, __ATOMIC_RELAXED);
     __atomic_store_n(&d->uses, s->uses, __ATOMIC_RELAXED);
     __atomic_store_n(&d->gap, s->gap, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->visit, s->visit, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->loop, s->loop, __ATOMIC_RELAXED);
     __atomic_store_n(&d->heat, s->heat, __ATOMIC_RELAXED);
 }
 /* c's schedule, as of now: its own fields, or those of the run that holds
@@ -309,6 +315,10 @@ int sw_segment_note(sw_alloc_t *a, uint64_t p);
 uint64_t sw_segment_end(const sw_alloc_t *a, uint64_t p);
 /* Frees the segment starts (when the allocation goes). */
 void sw_segment_free(sw_alloc_t *a);
+/* [lo, hi) of the range [start, +len) as a mask of the 64 equal parts of
+ * the range it overlaps (bit i: the i-th 64th). Empty ranges and bytes
+ * outside give no bits. */
+uint64_t sw_parts(uint64_t start, uint64_t len, uint64_t lo, uint64_t hi);
 
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
 
@@ -353,7 +363,10 @@ size_t sw_policy_victims_learned(const sw_table_t *t, uint64_t need, uint64_t no
  * as hot, so that its room is enough; it is displaced only when hot has been
  * used at least SW_HOT_USES times and is half again as hot
  * (2 * heat(hot) >= 3 * heat(victim), and hotter), so two chunks of equal
- * popularity never trade places back and forth. A chunk no argument has
+ * popularity never trade places back and forth. Nor is a chunk the loop
+ * comes back to before hot's next visit (both known: sw_learn's visits)
+ * a candidate: in a cyclic scan the coldest chunk is the one needed
+ * soonest, and trading it would cost a copy each visit. A chunk no argument has
  * ever pointed at is a candidate only SW_UNSEEN_GRACE launches after its
  * allocation, and never if a copy to the device pointed into it: it may
  * be read through a pointer the arguments do not show. Pure: looks, never

@@ -4,7 +4,7 @@
  * Training and inference loops issue the same kernels over the same buffers
  * every iteration. Counting launches (seq), each chunk is touched at a
  * steady interval, its gap, and the loop's period is the gap most of the
- * memory shares:
+ * memory shares (measured between visits, below):
  *
  *     seq   1    5       21   25       41   45
  *           A    B       A    B        A    B        gap(A) = gap(B) = 20
@@ -15,6 +15,15 @@
  * With next uses known, eviction can be Belady's (furthest next use first)
  * instead of LRU, which under a cyclic scan evicts exactly the chunk needed
  * next; and prefetch can start the copies for the chunks due soonest.
+ *
+ * A chunk several layers share (a segment of five tensors, read by their
+ * launches one after another) is touched in visits: gaps of a launch or
+ * two, then the loop. Its loop gap is measured between the starts of
+ * visits, a visit being the touches within a quarter of the loop gap of
+ * each other (within four launches before any is known), and the period
+ * is the loop gap most bytes share; the gap itself stays the distance
+ * between touches. Measured chunk by chunk, a 20 MiB segment of five
+ * layers gave a period of 3 launches where the loop was 200.
  *
  * The gap estimate is an exponential average (weight 1/4 on the new gap),
  * so one irregular launch does not derail it, but a gap outside
@@ -63,8 +72,12 @@ static void set_own(sw_chunk_t *c, const sw_sched_t *s) { sw_sched_store(&c->sch
 static bool same(const sw_sched_t *a, const sw_sched_t *b)
 {
     return a->last_use == b->last_use && a->uses == b->uses && a->gap == b->gap &&
-           a->heat == b->heat;
+           a->visit == b->visit && a->loop == b->loop && a->heat == b->heat;
 }
+
+/* Launches between two touches of one visit at most, before its loop is
+ * known: the launches of the layers between two tensors of a segment. */
+#define VISIT_SLACK 4
 
 static void step(sw_sched_t *s, uint64_t seq)
 {
@@ -74,6 +87,16 @@ static void step(sw_sched_t *s, uint64_t seq)
         return;
     if (s->last_use != 0)
         s->gap = next_gap(s->gap, seq - s->last_use);
+    /* A touch within a quarter of the loop gap of the one before, or a
+     * few launches of it before any loop is known, continues a visit (the
+     * layers of one segment, one after another); the loop gap is measured
+     * between the starts of visits. */
+    uint64_t near = s->loop / 4 > VISIT_SLACK ? s->loop / 4 : VISIT_SLACK;
+    if (!s->visit || seq - s->last_use > near) {
+        if (s->visit)
+            s->loop = next_gap(s->loop, seq - s->visit);
+        s->visit = seq;
+    }
     uint32_t heat = heat_at(s, seq);
     s->heat = heat > UINT32_MAX - SW_HEAT_ONE ? UINT32_MAX : heat + SW_HEAT_ONE;
     s->last_use = seq;
@@ -183,18 +206,20 @@ void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t 
     }
 }
 
-/* Drops a's predictions: gap and heat, in its chunks and its runs (a
- * run's chunks stay equal, so the run stays valid). */
+/* Drops a's predictions: gaps, visits and heat, in its chunks and its
+ * runs (a run's chunks stay equal, so the run stays valid). */
+static void forget_sched(sw_sched_t *s)
+{
+    s->gap = s->loop = s->visit = 0;
+    s->heat = 0;
+}
+
 static void forget(sw_alloc_t *a, void *unused)
 {
-    for (uint32_t i = 0; i < a->nchunks; i++) {
-        a->chunks[i].gap = 0;
-        a->chunks[i].heat = 0;
-    }
-    for (uint32_t k = 0; k < a->nruns; k++) {
-        a->runs[k].s.gap = 0;
-        a->runs[k].s.heat = 0;
-    }
+    for (uint32_t i = 0; i < a->nchunks; i++)
+        forget_sched(&a->chunks[i].sched);
+    for (uint32_t k = 0; k < a->nruns; k++)
+        forget_sched(&a->runs[k].s);
 }
 
 void sw_learn_forget(const sw_table_t *t)
@@ -266,7 +291,7 @@ static void collect_gaps(sw_alloc_t *a, void *arg)
     gaps_t *gs = arg;
     for (uint32_t i = 0; i < a->nchunks && !gs->oom; i++) {
         const sw_chunk_t *c = &a->chunks[i];
-        uint64_t gap = sw_learn_state(c).gap;
+        uint64_t gap = sw_learn_state(c).loop;
         if (gap == 0)
             continue;
         if (gs->n == gs->cap) {
@@ -408,4 +433,20 @@ void sw_segment_free(sw_alloc_t *a)
     free(a->bounds);
     a->bounds = NULL;
     a->nbounds = a->capbounds = 0;
+}
+
+uint64_t sw_parts(uint64_t start, uint64_t len, uint64_t lo, uint64_t hi)
+{
+    if (lo < start)
+        lo = start;
+    if (hi > start + len)
+        hi = start + len;
+    if (!len || lo >= hi)
+        return 0;
+    /* The parts [lo, hi) overlaps: from the one holding lo to the last
+     * one hi reaches into. Allocations lie in a 48-bit address space, so
+     * the offsets times 64 cannot overflow. */
+    unsigned first = (unsigned)((lo - start) * 64 / len);
+    unsigned last = (unsigned)(((hi - start) * 64 + len - 1) / len - 1);
+    return (last == 63 ? ~0ull : (2ull << last) - 1) & ~((1ull << first) - 1);
 }

@@ -229,16 +229,34 @@ typedef struct {
     uint32_t coldest_heat;
 } displace_t;
 
+/* When the loop comes back to a chunk next (the start of its next
+ * visit): due any moment when that lies up to an eighth of its loop in
+ * the past (an estimate a little short), unknown (UINT64_MAX) when it
+ * lies further back or no loop is known. */
+static uint64_t next_visit(const sw_sched_t *s, uint64_t now)
+{
+    if (!s->loop || !s->visit || s->visit + s->loop + s->loop / 8 < now)
+        return UINT64_MAX;
+    return s->visit + s->loop;
+}
+
 static void find_coldest(sw_alloc_t *a, void *arg)
 {
     displace_t *d = arg;
     bool young = d->now - a->born < SW_UNSEEN_GRACE;
+    const sw_sched_t hs = sw_learn_state(d->hot);
+    uint64_t hot_next = next_visit(&hs, d->now);
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
         if (c->where != SW_ON_DEVICE || c->resident || c->fixed || c->size < d->hot->size)
             continue;
         const sw_sched_t s = sw_learn_state(c);
         if ((s.uses == 0 && (young || c->pointed)) || (d->keep && d->keep(c, d->arg)))
+            continue;
+        /* Belady over visits: a chunk the loop comes back to before the
+         * hot one's next visit is not its victim (in a cyclic scan the
+         * coldest chunk is the one needed soonest). */
+        if (hot_next != UINT64_MAX && next_visit(&s, d->now) < hot_next)
             continue;
         uint32_t h = sw_learn_heat(c, d->now);
         sw_chunk_t *b = d->coldest;

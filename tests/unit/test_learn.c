@@ -317,22 +317,22 @@ START_TEST(learn_period_is_the_gap_shared_by_the_most_bytes)
     /* three 1G chunks with gap 7 against one 4G chunk with gap 20 */
     const uint64_t sizes[] = {G, G, G, 4 * G};
     sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 4);
-    a->chunks[0].gap = a->chunks[1].gap = a->chunks[2].gap = 7;
-    a->chunks[3].gap = 20;
+    a->chunks[0].loop = a->chunks[1].loop = a->chunks[2].loop = 7;
+    a->chunks[3].loop = 20;
     sw_table_t *t = table_of(a);
     ck_assert_uint_eq(sw_learn_period(t), 20);
     /* the same chunks with the sizes the other way round */
-    a->chunks[3].gap = 7;
-    a->chunks[0].gap = 20;
+    a->chunks[3].loop = 7;
+    a->chunks[0].loop = 20;
     ck_assert_uint_eq(sw_learn_period(t), 7);
     /* bytes, not chunk counts: one big chunk outweighs many small ones,
      * across allocations */
     sw_alloc_t *b = mk_even(BASE + 64 * G, 5, G);
     for (uint32_t i = 0; i < 5; i++)
-        b->chunks[i].gap = 50;
+        b->chunks[i].loop = 50;
     ck_assert_int_eq(sw_table_insert(t, b), 0);
     ck_assert_uint_eq(sw_learn_period(t), 7); /* 6G at 7 against 5G at 50 */
-    a->chunks[1].gap = a->chunks[2].gap = 50;
+    a->chunks[1].loop = a->chunks[2].loop = 50;
     ck_assert_uint_eq(sw_learn_period(t), 50); /* 4G at 7 against 7G at 50 */
     sw_table_free(t);
     unit_free_alloc(a);
@@ -345,32 +345,105 @@ START_TEST(learn_period_counts_gaps_within_an_eighth_as_one)
     /* 19, 20, 21 (within 1/8 of 20) outweigh a 2G chunk at 30 */
     const uint64_t sizes[] = {G, G, G, 2 * G};
     sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 4);
-    a->chunks[0].gap = 19;
-    a->chunks[1].gap = 20;
-    a->chunks[2].gap = 21;
-    a->chunks[3].gap = 30;
+    a->chunks[0].loop = 19;
+    a->chunks[1].loop = 20;
+    a->chunks[2].loop = 21;
+    a->chunks[3].loop = 30;
     sw_table_t *t = table_of(a);
     uint64_t p = sw_learn_period(t);
     ck_assert_uint_ge(p, 19);
     ck_assert_uint_le(p, 21);
     /* 16, 20, 24: more than 1/8 apart, each alone lighter than 30 */
-    a->chunks[0].gap = 16;
-    a->chunks[2].gap = 24;
+    a->chunks[0].loop = 16;
+    a->chunks[2].loop = 24;
     ck_assert_uint_eq(sw_learn_period(t), 30);
     /* the boundary: 1/8 of 16 is 2, so 16, 17 and 18 count as one (3G
      * against 30's 2G) */
-    a->chunks[0].gap = 16;
-    a->chunks[1].gap = 18;
-    a->chunks[2].gap = 17;
+    a->chunks[0].loop = 16;
+    a->chunks[1].loop = 18;
+    a->chunks[2].loop = 17;
     p = sw_learn_period(t);
     ck_assert_uint_ge(p, 16);
     ck_assert_uint_le(p, 18);
     /* 16 and 19 are not within 1/8 of each other (19 - 16 = 3 > 2) */
-    a->chunks[1].gap = 19;
-    a->chunks[2].gap = 22;
+    a->chunks[1].loop = 19;
+    a->chunks[2].loop = 22;
     ck_assert_uint_eq(sw_learn_period(t), 30);
     sw_table_free(t);
     unit_free_alloc(a);
+}
+END_TEST
+
+/* A segment of several tensors is touched by the launches of its layers
+ * one after another: gaps of one launch, then the loop. The period is
+ * the loop's, measured between the starts of visits; the gap is left as
+ * it was (the last touch's distance). Before visits, the period was 1. */
+START_TEST(learn_period_is_the_loop_of_visits_not_the_gap_within_one)
+{
+    sw_alloc_t *a = mk_even(BASE, 8, G);
+    sw_table_t *t = table_of(a);
+    uint64_t seq = 1;
+    for (int loop = 0; loop < 3; loop++)
+        for (uint32_t i = 0; i < 8; i++)
+            for (int layer = 0; layer < 5; layer++)
+                sw_learn_touch(&a->chunks[i], seq++);
+    ck_assert_uint_eq(sw_learn_period(t), 40);
+    for (uint32_t i = 0; i < 8; i++) {
+        ck_assert_uint_eq(a->chunks[i].loop, 40);
+        ck_assert_uint_eq(a->chunks[i].gap, 1);
+        ck_assert_uint_eq(a->chunks[i].visit, 81 + 5 * i);
+    }
+    sw_table_free(t);
+    unit_free_alloc(a);
+}
+END_TEST
+
+/* The boundary: a touch within a quarter of the loop gap of the one
+ * before continues the visit; one further begins the next. */
+START_TEST(learn_a_touch_within_a_quarter_of_the_loop_continues_a_visit)
+{
+    sw_chunk_t c = {0};
+    sw_learn_touch(&c, 10);
+    sw_learn_touch(&c, 50);
+    ck_assert_uint_eq(c.loop, 40);
+    ck_assert_uint_eq(c.visit, 50);
+    sw_learn_touch(&c, 60); /* 10 after: the same visit */
+    ck_assert_uint_eq(c.loop, 40);
+    ck_assert_uint_eq(c.visit, 50);
+    sw_learn_touch(&c, 71); /* 11 after: a new one, 21 after the last start */
+    ck_assert_uint_eq(c.loop, 35); /* a quarter of the way from 40 to 21 */
+    ck_assert_uint_eq(c.visit, 71);
+    /* before any loop is known, touches up to four launches apart are one
+     * visit, five apart two */
+    sw_chunk_t d = {0};
+    sw_learn_touch(&d, 1);
+    sw_learn_touch(&d, 5);
+    ck_assert_uint_eq(d.loop, 0);
+    ck_assert_uint_eq(d.visit, 1);
+    sw_learn_touch(&d, 10);
+    ck_assert_uint_eq(d.loop, 9);
+    ck_assert_uint_eq(d.visit, 10);
+}
+END_TEST
+
+/* sw_parts: a range as 64 equal parts, bit i the i-th. */
+START_TEST(parts_of_a_range_are_its_64ths)
+{
+    const uint64_t s = 1 << 20, len = 64 << 20;
+    ck_assert_uint_eq(sw_parts(s, len, s, s + len), ~0ull);
+    ck_assert_uint_eq(sw_parts(s, len, s, s + len / 2), 0xffffffffull);
+    ck_assert_uint_eq(sw_parts(s, len, s + len / 2, s + len), 0xffffffff00000000ull);
+    ck_assert_uint_eq(sw_parts(s, len, s + len - 1, s + len), 1ull << 63);
+    ck_assert_uint_eq(sw_parts(s, len, s + (1 << 20), s + (1 << 20) + 1), 2);
+    /* clamped to the range; nothing outside or empty gives no bit */
+    ck_assert_uint_eq(sw_parts(s, len, 0, s + 1), 1);
+    ck_assert_uint_eq(sw_parts(s, len, s + len - 1, UINT64_MAX), 1ull << 63);
+    ck_assert_uint_eq(sw_parts(s, len, s + len, s + 2 * len), 0);
+    ck_assert_uint_eq(sw_parts(s, len, s + 5, s + 5), 0);
+    ck_assert_uint_eq(sw_parts(s, 0, s, s + 1), 0);
+    /* a range shorter than 64 bytes: each byte its own part or parts */
+    ck_assert_uint_eq(sw_parts(s, 16, s, s + 16), ~0ull);
+    ck_assert_uint_eq(sw_parts(s, 16, s, s + 1), 0xf);
 }
 END_TEST
 
@@ -378,7 +451,7 @@ START_TEST(learn_period_ignores_chunks_without_a_gap)
 {
     const uint64_t sizes[] = {G, 8 * G};
     sw_alloc_t *a = unit_mk_alloc(BASE, sizes, 2);
-    a->chunks[0].gap = 12;
+    a->chunks[0].loop = 12;
     a->chunks[1].last_use = 5; /* the big one: seen once */
     a->chunks[1].uses = 1;
     sw_table_t *t = table_of(a);
@@ -930,7 +1003,7 @@ START_TEST(learn_period_out_of_memory_does_not_crash)
 {
     sw_alloc_t *a = mk_even(BASE, 8, G);
     for (uint32_t i = 0; i < 8; i++)
-        a->chunks[i].gap = 20;
+        a->chunks[i].loop = 20;
     sw_table_t *t = table_of(a);
     oom_t o;
     if (!unit_oom_begin(&o)) {
@@ -1075,6 +1148,8 @@ START_TEST(learn_forget_drops_gaps_and_heat_but_keeps_last_use_and_uses)
     for (uint32_t i = 0; i < 8; i++) {
         const sw_sched_t st = sw_learn_state(&a->chunks[i]);
         ck_assert_uint_eq(st.gap, 0);
+        ck_assert_uint_eq(st.loop, 0);
+        ck_assert_uint_eq(st.visit, 0);
         ck_assert_uint_eq(st.heat, 0);
         ck_assert_uint_eq(sw_learn_next_use(&a->chunks[i], 50), UINT64_MAX);
     }
@@ -1118,6 +1193,9 @@ Suite *learn_suite(void)
     add_case(s, learn_period_is_the_gap_shared_by_the_most_bytes);
     add_case(s, learn_period_counts_gaps_within_an_eighth_as_one);
     add_case(s, learn_period_ignores_chunks_without_a_gap);
+    add_case(s, learn_period_is_the_loop_of_visits_not_the_gap_within_one);
+    add_case(s, learn_a_touch_within_a_quarter_of_the_loop_continues_a_visit);
+    add_case(s, parts_of_a_range_are_its_64ths);
     add_case(s, learn_periodic_trace_learns_gaps_next_uses_and_period_in_two_periods);
     add_case(s, learn_periodic_trace_with_many_chunks_per_launch);
     add_case(s, learn_period_change_beyond_a_factor_two_is_followed_in_one_period);

@@ -139,6 +139,37 @@ START_TEST(displace_takes_the_coldest_device_chunk_when_half_again_as_hot)
 }
 END_TEST
 
+/* A loop over visits (each 40 launches): the hot chunk is visited now,
+ * five touches a visit; three colder device chunks, one touch a visit,
+ * come back before its next visit. However cold, none is its victim: in a
+ * cyclic scan the coldest chunk is the one needed soonest. One the loop
+ * comes back to only after the hot one's next visit is. */
+START_TEST(displace_spares_a_chunk_the_loop_comes_back_to_first)
+{
+    sw_table_t *t = new_table();
+    sw_alloc_t **v = mk_singles(t, 4, G);
+    sw_chunk_t *hot = &v[0]->chunks[0];
+    hot->where = SW_ON_HOST;
+    for (uint64_t k = 0; k < 3; k++) {
+        uint64_t base = 40 * k;
+        for (uint64_t j = 1; j <= (k < 2 ? 5u : 3u); j++)
+            sw_learn_touch(hot, base + j);
+        for (int i = 1; i < 4 && k < 2; i++)
+            sw_learn_touch(&v[i]->chunks[0], base + 10 * (uint64_t)i + 1);
+    }
+    ck_assert_ptr_null(sw_policy_displace(t, hot, 84, NULL, NULL));
+    /* the third comes back every other loop: after the hot one */
+    v[3]->chunks[0].loop = 80;
+    ck_assert_ptr_eq(sw_policy_displace(t, hot, 84, NULL, NULL), &v[3]->chunks[0]);
+    /* a prediction missed by more than an eighth of its loop is no
+     * prediction: the chunk is a victim like any cold one */
+    v[3]->chunks[0].loop = 40;
+    ck_assert_ptr_null(sw_policy_displace(t, hot, 84, NULL, NULL));
+    ck_assert_ptr_nonnull(sw_policy_displace(t, hot, 40 + 71 + 6, NULL, NULL));
+    free_singles(t, v, 4);
+}
+END_TEST
+
 /* The coldest device chunk, kept resident by a hint, is passed over for
  * the next coldest. */
 START_TEST(displace_passes_over_resident_chunks)
@@ -309,6 +340,7 @@ Suite *popularity_suite(void)
     tcase_add_test(tc, displace_takes_the_coldest_device_chunk_when_half_again_as_hot);
     tcase_add_test(tc, displace_needs_a_hot_host_chunk);
     tcase_add_test(tc, displace_passes_over_resident_chunks);
+    tcase_add_test(tc, displace_spares_a_chunk_the_loop_comes_back_to_first);
     tcase_add_test(tc, displace_spares_unseen_chunks_for_a_grace_period);
     tcase_add_test(tc, displace_honours_keep_host_chunks_and_size);
     tcase_add_test(tc, unseen_picks_pointed_host_chunks_no_argument_names);
