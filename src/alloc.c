@@ -329,6 +329,50 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     return CUDA_SUCCESS;
 }
 
+/* Brings host chunks of dev in while its budget has room, the next used
+ * first: room a window gave back, which launches read in place or graph
+ * replays may never ask for. Gate held exclusively, device synchronized. */
+static void fill_room(int dev, uint64_t now, uint64_t period)
+{
+    static sw_chunk_t *in[MAX_VICTIMS];
+    size_t n = sw_policy_prefetch(sw_tracked(), now, period ? period : UINT64_MAX,
+                                  sw_device_room(dev), in_window, &dev, in, MAX_VICTIMS);
+    for (size_t i = 0; i < n && sw_move(in[i], SW_ON_DEVICE) == CUDA_SUCCESS; i++)
+        ;
+    sw_pool_drain(SW_ON_DEVICE);
+}
+
+#define RECLAIM_EVERY 64 /* launches between questions: idleness takes loops to show */
+
+void sw_window_reclaim(bool replay)
+{
+    static uint64_t asked;
+    uint64_t now = sw_launch_now();
+    if (!sw_window_on() || sw_capturing() ||
+        (!replay && now - __atomic_load_n(&asked, __ATOMIC_RELAXED) < RECLAIM_EVERY))
+        return;
+    __atomic_store_n(&asked, now, __ATOMIC_RELAXED);
+    if (!sw_gate_rd())
+        return;
+    uint64_t period = sw_period(now), bytes = 0;
+    int dev = sw_window_here();
+    /* A window of a size the user gave is kept: they asked for it. */
+    if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) &&
+        sw_window_idle(dev, now, period)) {
+        sw_gate_wr();
+        if (!sw_capturing() && sw_window_here() == dev && sw_window_idle(dev, now, period) &&
+            sw_safe_sync() == CUDA_SUCCESS && (bytes = sw_window_release(dev)) != 0) {
+            sw_dev_bytes_add(dev, -(int64_t)bytes);
+            sw_info("device %d: the streaming window served nothing for a loop: its %llu "
+                    "bytes are the resident set's now",
+                    dev, (unsigned long long)bytes);
+            fill_room(dev, now, period);
+        }
+        sw_gate_unwr();
+    }
+    sw_gate_unrd();
+}
+
 /* ---- the application's own handles (appvmm.c); gate held exclusively ---- */
 
 const sw_vmm_info_t *sw_alloc_ready(int *dev)

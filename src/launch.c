@@ -264,6 +264,7 @@ static const sw_layout_t *layout_of(CUfunction h)
  * of its pointers points into. */
 typedef struct {
     uint64_t start, len, copy;
+    uint64_t parts;                /* the 64ths of it the launch's tensors span (sw_parts) */
     bool served;                   /* sw_window_use said yes: [start, +len) becomes copy */
     bool applied;                  /* and the arguments were pointed at it */
 } stream_use_t;
@@ -328,18 +329,31 @@ static bool clean(const sw_alloc_t *a, uint32_t first, uint32_t end)
  * lies wholly on the host. The decision waits until the scan is over
  * (serve), when every stamp is in. One that does not fit in use[] is
  * read in place, and every copy goes home first (sw_mark). */
-static void consider(marks_t *m, const sw_alloc_t *a)
+static void consider(marks_t *m, const sw_alloc_t *a, uint64_t word, uint64_t end)
 {
-    if (!sw_window_on())
-        return;
+    uint64_t parts = sw_parts(a->va, a->size, word, end);
     for (int i = 0; i < m->nuse; i++)
-        if (m->use[i].start == a->va)
+        if (m->use[i].start == a->va) {
+            m->use[i].parts |= parts;
             return;
+        }
     if (m->nuse == SW_WINDOW_MAX_USES) {
         m->overflow = true;
         return;
     }
-    m->use[m->nuse++] = (stream_use_t){.start = a->va, .len = a->size};
+    m->use[m->nuse++] = (stream_use_t){.start = a->va, .len = a->size, .parts = parts};
+}
+
+/* The end of the tensor at word in a, one chunk long: the next segment
+ * start. Learned only while the window is on, which alone asks (a lock
+ * per launch otherwise not taken). */
+static uint64_t tensor_end(sw_alloc_t *a, uint64_t word)
+{
+    pthread_mutex_lock(&segment_lock);
+    sw_segment_note(a, word);
+    uint64_t end = sw_segment_end(a, word);
+    pthread_mutex_unlock(&segment_lock);
+    return end;
 }
 
 /* A word inside a tracked allocation. The window serves the whole
@@ -366,16 +380,18 @@ static void hit(uint64_t word, void *arg)
     sw_alloc_t *a = c->alloc;
     if (a->nchunks == 1) {
         touch(m, c);
-        if (word < a->va + a->size)
-            consider(m, a);
+        if (word < a->va + a->size && sw_window_on())
+            consider(m, a, word, tensor_end(a, word));
         return;
     }
     pthread_mutex_lock(&segment_lock);
     uint32_t first = c->index, end = first + 1;
+    uint64_t tend = 0;
     if (word < a->va + a->size) {
         sw_segment_note(a, word);
+        tend = sw_segment_end(a, word);
         /* The chunk holding the last byte before the segment's end. */
-        end = sw_table_lookup(sw_tracked(), sw_segment_end(a, word) - 1)->index + 1;
+        end = sw_table_lookup(sw_tracked(), tend - 1)->index + 1;
     }
     if (!clean(a, first, end)) {
         bool all_device = true;
@@ -398,8 +414,8 @@ static void hit(uint64_t word, void *arg)
     }
     sw_learn_touch_range(a, first, end, m->seq);
     pthread_mutex_unlock(&segment_lock);
-    if (word < a->va + a->size)
-        consider(m, a);
+    if (word < a->va + a->size && sw_window_on())
+        consider(m, a, word, tend);
 }
 
 /* Pointer tables (grouped GEMM, batched cuBLAS) are small; weights and
@@ -415,8 +431,9 @@ static void mark_pointed(uint64_t word, void *arg)
     /* copies on other threads may mark it at once */
     __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED);
     /* A pointer in a table is a tensor's start as much as an argument is:
-     * the segment before it ends there, for the schedule (hit). */
-    if (c->alloc->nchunks > 1 && word < c->alloc->va + c->alloc->size) {
+     * the segment before it ends there, for the schedule and for what a
+     * launch's tensors span of its allocation (hit). */
+    if (word < c->alloc->va + c->alloc->size) {
         pthread_mutex_lock(&segment_lock);
         sw_segment_note(c->alloc, word);
         pthread_mutex_unlock(&segment_lock);
@@ -954,7 +971,8 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
         stream_use_t *u = &m->use[i];
         bool written;
         if (any && streamable[i] &&
-            sw_window_use(dev, u->start, u->len, m->seq, period, s, &u->copy, &written)) {
+            sw_window_use(dev, u->start, u->len, u->parts, m->seq, period, s, &u->copy,
+                          &written)) {
             u->served = true;
             served++;
             if (written && !sw_capturing() && sw_budget_set())
@@ -1050,8 +1068,10 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
         defer_hot(&m);
     if (m.nuse) {
         serve(&m, l, pparams, pextra, s);
-        if (!sw_capturing())
+        if (!sw_capturing()) {
             adopt(m.seq);
+            sw_window_reclaim(false);
+        }
     }
     if (m.window && !m.host)
         sw_stat_add(SW_STAT_prefetch_hits, 1);

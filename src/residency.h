@@ -214,11 +214,22 @@ uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t);
  * or a capture is on). Gate held exclusively, and the device synchronized
  * since the last work was issued (the safety rule's synchronization). */
 uint64_t sw_window_release(int dev);
+/* Whether dev's window served nothing for a loop: no launch in the last
+ * `period` launches up to `now` (counted from the first question when it
+ * has served none; never while the period is unknown), or a graph launch
+ * while no graph held a copy and nothing else was served since. */
+bool sw_window_idle(int dev, uint64_t now, uint64_t period);
+/* Gives the window of the current context's device back, for good, when
+ * spillway sized it and it is idle (sw_window_idle): its room is the
+ * resident set's then. Asked at a graph launch (replay), else every 64
+ * launches. Not in a capture; the gate held shared or not. */
+void sw_window_reclaim(bool replay);
 /* Whether [start, +len) may be streamed by dev's window: every chunk dev's
  * and on the host. */
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len);
 /* Launch `now` on s, in dev's context, names the host range [start, +len),
- * streamable, in a loop of `period` launches (0: unknown): true and
+ * streamable, its tensors spanning `parts` of it (sw_parts), in a loop of
+ * `period` launches (0: unknown): true and
  * *copy (the copy's address, for start) when it may read the window copy
  * instead; *written then says whether its readers were found changing
  * the range's copies (each use then costs a copy home too). s then waits
@@ -227,8 +238,8 @@ bool sw_window_streamable(int dev, uint64_t start, uint64_t len);
  * (any copy of an overlapping range dropped first, s ordered after it):
  * also for a range that does not recur with the loop, since a copy it
  * does not repay is a copy wasted. */
-bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t period,
-                   CUstream s, uint64_t *copy, bool *written);
+bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64_t now,
+                   uint64_t period, CUstream s, uint64_t *copy, bool *written);
 /* The launch will not read the copy of the range at start after all
  * (its arguments could not be pointed at it): the copy goes home, with s
  * after it, and is not counted as read. */

@@ -52,8 +52,18 @@
  * anywhere: CUDA promises a kernel every byte of it, so a copy of less
  * would be a guess a fused weight or an interior pointer runs off. It is
  * streamed when all of its chunks are on the host, it fits in the window,
- * and it recurs with the launch loop (one of its last uses lies one
- * period back; in a capture, any, since a graph is replayed as a loop).
+ * it recurs with the launch loop (one of its last uses lies one period
+ * back; in a capture, any, since a graph is replayed as a loop), and the
+ * tensors its launches name span it whole: over each of its last two
+ * visits (its uses within a quarter of the loop of each other); each
+ * launch alone in a capture, where a copy serves one launch, and for a
+ * range its readers write, whose copy goes home whole after each launch
+ * that changes it. A segment holding a tensor only a pointer table
+ * reaches, or one layer of which an update writes, is read in place
+ * instead: its copy would move every byte of it, where reading in place
+ * moves only what the kernels read (as fast as a copy for a kernel that
+ * reads each byte once; a GEMM that re-reads its weight pays the re-reads
+ * over the link: README, known limits).
  * Every argument word into it keeps its offset into the copy (launch.c).
  * One copy per allocation means no two copies hold the same bytes. An
  * allocation bigger than the window keeps its own address: it is
@@ -63,9 +73,11 @@
  * whose copies its readers change, which goes home after every use (a
  * GEMM library's workspace): launch.c asks at each served use whether it
  * should be resident instead (*written of sw_window_use). A range a pointer
- * table in device memory also reaches is streamed too: its copy goes home
- * right after each launch, before anything ordered after it reads the
- * table. The order ranges are used in is learned as a successor chain:
+ * table in device memory also reaches, whose launches name all of it, is
+ * streamed too: its copy goes home right after each launch, before
+ * anything ordered after it reads the table. A window that serves nothing
+ * for a loop is given back to the resident set (sw_window_idle,
+ * alloc.c). The order ranges are used in is learned as a successor chain:
  * after range u, the ranges used after u last time are copied ahead, as
  * far as the window goes without evicting a copy that was made ahead and
  * not read yet. A copy is no slower than reading in place (55 against 50
@@ -89,10 +101,18 @@
 #define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
 
 #define RECALL 4 /* uses a range remembers, to see it recur with the loop */
+#define IDLE_LOOPS 1 /* loops a window may serve nothing in before it is given back */
+#define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
 
 typedef struct {
     uint64_t start, len; /* home: [start, start + len) */
     uint64_t used[RECALL]; /* its latest uses (launch numbers), newest first */
+    uint64_t named;      /* the parts (sw_parts) its launches' tensors span, this visit */
+    uint64_t named_last; /* the same over its visit before; 0 unknown */
+    uint64_t named_prev; /* and over the visit before that (a training step's
+                          * forward pass and update visit a weight each) */
+    uint8_t parted;      /* bit 0: a launch of this visit named part of it;
+                          * bits 1, 2: of the visit before, and the one before */
     int next;            /* the unit used after it last time, -1 none */
     int entry;           /* its copy in the window, -1 none */
     bool live;
@@ -139,6 +159,8 @@ typedef struct {
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
     int last;            /* the unit used last, for the chain */
+    uint64_t served_at;  /* the launch it served last (or first asked sw_window_idle); 0 none */
+    int idle_replays;    /* graph launches since it last served, while no graph held a copy */
 } win_t;
 
 /* Each device's window (NULL: none), made when the device's budget first
@@ -477,6 +499,22 @@ static bool reader_ok(const entry_t *e, CUstream s)
     return e->nread < READERS;
 }
 
+/* Whether launches' tensors spanning `parts` of a range read all of it,
+ * near enough: else a copy would carry bytes only pointers spillway does
+ * not see reach, if anything, and they read home anyway. */
+static bool spans_all(uint64_t parts)
+{
+    return __builtin_popcountll(parts) >= SPANS_ALL;
+}
+
+/* Whether u's launches spanned it whole over each of its last two visits
+ * (those not over yet count as whole). */
+static bool spanned(const unit_t *u)
+{
+    return (!u->named_last || spans_all(u->named_last)) &&
+           (!u->named_prev || spans_all(u->named_prev));
+}
+
 /* The chain: the ranges used after ui last time, copied ahead while the
  * window has room for them. */
 static void copy_ahead(win_t *w, int ui)
@@ -485,7 +523,10 @@ static void copy_ahead(win_t *w, int ui)
     int v = w->units[ui].next;
     for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++, v = w->units[v].next) {
         unit_t *u = &w->units[v];
-        if (u->entry >= 0)
+        /* Not one its own launch would not copy (sw_window_use): named
+         * in part by its last visits, or written and named in part by one
+         * of their launches. */
+        if (u->entry >= 0 || !spanned(u) || (u->written && (u->parted & 6)))
             continue;
         if (u->len > room || !streamable(w, u->start, u->len) || !fill(w, v, true))
             break;
@@ -600,8 +641,23 @@ static bool recurs(unit_t *u, uint64_t now, uint64_t period)
     return yes;
 }
 
-bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t period,
-                   CUstream s, uint64_t *copy, bool *written)
+/* A use `now` of u, naming `parts`: a visit is the uses of u within a
+ * quarter of the loop of each other (the layers of a segment, one after
+ * another); what the two before named is kept. */
+static void visit(unit_t *u, uint64_t parts, uint64_t now, uint64_t period)
+{
+    if (period && u->used[0] && now - u->used[0] > period / 4) {
+        u->named_prev = u->named_last;
+        u->named_last = u->named;
+        u->named = 0;
+        u->parted = (uint8_t)(u->parted << 1 & 6);
+    }
+    u->named |= parts;
+    u->parted |= !spans_all(parts);
+}
+
+bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64_t now,
+                   uint64_t period, CUstream s, uint64_t *copy, bool *written)
 {
     win_t *w = win(dev);
     /* One launch reads one window, its device's. */
@@ -645,7 +701,18 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
      * copy already made serves every launch of the visit that made it
      * (the layers of a shared segment, one after another), recurring or
      * not: it is paid for. */
+    visit(u, parts, now, period);
     if (!recurs(u, now, period) && u->entry < 0 && !w->origin)
+        goto out;
+    /* A range its last visits' launches did not span whole (a segment whose
+     * other tensors only a pointer table reaches) is read in place: a
+     * copy moves all of it, and each tensor read at home moves only what
+     * it reads. The same holds of each launch in a capture, where a copy
+     * serves one launch, and of a range its readers write, whose copy
+     * goes home whole after each launch that changes it (one layer's
+     * update in a segment of five). */
+    bool whole = w->origin || u->written ? spans_all(parts) : spanned(u);
+    if (!whole)
         goto out;
     if (len > w->size)
         goto out;
@@ -682,6 +749,8 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t now, uint64_t
     pending.e[pending.n++] = u->entry;
     *copy = w->base + e->off;
     *written = u->written;
+    __atomic_store_n(&w->served_at, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->idle_replays, 0, __ATOMIC_RELAXED);
     ok = true;
     /* Not into a graph: a copy ahead is a guess, and a graph would make
      * it at every replay, reading an allocation its own kernels may never
@@ -860,6 +929,23 @@ static void teardown(win_t *w)
         r->cuStreamDestroy_v2(w->cst);
     pthread_mutex_destroy(&w->lock);
     free(w);
+}
+
+bool sw_window_idle(int dev, uint64_t now, uint64_t period)
+{
+    win_t *w = win(dev);
+    if (!w)
+        return false;
+    if (__atomic_load_n(&w->idle_replays, __ATOMIC_RELAXED) >= IDLE_LOOPS)
+        return true;
+    if (!period)
+        return false;
+    uint64_t at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED);
+    if (!at) {
+        __atomic_store_n(&w->served_at, now, __ATOMIC_RELAXED);
+        return false;
+    }
+    return now > at && now - at > IDLE_LOOPS * period;
 }
 
 uint64_t sw_window_release(int dev)
@@ -1148,6 +1234,8 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
             forget_fingerprints(w);
         if (w == here && w->graphs)
             e = order_after(w, s, w->replayed); /* unordered, it is not launched */
+        else if (w == here)
+            w->idle_replays++;
         pthread_mutex_unlock(&w->lock);
     }
     if (e != CUDA_SUCCESS) {

@@ -285,6 +285,128 @@ START_TEST(learned_promotes_a_workspace_a_graph_writes_at_its_replay)
 }
 END_TEST
 
+/* mlp over layers packed into 20 MiB segments (PyTorch's caching
+ * allocator's layout), a third of them read only through a pointer table,
+ * under `budget`, with the streaming window, whose rules these are:
+ * `steps` steps, with --graph, --streams 2 and --train as `mode` says. */
+enum { EAGER = 0, GRAPH = 1, STREAMS = 2, TRAIN = 4 };
+
+static void run_segments(swt_run_t *r, const char *layers, const char *width, const char *steps,
+                         int mode, const char *budget)
+{
+    const char *argv[16] = {swt_path("SWT_MLP"), "--layers", layers, "--width", width,
+                            "--segments", "20", "--steps", steps};
+    int n = 9;
+    if (mode & GRAPH)
+        argv[n++] = "--graph";
+    if (mode & STREAMS) {
+        argv[n++] = "--streams";
+        argv[n++] = "2";
+    }
+    if (mode & TRAIN)
+        argv[n++] = "--train";
+    char b[64];
+    snprintf(b, sizeof b, "SPILLWAY_GPU_BUDGET=%s", budget);
+    const char *env[] = {"SIMGPU_MEM=1GiB", b, "SPILLWAY_LOG=info", "SPILLWAY_REWRITE=1", NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+/* Five layers a segment: a segment is visited by the launches of five
+ * layers in a row, then not for a loop. The period is the loop's (two
+ * launches a layer), as with a layer per allocation; measured chunk by
+ * chunk it was 3. */
+START_TEST(segments_learn_the_loops_period)
+{
+    swt_run_t r;
+    run_segments(&r, "40", "1024", "4", EAGER, "80MiB");
+    ck_assert_msg(swt_sw(&r, "learned_period") == 80, "%s", swt_describe(&r));
+}
+END_TEST
+
+/* 160 MiB in eight segments, each holding a layer only the table reaches:
+ * a copy of a segment would move all of it while that layer reads home
+ * anyway, so launches read the segments in place, and the window, which
+ * serves nothing, is given back to the resident set. Steps 5-8 copy
+ * nothing into the window and read no more in place than the model less
+ * the budget (80 MiB a step; with the window kept, 100). */
+START_TEST(segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back)
+{
+    swt_run_t four, eight;
+    run_segments(&four, "40", "1024", "4", EAGER, "80MiB");
+    run_segments(&eight, "40", "1024", "8", EAGER, "80MiB");
+    ck_assert_msg(swt_file_has(eight.err, "served nothing for a loop"), "%s",
+                  swt_describe(&eight));
+    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+    ck_assert_msg(streamed == 0, "steps 5-8 streamed %llu bytes", (unsigned long long)streamed);
+    ck_assert_msg(in_place <= 4 * 80 * SWT_MIB, "steps 5-8 read %llu bytes in place: %s",
+                  (unsigned long long)in_place, swt_describe(&eight));
+}
+END_TEST
+
+/* One 16 MiB layer a segment: its launches span the whole of it, and the
+ * window streams the segments named by arguments. */
+START_TEST(segments_their_launches_span_whole_are_streamed)
+{
+    swt_run_t four, eight;
+    run_segments(&four, "10", "2048", "4", EAGER, "80MiB");
+    run_segments(&eight, "10", "2048", "8", EAGER, "80MiB");
+    ck_assert_msg(swt_sw(&eight, "bytes_streamed") > swt_sw(&four, "bytes_streamed"),
+                  "steps 5-8 streamed nothing: %s", swt_describe(&eight));
+}
+END_TEST
+
+/* A graph over the same segments, captured before any eager step: a
+ * capture's copy serves one launch, so a segment five launches read would
+ * be copied five times a replay. Its launches read it in place, the idle
+ * window goes back at the replays, and replays 5-8 copy nothing to the
+ * device and read no more in place than the model less the budget. */
+START_TEST(segments_under_a_graph_are_read_in_place_not_copied_per_launch)
+{
+    swt_run_t four, eight;
+    run_segments(&four, "40", "1024", "4", GRAPH, "80MiB");
+    run_segments(&eight, "40", "1024", "8", GRAPH, "80MiB");
+    uint64_t h2d = swt_sg(&eight, "dma_h2d_bytes") - swt_sg(&four, "dma_h2d_bytes");
+    uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+    ck_assert_msg(h2d <= 4 * SWT_MIB, "replays 5-8 copied %llu bytes to the device: %s",
+                  (unsigned long long)h2d, swt_describe(&eight));
+    ck_assert_msg(in_place <= 4 * 80 * SWT_MIB, "replays 5-8 read %llu bytes in place: %s",
+                  (unsigned long long)in_place, swt_describe(&eight));
+}
+END_TEST
+
+/* Training over segments of five 4 MiB layers (100 layers, two streams,
+ * a budget of 160 MiB): each update writes one layer of a segment, and a
+ * copy goes home whole after each launch that changes it. Such a segment
+ * is read in place: steps 5-8 stream nothing (600 MiB a step before). */
+START_TEST(segments_a_training_step_writes_are_read_in_place)
+{
+    swt_run_t four, eight;
+    run_segments(&four, "100", "1024", "4", STREAMS | TRAIN, "160MiB");
+    run_segments(&eight, "100", "1024", "8", STREAMS | TRAIN, "160MiB");
+    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    ck_assert_msg(streamed == 0, "steps 5-8 streamed %llu bytes: %s",
+                  (unsigned long long)streamed, swt_describe(&eight));
+}
+END_TEST
+
+/* Twenty 1 MiB layers a segment, on two streams, read in place: a
+ * segment grows hot while its twenty layers run, hotter than the resident
+ * one visited longest ago, which is the one the loop needs next. Once the
+ * loop is learned nothing trades places: each trade cost a segment's copy
+ * (67 MiB a step before). */
+START_TEST(segments_in_a_cyclic_scan_trade_no_places_once_learned)
+{
+    swt_run_t four, eight;
+    run_segments(&four, "400", "512", "4", STREAMS, "80MiB");
+    run_segments(&eight, "400", "512", "8", STREAMS, "80MiB");
+    uint64_t moved = swt_sw(&eight, "bytes_promoted") - swt_sw(&four, "bytes_promoted");
+    ck_assert_msg(moved == 0, "steps 5-8 promoted %llu bytes: %s", (unsigned long long)moved,
+                  swt_describe(&eight));
+}
+END_TEST
+
 /* With SPILLWAY_PREFETCH_BYTES unset, a given budget's window is made
  * when the budget first binds, fitted to two copies of the largest
  * allocation then known that fits in 25%: 12 layers of 8 MiB under an
@@ -345,6 +467,12 @@ Suite *policies_suite(void)
     tcase_add_test(tc, learned_promotes_a_workspace_a_graph_writes_at_its_replay);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
+    tcase_add_test(tc, segments_learn_the_loops_period);
+    tcase_add_test(tc, segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back);
+    tcase_add_test(tc, segments_their_launches_span_whole_are_streamed);
+    tcase_add_test(tc, segments_under_a_graph_are_read_in_place_not_copied_per_launch);
+    tcase_add_test(tc, segments_in_a_cyclic_scan_trade_no_places_once_learned);
+    tcase_add_test(tc, segments_a_training_step_writes_are_read_in_place);
     suite_add_tcase(s, tc);
     return s;
 }
