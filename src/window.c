@@ -681,6 +681,8 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
             goto out;
         u->len = len;
         u->fp_known = false;
+        u->named = u->named_last = u->named_prev = 0; /* 64ths of another length */
+        u->parted = 0;
     }
     if (w->fp_on && !u->written && __atomic_load_n(&w->changed[ui], __ATOMIC_RELAXED)) {
         u->written = true;
@@ -960,6 +962,11 @@ uint64_t sw_window_release(int dev)
         if (w->entries[i].unit >= 0)
             drop_entry(w, &w->entries[i]);
     __atomic_store_n(&wins[dev], NULL, __ATOMIC_RELEASE);
+    /* With no window left, launches stop noting what they name for one. */
+    bool some = false;
+    for (int d = 0; d < SW_MAX_DEVICES; d++)
+        some |= win(d) != NULL;
+    __atomic_store_n(&any_on, some, __ATOMIC_RELAXED);
     teardown(w);
     sw_info("device %d: streaming window released (%llu bytes)", dev, (unsigned long long)size);
     return size;
