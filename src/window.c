@@ -159,6 +159,7 @@ typedef struct {
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
     int last;            /* the unit used last, for the chain */
+    /* Relaxed atomics: sw_window_idle reads them without the lock. */
     uint64_t served_at;  /* the launch it served last (or first asked sw_window_idle); 0 none */
     int idle_replays;    /* graph launches since it last served, while no graph held a copy */
 } win_t;
@@ -1242,7 +1243,7 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
         if (w == here && w->graphs)
             e = order_after(w, s, w->replayed); /* unordered, it is not launched */
         else if (w == here)
-            w->idle_replays++;
+            __atomic_add_fetch(&w->idle_replays, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&w->lock);
     }
     if (e != CUDA_SUCCESS) {
