@@ -291,8 +291,9 @@ END_TEST
  * `steps` steps, with --graph, --streams 2 and --train as `mode` says. */
 enum { EAGER = 0, GRAPH = 1, STREAMS = 2, TRAIN = 4 };
 
-static void run_segments(swt_run_t *r, const char *layers, const char *width, const char *steps,
-                         int mode, const char *budget)
+static void run_segments_chunked(swt_run_t *r, const char *layers, const char *width,
+                                 const char *steps, int mode, const char *budget,
+                                 const char *chunk)
 {
     const char *argv[16] = {swt_path("SWT_MLP"), "--layers", layers, "--width", width,
                             "--segments", "20", "--steps", steps};
@@ -305,11 +306,18 @@ static void run_segments(swt_run_t *r, const char *layers, const char *width, co
     }
     if (mode & TRAIN)
         argv[n++] = "--train";
-    char b[64];
+    char b[64], c[64];
     snprintf(b, sizeof b, "SPILLWAY_GPU_BUDGET=%s", budget);
-    const char *env[] = {"SIMGPU_MEM=1GiB", b, "SPILLWAY_LOG=info", "SPILLWAY_REWRITE=1", NULL};
+    snprintf(c, sizeof c, "SPILLWAY_CHUNK=%s", chunk);
+    const char *env[] = {"SIMGPU_MEM=1GiB", b, "SPILLWAY_LOG=info", "SPILLWAY_REWRITE=1", c, NULL};
     swt_run(r, true, env, argv);
     swt_assert_match(r);
+}
+
+static void run_segments(swt_run_t *r, const char *layers, const char *width, const char *steps,
+                         int mode, const char *budget)
+{
+    run_segments_chunked(r, layers, width, steps, mode, budget, "32MiB");
 }
 
 /* Five layers a segment: a segment is visited by the launches of five
@@ -324,24 +332,31 @@ START_TEST(segments_learn_the_loops_period)
 }
 END_TEST
 
-/* 160 MiB in eight segments, each holding a layer only the table reaches:
- * a copy of a segment would move all of it while that layer reads home
- * anyway, so launches read the segments in place, and the window, which
- * serves nothing, is given back to the resident set. Steps 5-8 copy
- * nothing into the window and read no more in place than the model less
- * the budget (80 MiB a step; with the window kept, 100). */
+/* 160 MiB in eight segments (of one chunk each, and of ten), each holding
+ * a layer only the table reaches: a copy of a segment would move all of
+ * it while that layer reads home anyway, so launches read the segments in
+ * place, and the window, which serves nothing, is given back to the
+ * resident set. Steps 5-8 copy nothing into the window and read no more
+ * in place than the model less the budget (80 MiB a step; with the window
+ * kept, 100). */
 START_TEST(segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back)
 {
-    swt_run_t four, eight;
-    run_segments(&four, "40", "1024", "4", EAGER, "80MiB");
-    run_segments(&eight, "40", "1024", "8", EAGER, "80MiB");
-    ck_assert_msg(swt_file_has(eight.err, "served nothing for a loop"), "%s",
-                  swt_describe(&eight));
-    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
-    uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
-    ck_assert_msg(streamed == 0, "steps 5-8 streamed %llu bytes", (unsigned long long)streamed);
-    ck_assert_msg(in_place <= 4 * 80 * SWT_MIB, "steps 5-8 read %llu bytes in place: %s",
-                  (unsigned long long)in_place, swt_describe(&eight));
+    const char *chunks[] = {"32MiB", "2MiB"};
+    for (int i = 0; i < 2; i++) {
+        swt_run_t four, eight;
+        run_segments_chunked(&four, "40", "1024", "4", EAGER, "80MiB", chunks[i]);
+        run_segments_chunked(&eight, "40", "1024", "8", EAGER, "80MiB", chunks[i]);
+        ck_assert_msg(swt_file_has(eight.err, "served nothing for a loop"), "%s",
+                      swt_describe(&eight));
+        uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+        uint64_t in_place =
+            swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+        ck_assert_msg(streamed == 0, "chunks of %s: steps 5-8 streamed %llu bytes", chunks[i],
+                      (unsigned long long)streamed);
+        ck_assert_msg(in_place <= 4 * 80 * SWT_MIB,
+                      "chunks of %s: steps 5-8 read %llu bytes in place: %s", chunks[i],
+                      (unsigned long long)in_place, swt_describe(&eight));
+    }
 }
 END_TEST
 
