@@ -332,11 +332,16 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
 /* Brings host chunks of dev in while its budget has room, the next used
  * first: room a window gave back, which launches read in place or graph
  * replays may never ask for. Gate held exclusively, device synchronized. */
+static bool not_fillable(const sw_chunk_t *c, void *dev)
+{
+    return c->fixed || in_window(c, dev);
+}
+
 static void fill_room(int dev, uint64_t now, uint64_t period)
 {
     static sw_chunk_t *in[MAX_VICTIMS];
     size_t n = sw_policy_prefetch(sw_tracked(), now, period ? period : UINT64_MAX,
-                                  sw_device_room(dev), in_window, &dev, in, MAX_VICTIMS);
+                                  sw_device_room(dev), not_fillable, &dev, in, MAX_VICTIMS);
     for (size_t i = 0; i < n && sw_move(in[i], SW_ON_DEVICE) == CUDA_SUCCESS; i++)
         ;
     sw_pool_drain(SW_ON_DEVICE);

@@ -325,10 +325,11 @@ static bool clean(const sw_alloc_t *a, uint32_t first, uint32_t end)
     return a->clean_moved == a->moved && first >= a->clean_first && end <= a->clean_end;
 }
 
-/* A launch names allocation a: the streaming window may serve it, if it
- * lies wholly on the host. The decision waits until the scan is over
- * (serve), when every stamp is in. One that does not fit in use[] is
- * read in place, and every copy goes home first (sw_mark). */
+/* A launch names allocation a, the tensor [word, end) of it: the
+ * streaming window may serve it, if it lies wholly on the host and the
+ * launches' tensors span it (window.c). The decision waits until the scan
+ * is over (serve), when every stamp is in. One that does not fit in use[]
+ * is read in place, and every copy goes home first (sw_mark). */
 static void consider(marks_t *m, const sw_alloc_t *a, uint64_t word, uint64_t end)
 {
     uint64_t parts = sw_parts(a->va, a->size, word, end);
