@@ -75,8 +75,8 @@ END_TEST
  * test, 3 s gave 18 iterations, too few for anything to come back), with
  * random delays before every stream operation. 16 threads keep up to
  * 13 MiB each (their long-lived buffer and two vectors), 200 MiB in all,
- * under a 32 MiB budget: moves, promotions and the window run all the
- * time. Every value is checked (sg-mt exits 1 on the first wrong one). */
+ * under a 32 MiB budget: demotions, promotions and reads in place run all
+ * the time. Every value is checked (sg-mt exits 1 on the first wrong one). */
 START_TEST(sixteen_threads_under_a_tight_budget_with_jitter)
 {
     const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_CHUNK=2MiB",
@@ -89,7 +89,13 @@ START_TEST(sixteen_threads_under_a_tight_budget_with_jitter)
     assert_mt_ok(&r);
     ck_assert_msg(swt_file_has(r.out, "iterations="), "%s", swt_describe(&r));
     ck_assert_msg(swt_sw(&r, "demotions") > 0, "no demotion: %s", swt_describe(&r));
-    ck_assert_msg(swt_sw(&r, "promotions") > 0 || swt_sw(&r, "bytes_streamed") > 0,
+    /* The vectors live one iteration: there is no loop to learn, so the
+     * window streams nothing by design (before 2026-11-27 a wrong period
+     * of 2 launches streamed them), and data comes back to the GPU by a
+     * promotion or by a kernel reading host memory in place, as timing
+     * makes it: one of them must have happened. */
+    ck_assert_msg(swt_sw(&r, "promotions") > 0 || swt_sw(&r, "bytes_streamed") > 0 ||
+                      swt_sw(&r, "launches_touching_host") > 0,
                   "nothing came back to the GPU: %s", swt_describe(&r));
     ck_assert_msg(swt_sw(&r, "device_bytes_peak") <= 32 * SWT_MIB,
                   "device_bytes_peak over budget: %s", swt_describe(&r));
