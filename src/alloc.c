@@ -432,6 +432,7 @@ void sw_alloc_unregister(sw_alloc_t *a)
     sw_table_remove(sw_tracked(), a);
     for (uint32_t i = 0; i < a->nchunks; i++)
         sw_drop_copy(&a->chunks[i]);
+    sw_segment_free(a);
     if (sw_gate_arm(-1) == 0) {
         sw_pool_drain(SW_ON_DEVICE);
         sw_pool_drain(SW_ON_HOST);
