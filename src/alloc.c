@@ -117,12 +117,12 @@ static void make_window(int dev)
                                                            : 0));
 }
 
-/* Gives dev's window back if spillway chose to make it (a picked budget):
- * again, for the next binding to make anew; else for good. The device is
- * synchronized first unless *synced says it is. Its bytes (0: none). */
-static uint64_t release_picked_window(int dev, bool again, bool *synced)
+/* Gives dev's window back, its bytes leaving the device's count. The
+ * device is synchronized first unless *synced says it is. Its bytes (0:
+ * none, or it could not go). Gate held exclusively. */
+static uint64_t give_window_back(int dev, bool *synced)
 {
-    if (!sw_dev_budget_picked(dev) || !sw_window_size(dev))
+    if (!sw_window_size(dev))
         return 0;
     if (!*synced) {
         if (sw_safe_sync() != CUDA_SUCCESS)
@@ -130,10 +130,19 @@ static uint64_t release_picked_window(int dev, bool again, bool *synced)
         *synced = true;
     }
     uint64_t bytes = sw_window_release(dev);
-    if (!bytes)
+    if (bytes)
+        sw_dev_bytes_add(dev, -(int64_t)bytes);
+    return bytes;
+}
+
+/* Gives dev's window back if spillway chose to make it (a picked budget):
+ * again, for the next binding to make anew; else for good. */
+static uint64_t release_picked_window(int dev, bool again, bool *synced)
+{
+    if (!sw_dev_budget_picked(dev))
         return 0;
-    sw_dev_bytes_add(dev, -(int64_t)bytes);
-    if (again)
+    uint64_t bytes = give_window_back(dev, synced);
+    if (bytes && again)
         sw_dev_window_untried(dev);
     return bytes;
 }
@@ -365,9 +374,9 @@ void sw_window_reclaim(bool replay)
     if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) &&
         sw_window_idle(dev, now, period)) {
         sw_gate_wr();
+        bool synced = false;
         if (!sw_capturing() && sw_window_here() == dev && sw_window_idle(dev, now, period) &&
-            sw_safe_sync() == CUDA_SUCCESS && (bytes = sw_window_release(dev)) != 0) {
-            sw_dev_bytes_add(dev, -(int64_t)bytes);
+            (bytes = give_window_back(dev, &synced)) != 0) {
             sw_info("device %d: the streaming window served nothing for a loop: its %llu "
                     "bytes are the resident set's now",
                     dev, (unsigned long long)bytes);

@@ -934,6 +934,18 @@ static void teardown(win_t *w)
     free(w);
 }
 
+/* The next window after device *dev's, *dev moved to its device; NULL
+ * after the last: for (int d = -1; (w = next_window(&d));) */
+static win_t *next_window(int *dev)
+{
+    while (++*dev < SW_MAX_DEVICES) {
+        win_t *w = win(*dev);
+        if (w)
+            return w;
+    }
+    return NULL;
+}
+
 bool sw_window_idle(int dev, uint64_t now, uint64_t period)
 {
     win_t *w = win(dev);
@@ -964,10 +976,8 @@ uint64_t sw_window_release(int dev)
             drop_entry(w, &w->entries[i]);
     __atomic_store_n(&wins[dev], NULL, __ATOMIC_RELEASE);
     /* With no window left, launches stop noting what they name for one. */
-    bool some = false;
-    for (int d = 0; d < SW_MAX_DEVICES; d++)
-        some |= win(d) != NULL;
-    __atomic_store_n(&any_on, some, __ATOMIC_RELAXED);
+    int d = -1;
+    __atomic_store_n(&any_on, next_window(&d) != NULL, __ATOMIC_RELAXED);
     teardown(w);
     sw_info("device %d: streaming window released (%llu bytes)", dev, (unsigned long long)size);
     return size;
@@ -976,18 +986,6 @@ uint64_t sw_window_release(int dev)
 bool sw_window_busy(void)
 {
     return __atomic_load_n(&any_unit, __ATOMIC_RELAXED);
-}
-
-/* The next window after device *dev's, *dev moved to its device; NULL
- * after the last: for (int d = -1; (w = next_window(&d));) */
-static win_t *next_window(int *dev)
-{
-    while (++*dev < SW_MAX_DEVICES) {
-        win_t *w = win(*dev);
-        if (w)
-            return w;
-    }
-    return NULL;
 }
 
 bool sw_window_holds(uint64_t addr)

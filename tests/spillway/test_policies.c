@@ -287,13 +287,13 @@ END_TEST
 
 /* mlp over layers packed into 20 MiB segments (PyTorch's caching
  * allocator's layout), a third of them read only through a pointer table,
- * under `budget`, with the streaming window, whose rules these are:
- * `steps` steps, with --graph, --streams 2 and --train as `mode` says. */
+ * under `budget` in chunks of `chunk`, with the streaming window, whose
+ * rules these are: `steps` steps, with --graph, --streams 2 and --train
+ * as `mode` says. */
 enum { EAGER = 0, GRAPH = 1, STREAMS = 2, TRAIN = 4 };
 
-static void run_segments_chunked(swt_run_t *r, const char *layers, const char *width,
-                                 const char *steps, int mode, const char *budget,
-                                 const char *chunk)
+static void run_segments(swt_run_t *r, const char *layers, const char *width, const char *steps,
+                         int mode, const char *budget, const char *chunk)
 {
     const char *argv[16] = {swt_path("SWT_MLP"), "--layers", layers, "--width", width,
                             "--segments", "20", "--steps", steps};
@@ -314,10 +314,27 @@ static void run_segments_chunked(swt_run_t *r, const char *layers, const char *w
     swt_assert_match(r);
 }
 
-static void run_segments(swt_run_t *r, const char *layers, const char *width, const char *steps,
-                         int mode, const char *budget)
+/* What steps 5-8 of a segment scenario did: the differences between the
+ * counters of a run of 8 steps and one of 4. */
+typedef struct {
+    swt_run_t four, eight;
+} later_t;
+
+static void run_later(later_t *t, const char *layers, const char *width, int mode,
+                      const char *budget, const char *chunk)
 {
-    run_segments_chunked(r, layers, width, steps, mode, budget, "32MiB");
+    run_segments(&t->four, layers, width, "4", mode, budget, chunk);
+    run_segments(&t->eight, layers, width, "8", mode, budget, chunk);
+}
+
+static uint64_t sw_later(const later_t *t, const char *key)
+{
+    return swt_sw(&t->eight, key) - swt_sw(&t->four, key);
+}
+
+static uint64_t sg_later(const later_t *t, const char *key)
+{
+    return swt_sg(&t->eight, key) - swt_sg(&t->four, key);
 }
 
 /* Five layers a segment: a segment is visited by the launches of five
@@ -327,7 +344,7 @@ static void run_segments(swt_run_t *r, const char *layers, const char *width, co
 START_TEST(segments_learn_the_loops_period)
 {
     swt_run_t r;
-    run_segments(&r, "40", "1024", "4", EAGER, "80MiB");
+    run_segments(&r, "40", "1024", "4", EAGER, "80MiB", "32MiB");
     ck_assert_msg(swt_sw(&r, "learned_period") == 80, "%s", swt_describe(&r));
 }
 END_TEST
@@ -343,19 +360,17 @@ START_TEST(segments_a_table_also_reaches_are_read_in_place_and_the_window_given_
 {
     const char *chunks[] = {"32MiB", "2MiB"};
     for (int i = 0; i < 2; i++) {
-        swt_run_t four, eight;
-        run_segments_chunked(&four, "40", "1024", "4", EAGER, "80MiB", chunks[i]);
-        run_segments_chunked(&eight, "40", "1024", "8", EAGER, "80MiB", chunks[i]);
-        ck_assert_msg(swt_file_has(eight.err, "served nothing for a loop"), "%s",
-                      swt_describe(&eight));
-        uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
-        uint64_t in_place =
-            swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+        later_t t;
+        run_later(&t, "40", "1024", EAGER, "80MiB", chunks[i]);
+        ck_assert_msg(swt_file_has(t.eight.err, "served nothing for a loop"), "%s",
+                      swt_describe(&t.eight));
+        uint64_t streamed = sw_later(&t, "bytes_streamed");
+        uint64_t in_place = sg_later(&t, "kernel_bytes_host");
         ck_assert_msg(streamed == 0, "chunks of %s: steps 5-8 streamed %llu bytes", chunks[i],
                       (unsigned long long)streamed);
         ck_assert_msg(in_place <= 4 * 80 * SWT_MIB,
                       "chunks of %s: steps 5-8 read %llu bytes in place: %s", chunks[i],
-                      (unsigned long long)in_place, swt_describe(&eight));
+                      (unsigned long long)in_place, swt_describe(&t.eight));
     }
 }
 END_TEST
@@ -364,11 +379,10 @@ END_TEST
  * window streams the segments named by arguments. */
 START_TEST(segments_their_launches_span_whole_are_streamed)
 {
-    swt_run_t four, eight;
-    run_segments(&four, "10", "2048", "4", EAGER, "80MiB");
-    run_segments(&eight, "10", "2048", "8", EAGER, "80MiB");
-    ck_assert_msg(swt_sw(&eight, "bytes_streamed") > swt_sw(&four, "bytes_streamed"),
-                  "steps 5-8 streamed nothing: %s", swt_describe(&eight));
+    later_t t;
+    run_later(&t, "10", "2048", EAGER, "80MiB", "32MiB");
+    ck_assert_msg(sw_later(&t, "bytes_streamed") > 0, "steps 5-8 streamed nothing: %s",
+                  swt_describe(&t.eight));
 }
 END_TEST
 
@@ -379,15 +393,13 @@ END_TEST
  * device and read no more in place than the model less the budget. */
 START_TEST(segments_under_a_graph_are_read_in_place_not_copied_per_launch)
 {
-    swt_run_t four, eight;
-    run_segments(&four, "40", "1024", "4", GRAPH, "80MiB");
-    run_segments(&eight, "40", "1024", "8", GRAPH, "80MiB");
-    uint64_t h2d = swt_sg(&eight, "dma_h2d_bytes") - swt_sg(&four, "dma_h2d_bytes");
-    uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+    later_t t;
+    run_later(&t, "40", "1024", GRAPH, "80MiB", "32MiB");
+    uint64_t h2d = sg_later(&t, "dma_h2d_bytes"), in_place = sg_later(&t, "kernel_bytes_host");
     ck_assert_msg(h2d <= 4 * SWT_MIB, "replays 5-8 copied %llu bytes to the device: %s",
-                  (unsigned long long)h2d, swt_describe(&eight));
+                  (unsigned long long)h2d, swt_describe(&t.eight));
     ck_assert_msg(in_place <= 4 * 80 * SWT_MIB, "replays 5-8 read %llu bytes in place: %s",
-                  (unsigned long long)in_place, swt_describe(&eight));
+                  (unsigned long long)in_place, swt_describe(&t.eight));
 }
 END_TEST
 
@@ -397,12 +409,11 @@ END_TEST
  * is read in place: steps 5-8 stream nothing (600 MiB a step before). */
 START_TEST(segments_a_training_step_writes_are_read_in_place)
 {
-    swt_run_t four, eight;
-    run_segments(&four, "100", "1024", "4", STREAMS | TRAIN, "160MiB");
-    run_segments(&eight, "100", "1024", "8", STREAMS | TRAIN, "160MiB");
-    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    later_t t;
+    run_later(&t, "100", "1024", STREAMS | TRAIN, "160MiB", "32MiB");
+    uint64_t streamed = sw_later(&t, "bytes_streamed");
     ck_assert_msg(streamed == 0, "steps 5-8 streamed %llu bytes: %s",
-                  (unsigned long long)streamed, swt_describe(&eight));
+                  (unsigned long long)streamed, swt_describe(&t.eight));
 }
 END_TEST
 
@@ -413,12 +424,11 @@ END_TEST
  * (67 MiB a step before). */
 START_TEST(segments_in_a_cyclic_scan_trade_no_places_once_learned)
 {
-    swt_run_t four, eight;
-    run_segments(&four, "400", "512", "4", STREAMS, "80MiB");
-    run_segments(&eight, "400", "512", "8", STREAMS, "80MiB");
-    uint64_t moved = swt_sw(&eight, "bytes_promoted") - swt_sw(&four, "bytes_promoted");
+    later_t t;
+    run_later(&t, "400", "512", STREAMS, "80MiB", "32MiB");
+    uint64_t moved = sw_later(&t, "bytes_promoted");
     ck_assert_msg(moved == 0, "steps 5-8 promoted %llu bytes: %s", (unsigned long long)moved,
-                  swt_describe(&eight));
+                  swt_describe(&t.eight));
 }
 END_TEST
 
