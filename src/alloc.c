@@ -99,7 +99,7 @@ static uint64_t window_bytes(int dev, uint64_t budget)
     sw_table_each(sw_tracked(), largest_fitting, &e);
     /* The window's size is rounded down to SW_WINDOW_ALIGN: the extent
      * is rounded up to it, or the copies it was fitted to would not fit. */
-    return sw_policy_window_fit(e.want, sw_round_up(e.largest, SW_WINDOW_ALIGN));
+    return sw_policy_window_fit(e.want, sw_round_up(e.largest, SW_WINDOW_ALIGN), budget);
 }
 
 /* Makes dev's window out of its budget, if it has one: the streaming

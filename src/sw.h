@@ -413,12 +413,15 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
                                         bool capturing, uint64_t period, const sw_link_t *link);
 
 /* The streaming window's size out of `want` bytes (SPILLWAY_PREFETCH_BYTES
- * of a picked budget), when the largest allocation that fits in want is
- * `extent` bytes (0: none does): room for two such copies, one read while
- * the next fills, or for as many as want holds when that is fewer, so that
- * the rest of want stays resident instead of idle. want when no extent
- * fits (nothing known to stream yet). Can't fail. */
-uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent);
+ * of a budget of `budget` bytes), when the largest allocation that fits
+ * in want is `extent` bytes (0: none does): room for two such copies, one
+ * read while the next fills, or for as many as want holds when that is
+ * fewer, so that the rest of want stays resident instead of idle; where
+ * want holds one, room for two (up to half the budget) when extents are
+ * small enough beside the budget that copying one at a time would cost
+ * more than a second copy's room (policy.c). want when no extent fits
+ * (nothing known to stream yet). Can't fail. */
+uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget);
 
 /* ---- core/scan.c: which tracked memory a launch's arguments point into -- */
 

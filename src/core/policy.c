@@ -323,10 +323,27 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
     return in_place > dma ? SW_VERDICT_PROMOTE : SW_VERDICT_ZERO_COPY;
 }
 
-uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent)
+/* With one copy at a time, each copy waits for the launch the copy before
+ * served and for spillway's own work after it (fingerprint, the check
+ * for a change, the pointer check): about 20 us of GPU time on simgpu
+ * (15-20 us a 4-8 MiB layer, four small kernels), in which the link
+ * idles; at 55 GB/s that is about 1.1 MB of copy lost per streamed
+ * extent. A second copy's room costs the resident set one extent, moved
+ * once per loop instead. */
+#define SERIAL_BYTES (1100ull * 1000)
+
+uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
 {
     if (extent == 0 || extent > want)
         return want;
     uint64_t n = want / extent;
+    /* Where want holds one copy, a second is worth its room when the
+     * loop streams more extents than one extent's worth of those losses:
+     * taking a model up to twice its budget, about budget / extent of
+     * them, so when extent^2 < SERIAL_BYTES * budget. Never past half
+     * the budget. */
+    if (n == 1 && extent <= budget / 4 &&
+        (double)extent * (double)extent < (double)SERIAL_BYTES * (double)budget)
+        n = 2;
     return (n > 2 ? 2 : n) * extent;
 }

@@ -309,6 +309,7 @@ typedef struct {
     /* host-backed handles cost more (H100, driver 580: docs/gpu-facts.md) */
     uint64_t host_memcreate_ns, host_setaccess_ns, host_unmap_ns, host_release_ns;
     char report[4096];
+    char timeline[4096]; /* SIMGPU_TIMELINE: one line per op submitted */
     uint64_t fail_nth[SG_FN_COUNT][SG_MAX_FAILS]; /* calls to fail; 0: unused */
 } sg_config_t;
 

@@ -53,6 +53,7 @@ static const opt_t opts[] = {
     O("SIMGPU_HOST_RELEASE_NS", "42500", K_U64, host_release_ns),
     O("SIMGPU_REPORT", "", K_PATH, report),
     O("SIMGPU_TRACE", "0", K_BOOL, trace),
+    O("SIMGPU_TIMELINE", "", K_PATH, timeline),
     O("SIMGPU_FAIL", "", K_FAIL, fail_nth),
 };
 #undef O

@@ -604,6 +604,27 @@ static void enqueue(sg_stream_t *s, sg_op_t *op)
     pthread_cond_signal(&s->cv);
 }
 
+/* SIMGPU_TIMELINE: where each op ran in virtual time, for reading a
+ * schedule by eye or by script. Called under the simgpu lock. */
+static void timeline(const sg_op_t *op, const sg_stream_t *s, uint64_t start, const cost_t *c)
+{
+    static FILE *f;
+    if (!SG->cfg.timeline[0])
+        return;
+    if (!f && !(f = fopen(SG->cfg.timeline, "a"))) {
+        fprintf(stderr, "simgpu: SIMGPU_TIMELINE=%s: %s\n", SG->cfg.timeline, strerror(errno));
+        SG->cfg.timeline[0] = 0;
+        return;
+    }
+    const char *what = op->kind == SG_OP_KERNEL ? op->kernel->name
+                       : op->kind == SG_OP_COPY ? "copy"
+                       : op->kind == SG_OP_MEMSET ? "memset" : "other";
+    fprintf(f, "%llu %s %llu %llu %llu %llu\n", (unsigned long long)s->id, what, (unsigned long long)start,
+            (unsigned long long)op->end_ns, (unsigned long long)c->link[SG_LINK_H2D],
+            (unsigned long long)c->link[SG_LINK_D2H]);
+    fflush(f);
+}
+
 CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
 {
     if (s->capture)
@@ -640,6 +661,7 @@ CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
     op->end_ns = start + op_duration(&cost, start);
     if (op->engine >= 0)
         SG->engine_ns[op->engine] = op->end_ns;
+    timeline(op, s, start, &cost);
     s->ready_ns = op->end_ns;
     SG->last_end_ns = max_u64(SG->last_end_ns, op->end_ns);
     enqueue(s, op);

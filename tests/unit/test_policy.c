@@ -646,21 +646,40 @@ static void add_case(Suite *s, const TTest *t)
 
 START_TEST(policy_window_fits_two_extents_or_as_many_as_want_holds)
 {
-    const uint64_t MiB = 1 << 20;
+    const uint64_t MiB = 1 << 20, B = 60 * MiB;
     /* 25% of a 60 MiB budget, 4 MiB layers: two copies, 7 MiB stay resident */
-    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 4 * MiB), 8 * MiB);
-    /* 8 MiB layers: one fits, the other 7 MiB stay resident */
-    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 8 * MiB), 8 * MiB);
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 4 * MiB, B), 8 * MiB);
+    /* 8 MiB layers: one fits; a second is not worth its room (8 MiB
+     * squared is just over 1.1 MB times 60 MiB) */
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 8 * MiB, B), 8 * MiB);
     /* exactly two */
-    ck_assert_uint_eq(sw_policy_window_fit(16 * MiB, 8 * MiB), 16 * MiB);
+    ck_assert_uint_eq(sw_policy_window_fit(16 * MiB, 8 * MiB, 64 * MiB), 16 * MiB);
     /* nothing fits, or nothing known: want as it is */
-    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 16 * MiB), 15 * MiB);
-    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 0), 15 * MiB);
-    ck_assert_uint_eq(sw_policy_window_fit(0, 4 * MiB), 0);
-    /* never more than want */
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 16 * MiB, B), 15 * MiB);
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 0, B), 15 * MiB);
+    ck_assert_uint_eq(sw_policy_window_fit(0, 4 * MiB, B), 0);
+    /* never more than want, or than half the budget */
     for (uint64_t want = 1; want < 64; want++)
-        for (uint64_t ext = 1; ext < 64; ext++)
-            ck_assert_uint_le(sw_policy_window_fit(want, ext), want);
+        for (uint64_t ext = 1; ext < 64; ext++) {
+            uint64_t got = sw_policy_window_fit(want * MiB, ext * MiB, 4 * want * MiB);
+            ck_assert_uint_le(got, 2 * want * MiB);
+            ck_assert(got <= want * MiB || got == 2 * ext * MiB);
+        }
+}
+END_TEST
+
+START_TEST(policy_window_takes_a_second_copy_where_one_at_a_time_costs_more)
+{
+    const uint64_t MiB = 1 << 20;
+    /* 25% of 22.5 MiB holds one 4 MiB copy: a loop over many such layers
+     * loses more to copying one at a time than a second copy's room */
+    ck_assert_uint_eq(sw_policy_window_fit(22 * MiB / 4, 4 * MiB, 22 * MiB + MiB / 2), 8 * MiB);
+    /* 64 MiB layers beside 375 MiB: each copy is long, one at a time costs little */
+    ck_assert_uint_eq(sw_policy_window_fit(375 * MiB / 4, 64 * MiB, 375 * MiB), 64 * MiB);
+    /* 16 MiB layers beside 120 MiB: one */
+    ck_assert_uint_eq(sw_policy_window_fit(30 * MiB, 16 * MiB, 120 * MiB), 16 * MiB);
+    /* never past half the budget: one 4 MiB copy in a 12 MiB budget's 25% */
+    ck_assert_uint_eq(sw_policy_window_fit(4 * MiB, 4 * MiB, 12 * MiB), 4 * MiB);
 }
 END_TEST
 
@@ -688,5 +707,6 @@ Suite *policy_suite(void)
     add_case(s, policy_on_touch_zero_copy_without_room);
     add_case(s, policy_never_moves_a_fixed_chunk);
     add_case(s, policy_window_fits_two_extents_or_as_many_as_want_holds);
+    add_case(s, policy_window_takes_a_second_copy_where_one_at_a_time_costs_more);
     return s;
 }
