@@ -759,6 +759,10 @@ static void adopt(uint64_t now)
                  "0x%llx", (unsigned long long)now, (unsigned long long)in->va,
                  (unsigned long long)out->va);
     }
+    /* One left with no victim at this launch asks again soon: another
+     * launch has other chunks not in use. */
+    if (sw_policy_unseen(sw_tracked()))
+        __atomic_store_n(&next, now + ADOPT_RETRY, __ATOMIC_RELAXED);
     sw_pool_drain(SW_ON_DEVICE);
     sw_gate_unwr();
     sw_gate_rd_always();
