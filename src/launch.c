@@ -950,6 +950,21 @@ static void spans_to_copies(const marks_t *m, spans_t *sp)
  * is read in place, after any copy of it went home. A launch is served
  * only if what it could store window addresses into is few enough to be
  * looked at after it, and the window can look. */
+/* Whether [start, +len), an allocation of one tensor, is read once a
+ * loop of `period` launches by its own history (its chunks' learned
+ * loop, within an eighth): one just moved to the host streams from its
+ * first use there, where the window's record of it starts empty. Not a
+ * segment of several: its chunks' loop is its busiest tensor's. */
+static bool loops_whole(uint64_t start, uint64_t len, uint64_t period)
+{
+    const sw_chunk_t *c = sw_table_lookup(sw_tracked(), start);
+    if (!c || !period || c->alloc->va != start || c->alloc->size != len ||
+        c->alloc->nbounds > 1)
+        return false;
+    uint64_t loop = sw_learn_state(c).loop, d = loop > period ? loop - period : period - loop;
+    return loop && d * 8 <= period;
+}
+
 static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, CUstream s)
 {
     int served = 0;
@@ -976,8 +991,8 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
         stream_use_t *u = &m->use[i];
         bool written;
         if (any && streamable[i] &&
-            sw_window_use(dev, u->start, u->len, u->parts, m->seq, period, s, &u->copy,
-                          &written)) {
+            sw_window_use(dev, u->start, u->len, u->parts, m->seq, period,
+                          loops_whole(u->start, u->len, period), s, &u->copy, &written)) {
             u->served = true;
             served++;
             if (written && !sw_capturing() && sw_budget_set())

@@ -516,12 +516,51 @@ static bool spanned(const unit_t *u)
            (!u->named_prev || spans_all(u->named_prev));
 }
 
+typedef struct {
+    win_t *w;
+    uint64_t now, room;
+    int skip;            /* the unit being served */
+    sw_alloc_t *best;
+    uint64_t best_next;
+} soonest_t;
+
+static void find_soonest(sw_alloc_t *a, void *arg)
+{
+    soonest_t *f = arg;
+    const sw_chunk_t *c = &a->chunks[0];
+    if (a->dev != f->w->dev || a->nbounds > 1 || a->size > f->room || c->where != SW_ON_HOST ||
+        !sw_learn_state(c).loop)
+        return;
+    uint64_t next = sw_learn_next_use(c, f->now);
+    if (next == UINT64_MAX || (f->best && next >= f->best_next))
+        return;
+    int ui = unit_find(f->w, a->va);
+    if (ui == f->skip || (ui >= 0 && f->w->units[ui].entry >= 0) ||
+        !streamable(f->w, a->va, a->size))
+        return;
+    f->best = a;
+    f->best_next = next;
+}
+
+/* Where the chain does not know what comes after ui yet (a range that
+ * has just moved to the host has no successor until the loop comes
+ * round), the host allocation of one tensor its learned schedule says is
+ * used soonest: its unit, or -1. */
+static int soonest(win_t *w, int ui, uint64_t now, uint64_t room)
+{
+    soonest_t f = {.w = w, .now = now, .room = room, .skip = ui};
+    sw_table_each(w->table, find_soonest, &f);
+    return f.best ? unit_get(w, f.best->va, f.best->size) : -1;
+}
+
 /* The chain: the ranges used after ui last time, copied ahead while the
  * window has room for them. */
-static void copy_ahead(win_t *w, int ui)
+static void copy_ahead(win_t *w, int ui, uint64_t now)
 {
     uint64_t room = w->size - w->units[ui].len;
     int v = w->units[ui].next;
+    if (v < 0)
+        v = soonest(w, ui, now, room);
     for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++, v = w->units[v].next) {
         unit_t *u = &w->units[v];
         /* Not one its own launch would not copy (sw_window_use): named
@@ -658,7 +697,7 @@ static void visit(unit_t *u, uint64_t parts, uint64_t now, uint64_t period)
 }
 
 bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64_t now,
-                   uint64_t period, CUstream s, uint64_t *copy, bool *written)
+                   uint64_t period, bool looped, CUstream s, uint64_t *copy, bool *written)
 {
     win_t *w = win(dev);
     /* One launch reads one window, its device's. */
@@ -705,7 +744,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
      * (the layers of a shared segment, one after another), recurring or
      * not: it is paid for. */
     visit(u, parts, now, period);
-    if (!recurs(u, now, period) && u->entry < 0 && !w->origin)
+    if (!recurs(u, now, period) && !looped && u->entry < 0 && !w->origin)
         goto out;
     /* A range its last visits' launches did not span whole (a segment whose
      * other tensors only a pointer table reaches) is read in place: a
@@ -759,7 +798,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
      * it at every replay, reading an allocation its own kernels may never
      * use, which the program may have freed by then. */
     if (ordered && !w->origin)
-        copy_ahead(w, ui);
+        copy_ahead(w, ui, now);
 out:
     pthread_mutex_unlock(&w->lock);
     return ok;
