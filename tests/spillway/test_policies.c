@@ -437,6 +437,42 @@ END_TEST
  * allocation then known that fits in 25%: 12 layers of 8 MiB under an
  * 80 MiB budget get 16 MiB, not 20 (4 MiB no copy can use). The
  * streaming window's rule: the remapping one is sized as before. */
+/* A layer per allocation, a third of them read only through a pointer
+ * table, under a budget of two fifths: by step 4 the table-only layers
+ * have taken resident places from layers the window streams, which have
+ * just moved to the host. From then on each streamed layer is copied
+ * ahead of its launch (the chain knew no successor for a range new to
+ * the host: its learned schedule gives one) and none is read in place
+ * (the window's own record of a new range was empty: its chunks' learned
+ * loop says it recurs). Steps 5-8: no late copy, no launch reading host
+ * memory. */
+static void run_per_layer(swt_run_t *r, const char *steps)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "1024",
+                          "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_REWRITE=1",
+                         NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+START_TEST(layers_new_to_the_host_stream_ahead_from_their_first_use)
+{
+    swt_run_t four, eight;
+    run_per_layer(&four, "4");
+    run_per_layer(&eight, "8");
+    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    uint64_t late = swt_sw(&eight, "prefetch_late") - swt_sw(&four, "prefetch_late");
+    uint64_t in_place =
+        swt_sw(&eight, "launches_touching_host") - swt_sw(&four, "launches_touching_host");
+    ck_assert_msg(streamed >= 4 * 12 * 4 * SWT_MIB, "steps 5-8 streamed %llu bytes: %s",
+                  (unsigned long long)streamed, swt_describe(&eight));
+    ck_assert_msg(late == 0 && in_place == 0,
+                  "steps 5-8: %llu copies made late, %llu launches read host memory: %s",
+                  (unsigned long long)late, (unsigned long long)in_place, swt_describe(&eight));
+}
+END_TEST
+
 START_TEST(a_given_budgets_window_is_fitted_when_it_binds)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1448", "--steps", "3",
@@ -490,6 +526,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, streamed_weights_stay_right_under_jitter);
     tcase_add_test(tc, learned_keeps_a_workspace_every_launch_writes_resident);
     tcase_add_test(tc, learned_promotes_a_workspace_a_graph_writes_at_its_replay);
+    tcase_add_test(tc, layers_new_to_the_host_stream_ahead_from_their_first_use);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
     tcase_add_test(tc, segments_learn_the_loops_period);
