@@ -429,16 +429,22 @@ static void mark_pointed(uint64_t word, void *arg)
     sw_chunk_t *c = sw_table_lookup(sw_tracked(), word);
     if (!c)
         return;
-    /* copies on other threads may mark it at once */
-    __atomic_store_n(&c->pointed, true, __ATOMIC_RELAXED);
+    sw_alloc_t *a = c->alloc;
     /* A pointer in a table is a tensor's start as much as an argument is:
      * the segment before it ends there, for the schedule and for what a
-     * launch's tensors span of its allocation (hit). */
-    if (word < c->alloc->va + c->alloc->size) {
+     * launch's tensors span of its allocation (hit). Every chunk of the
+     * tensor is reached, not only the one it starts in: a table-only layer
+     * of two chunks is adopted whole, or half of it stays read in place.
+     * Copies on other threads may mark them at once. */
+    uint32_t end = c->index + 1;
+    if (word < a->va + a->size) {
         pthread_mutex_lock(&segment_lock);
-        sw_segment_note(c->alloc, word);
+        sw_segment_note(a, word);
+        end = sw_table_lookup(sw_tracked(), sw_segment_end(a, word) - 1)->index + 1;
         pthread_mutex_unlock(&segment_lock);
     }
+    for (uint32_t i = c->index; i < end; i++)
+        __atomic_store_n(&a->chunks[i].pointed, true, __ATOMIC_RELAXED);
 }
 
 void sw_note_pointers(const void *src, size_t n)

@@ -473,6 +473,35 @@ START_TEST(layers_new_to_the_host_stream_ahead_from_their_first_use)
 }
 END_TEST
 
+/* 64 MiB layers, each two 32 MiB chunks, a third of them read only
+ * through a pointer table, which points at their first chunk: such a
+ * layer is adopted whole (both chunks take resident places), so once it
+ * is, no launch reads host memory. With only the first chunk marked as
+ * table-reached, half of each such layer was read in place every step. */
+static void run_big_layers(swt_run_t *r, const char *steps)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "9", "--width", "4096",
+                          "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=320MiB", "SPILLWAY_REWRITE=1",
+                         NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+START_TEST(a_table_only_layer_of_two_chunks_is_adopted_whole)
+{
+    swt_run_t four, six;
+    run_big_layers(&four, "4");
+    run_big_layers(&six, "6");
+    uint64_t in_place =
+        swt_sw(&six, "launches_touching_host") - swt_sw(&four, "launches_touching_host");
+    ck_assert_msg(swt_sw(&six, "bytes_streamed") > swt_sw(&four, "bytes_streamed"),
+                  "steps 5-6 streamed nothing: %s", swt_describe(&six));
+    ck_assert_msg(in_place == 0, "steps 5-6: %llu launches read host memory: %s",
+                  (unsigned long long)in_place, swt_describe(&six));
+}
+END_TEST
+
 START_TEST(a_given_budgets_window_is_fitted_when_it_binds)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1448", "--steps", "3",
@@ -527,6 +556,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, learned_keeps_a_workspace_every_launch_writes_resident);
     tcase_add_test(tc, learned_promotes_a_workspace_a_graph_writes_at_its_replay);
     tcase_add_test(tc, layers_new_to_the_host_stream_ahead_from_their_first_use);
+    tcase_add_test(tc, a_table_only_layer_of_two_chunks_is_adopted_whole);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
     tcase_add_test(tc, segments_learn_the_loops_period);
