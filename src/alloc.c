@@ -275,12 +275,31 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
 }
 
 
-static sw_alloc_t *alloc_new(uint64_t size, const sw_vmm_info_t *vi)
+/* The chunk allocations on dev are cut to: SPILLWAY_CHUNK; left at its
+ * default where dev's budget could not hold two such chunks, the largest
+ * power of two (at least the granularity) the budget holds eight times.
+ * A chunk that big beside the budget strands room no whole chunk fits in:
+ * a 16 MiB budget kept only the 8 MiB tail of a 40 MiB buffer resident,
+ * and a 22.5 MiB one five 4 MiB layers where a 2 MiB grain keeps five
+ * and a half. The remapping window's slots are chunks: not there. */
+static uint64_t chunk_for(int dev, const sw_vmm_info_t *vi)
 {
-    if (size > UINT64_MAX - vi->granularity)
+    uint64_t budget;
+    if (sw_opts()->chunk_given || !sw_opts()->rewrite || !sw_dev_budget(dev, &budget) ||
+        budget == 0 || budget >= 2 * vi->chunk)
+        return vi->chunk;
+    uint64_t c = vi->granularity;
+    while (2 * c <= budget / 8 && 2 * c < vi->chunk)
+        c *= 2;
+    return c;
+}
+
+static sw_alloc_t *alloc_new(uint64_t size, uint64_t granularity, uint64_t chunk)
+{
+    if (size > UINT64_MAX - granularity)
         return NULL; /* no rounding: the driver will answer */
-    uint64_t reserved = sw_round_up(size, vi->granularity);
-    uint32_t n = (uint32_t)((reserved + vi->chunk - 1) / vi->chunk);
+    uint64_t reserved = sw_round_up(size, granularity);
+    uint32_t n = (uint32_t)((reserved + chunk - 1) / chunk);
     sw_alloc_t *a = calloc(1, sizeof *a);
     if (!a || !(a->chunks = calloc(n, sizeof *a->chunks))) {
         free(a);
@@ -295,7 +314,8 @@ static sw_alloc_t *alloc_new(uint64_t size, const sw_vmm_info_t *vi)
 /* The tracked path, on device dev; gate held exclusively. */
 static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *vi, int dev)
 {
-    sw_alloc_t *a = alloc_new(bytesize, vi);
+    uint64_t chunk = chunk_for(dev, vi);
+    sw_alloc_t *a = alloc_new(bytesize, vi->granularity, chunk);
     if (!a)
         return CUDA_ERROR_NOT_SUPPORTED;
     a->dev = dev;
@@ -312,8 +332,8 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     uint32_t backed = 0;
     for (; backed < a->nchunks; backed++) {
         sw_chunk_t *c = &a->chunks[backed];
-        c->va = a->va + (uint64_t)backed * vi->chunk;
-        c->size = backed + 1 < a->nchunks ? vi->chunk : a->reserved - (uint64_t)backed * vi->chunk;
+        c->va = a->va + (uint64_t)backed * chunk;
+        c->size = backed + 1 < a->nchunks ? chunk : a->reserved - (uint64_t)backed * chunk;
         c->alloc = a;
         c->index = backed;
         c->slot = -1;

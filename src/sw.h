@@ -50,6 +50,9 @@ static inline void sw_cpu_relax(void)
 
 /* A byte amount given as a size ("20GiB") or a percentage ("40%") of some
  * total known only later (device memory, machine RAM). */
+/* SPILLWAY_CHUNK=auto: this, cut where a device's budget is small (alloc.c). */
+#define SW_DEFAULT_CHUNK (32ull << 20)
+
 typedef struct {
     uint64_t bytes;
     double percent; /* valid when is_percent */
@@ -71,7 +74,8 @@ typedef struct {
     bool gpu_budget_off;     /* "none": no budget, demote only on out-of-memory */
     sw_amount_t host_budget; /* default: 6.25% of RAM, per process */
     uint64_t min_alloc;      /* default 2MiB */
-    uint64_t chunk;          /* default 32MiB; rounded to granularity later */
+    uint64_t chunk;          /* SW_DEFAULT_CHUNK unless given; rounded to granularity later */
+    bool chunk_given;        /* SPILLWAY_CHUNK was a size: never cut to the budget (alloc.c) */
     bool disable;
     int log_level;           /* default SW_LOG_WARN */
     char log_file[1024];

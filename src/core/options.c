@@ -43,7 +43,7 @@ typedef enum {
     K_AMOUNT,   /* sw_amount_t: size or percentage */
     K_BUDGETS,  /* gpu_budget and gpu_budget_dev: an amount, or a per-device list */
     K_SIZE,     /* uint64_t */
-    K_SIZE_NZ,  /* uint64_t, > 0 */
+    K_CHUNK,    /* uint64_t > 0, or auto (then chunk_given is false) */
     K_BOOL,     /* bool */
     K_CHOICE,   /* int: index into choices */
     K_PATH,     /* char[SW_PATH_FIELD] */
@@ -83,8 +83,10 @@ static const opt_t opts[] = {
       "pinned host memory demoted chunks may use, per process (a percentage is of RAM)"),
     O("MIN_ALLOC", "2MiB", K_SIZE, min_alloc,
       "smaller allocations pass to the driver untracked"),
-    O("CHUNK", "32MiB", K_SIZE_NZ, chunk,
-      "unit of demotion: tracked allocations are split into chunks of this size"),
+    O("CHUNK", "auto", K_CHUNK, chunk,
+      "unit of demotion: tracked allocations are split into chunks of this size; auto: "
+      "32MiB, or where a device's GPU budget is under 64MiB the largest power of two it "
+      "holds eight times (at least the VMM granularity)"),
     O("DISABLE", "0", K_BOOL, disable,
       "pass every call straight to the driver"),
     C("LOG", "warn", log_level, log_levels,
@@ -358,8 +360,8 @@ static void expected(const opt_t *o, char *buf, size_t len)
     case K_SIZE:
         append(buf, len, "a size such as 2MiB, 512KiB or 4096 (bytes)");
         break;
-    case K_SIZE_NZ:
-        append(buf, len, "a size greater than zero such as 32MiB or 1GiB");
+    case K_CHUNK:
+        append(buf, len, "auto or a size greater than zero such as 32MiB or 1GiB");
         break;
     case K_BOOL:
         append(buf, len, "1/0, on/off, yes/no or true/false");
@@ -479,12 +481,20 @@ static bool apply(const opt_t *o, sw_options_t *out, const char *v)
         o_->gpu_budget_off = off;
         return true;
     }
-    case K_SIZE:
-    case K_SIZE_NZ: {
+    case K_SIZE: {
         uint64_t n;
-        if (!sw_parse_size(v, &n) || (o->kind == K_SIZE_NZ && n == 0))
+        if (!sw_parse_size(v, &n))
             return false;
         *(uint64_t *)field = n;
+        return true;
+    }
+    case K_CHUNK: {
+        uint64_t n = SW_DEFAULT_CHUNK;
+        bool given = strcasecmp(v, "auto") != 0;
+        if (given && (!sw_parse_size(v, &n) || n == 0))
+            return false;
+        *(uint64_t *)field = n;
+        out->chunk_given = given;
         return true;
     }
     case K_BOOL:
@@ -632,8 +642,13 @@ static void format_value(const opt_t *o, const sw_options_t *opt, char *buf, siz
         format_budgets(opt, buf, len);
         return;
     case K_SIZE:
-    case K_SIZE_NZ:
         format_size(*(const uint64_t *)field, buf, len);
+        return;
+    case K_CHUNK:
+        if (opt->chunk_given)
+            format_size(*(const uint64_t *)field, buf, len);
+        else
+            snprintf(buf, len, "auto");
         return;
     case K_BOOL:
         snprintf(buf, len, "%d", *(const bool *)field ? 1 : 0);

@@ -502,6 +502,35 @@ START_TEST(a_table_only_layer_of_two_chunks_is_adopted_whole)
 }
 END_TEST
 
+/* 40 layers of 1 MiB in one 40 MiB buffer under a 16 MiB budget. In
+ * chunks of 32 MiB (and an 8 MiB tail) only the tail could be resident:
+ * 32 MiB stayed on the host, 4 MiB of the budget unused. Left at its
+ * default, the chunk is cut to a power of two the budget holds eight
+ * times (2 MiB here), and the budget is used whole; SPILLWAY_CHUNK given
+ * is kept as it is. */
+static void run_one_buffer(swt_run_t *r, const char *chunk)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "40", "--width", "512",
+                          "--one-buffer", "--steps", "4", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=16MiB", "SPILLWAY_REWRITE=1",
+                         chunk, NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+START_TEST(a_budget_too_small_for_two_chunks_cuts_them_finer)
+{
+    swt_run_t cut, given;
+    run_one_buffer(&cut, NULL);
+    run_one_buffer(&given, "SPILLWAY_CHUNK=32MiB");
+    ck_assert_msg(swt_sw(&cut, "host_bytes_peak") <= 24 * SWT_MIB &&
+                      swt_sw(&cut, "dev0_device_bytes_peak") >= 15 * SWT_MIB,
+                  "default chunk: %s", swt_describe(&cut));
+    ck_assert_msg(swt_sw(&given, "host_bytes_peak") == 32 * SWT_MIB, "SPILLWAY_CHUNK=32MiB: %s",
+                  swt_describe(&given));
+}
+END_TEST
+
 START_TEST(a_given_budgets_window_is_fitted_when_it_binds)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1448", "--steps", "3",
@@ -557,6 +586,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, learned_promotes_a_workspace_a_graph_writes_at_its_replay);
     tcase_add_test(tc, layers_new_to_the_host_stream_ahead_from_their_first_use);
     tcase_add_test(tc, a_table_only_layer_of_two_chunks_is_adopted_whole);
+    tcase_add_test(tc, a_budget_too_small_for_two_chunks_cuts_them_finer);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
     tcase_add_test(tc, segments_learn_the_loops_period);

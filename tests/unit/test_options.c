@@ -88,6 +88,7 @@ START_TEST(test_default_chunk_is_32mib)
     sw_options_t o;
     defaults(&o);
     ck_assert_uint_eq(o.chunk, 32 * MiB);
+    ck_assert(!o.chunk_given); /* auto: alloc.c may cut it to a small budget */
 }
 END_TEST
 
@@ -485,25 +486,39 @@ START_TEST(test_chunk_takes_a_size)
     sw_options_t o;
     parse_ok(&o, "SPILLWAY_CHUNK=64M");
     ck_assert_uint_eq(o.chunk, 64 * MiB);
+    ck_assert(o.chunk_given);
+    /* the default's own size, given, is given: never cut */
+    parse_ok(&o, "SPILLWAY_CHUNK=32MiB");
+    ck_assert_uint_eq(o.chunk, 32 * MiB);
+    ck_assert(o.chunk_given);
+}
+END_TEST
+
+START_TEST(test_chunk_takes_auto)
+{
+    sw_options_t o;
+    parse_ok(&o, "SPILLWAY_CHUNK=AUTO");
+    ck_assert_uint_eq(o.chunk, 32 * MiB);
+    ck_assert(!o.chunk_given);
 }
 END_TEST
 
 START_TEST(test_chunk_of_zero_is_refused)
 {
     expect_bad("SPILLWAY_CHUNK=0",
-               "spillway: bad value SPILLWAY_CHUNK=\"0\": expected a size greater than zero such "
-               "as 32MiB or 1GiB");
+               "spillway: bad value SPILLWAY_CHUNK=\"0\": expected auto or a size greater than "
+               "zero such as 32MiB or 1GiB");
     expect_bad("SPILLWAY_CHUNK=0GiB",
-               "spillway: bad value SPILLWAY_CHUNK=\"0GiB\": expected a size greater than zero "
-               "such as 32MiB or 1GiB");
+               "spillway: bad value SPILLWAY_CHUNK=\"0GiB\": expected auto or a size greater "
+               "than zero such as 32MiB or 1GiB");
 }
 END_TEST
 
 START_TEST(test_size_overflow_is_refused_with_a_message)
 {
     expect_bad("SPILLWAY_CHUNK=99999999999T",
-               "spillway: bad value SPILLWAY_CHUNK=\"99999999999T\": expected a size greater "
-               "than zero such as 32MiB or 1GiB");
+               "spillway: bad value SPILLWAY_CHUNK=\"99999999999T\": expected auto or a size "
+               "greater than zero such as 32MiB or 1GiB");
 }
 END_TEST
 
@@ -775,7 +790,7 @@ START_TEST(test_print_shows_every_default)
     ck_assert_str_eq(s, "SPILLWAY_GPU_BUDGET=\n"
                         "SPILLWAY_HOST_BUDGET=6.25%\n"
                         "SPILLWAY_MIN_ALLOC=2MiB\n"
-                        "SPILLWAY_CHUNK=32MiB\n"
+                        "SPILLWAY_CHUNK=auto\n"
                         "SPILLWAY_DISABLE=0\n"
                         "SPILLWAY_LOG=warn\n"
                         "SPILLWAY_LOG_FILE=\n"
@@ -913,6 +928,7 @@ Suite *options_suite(void)
     tcase_add_test(tc, test_min_alloc_takes_a_size_including_zero);
     tcase_add_test(tc, test_min_alloc_refuses_a_percentage);
     tcase_add_test(tc, test_chunk_takes_a_size);
+    tcase_add_test(tc, test_chunk_takes_auto);
     tcase_add_test(tc, test_chunk_of_zero_is_refused);
     tcase_add_test(tc, test_size_overflow_is_refused_with_a_message);
     tcase_add_test(tc, test_negative_size_is_refused_with_a_message);
