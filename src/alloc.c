@@ -279,9 +279,9 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
  * default where dev's budget could not hold two such chunks, the largest
  * power of two (at least the granularity) the budget holds eight times.
  * A chunk that big beside the budget strands room no whole chunk fits in:
- * a 16 MiB budget kept only the 8 MiB tail of a 40 MiB buffer resident,
- * and a 22.5 MiB one five 4 MiB layers where a 2 MiB grain keeps five
- * and a half. The remapping window's slots are chunks: not there. */
+ * a 16 MiB budget kept only the 8 MiB tail of a 40 MiB buffer resident
+ * (the bench's decode-1M-one). The remapping window's slots are chunks:
+ * not there. */
 static uint64_t chunk_for(int dev, const sw_vmm_info_t *vi)
 {
     uint64_t budget;

@@ -949,13 +949,6 @@ static void spans_to_copies(const marks_t *m, spans_t *sp)
         }
 }
 
-/* The window's part of a launch on s: each named allocation wholly on the
- * host is read from its window copy if the window can serve it (the
- * launch's arguments are then rewritten into this thread's room, *params
- * or *extra pointing there: pointer words and TMA descriptors); any other
- * is read in place, after any copy of it went home. A launch is served
- * only if what it could store window addresses into is few enough to be
- * looked at after it, and the window can look. */
 /* Whether [start, +len), an allocation of one tensor, is read once a
  * loop of `period` launches by its own history (its chunks' learned
  * loop, within an eighth): one just moved to the host streams from its
@@ -971,6 +964,13 @@ static bool loops_whole(uint64_t start, uint64_t len, uint64_t period)
     return loop && d * 8 <= period;
 }
 
+/* The window's part of a launch on s: each named allocation wholly on the
+ * host is read from its window copy if the window can serve it (the
+ * launch's arguments are then rewritten into this thread's room, *params
+ * or *extra pointing there: pointer words and TMA descriptors); any other
+ * is read in place, after any copy of it went home. A launch is served
+ * only if what it could store window addresses into is few enough to be
+ * looked at after it, and the window can look. */
 static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, CUstream s)
 {
     int served = 0;

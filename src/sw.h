@@ -50,9 +50,6 @@ static inline void sw_cpu_relax(void)
 
 /* A byte amount given as a size ("20GiB") or a percentage ("40%") of some
  * total known only later (device memory, machine RAM). */
-/* SPILLWAY_CHUNK=auto: this, cut where a device's budget is small (alloc.c). */
-#define SW_DEFAULT_CHUNK (32ull << 20)
-
 typedef struct {
     uint64_t bytes;
     double percent; /* valid when is_percent */
@@ -66,6 +63,9 @@ enum { SW_MEMINFO_PHYSICAL, SW_MEMINFO_VIRTUAL };
 /* Devices spillway can tell apart: a per-device budget names one of
  * 0..SW_MAX_DEVICES-1 (an 8-GPU machine's). */
 #define SW_MAX_DEVICES 8
+
+/* SPILLWAY_CHUNK=auto: this, cut where a device's budget is small (alloc.c). */
+#define SW_DEFAULT_CHUNK (32ull << 20)
 
 typedef struct {
     sw_amount_t gpu_budget;  /* every device's, unless gpu_budget_dev says
