@@ -437,6 +437,21 @@ END_TEST
  * allocation then known that fits in 25%: 12 layers of 8 MiB under an
  * 80 MiB budget get 16 MiB, not 20 (4 MiB no copy can use). The
  * streaming window's rule: the remapping one is sized as before. */
+/* mlp, `layers` layers of `width` (a layer per allocation, or with
+ * `layout`, e.g. --one-buffer), `steps` steps under `budget`, with the
+ * streaming window; `more` one more variable or NULL. */
+static void run_mlp(swt_run_t *r, const char *layers, const char *width, const char *layout,
+                    const char *steps, const char *budget, const char *more)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", layers, "--width", width,
+                          "--steps", steps, layout, NULL};
+    char b[64];
+    snprintf(b, sizeof b, "SPILLWAY_GPU_BUDGET=%s", budget);
+    const char *env[] = {"SIMGPU_MEM=1GiB", b, "SPILLWAY_REWRITE=1", more, NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
 /* A layer per allocation, a third of them read only through a pointer
  * table, under a budget of two fifths: by step 4 the table-only layers
  * have taken resident places from layers the window streams, which have
@@ -446,21 +461,12 @@ END_TEST
  * (the window's own record of a new range was empty: its chunks' learned
  * loop says it recurs). Steps 5-8: no late copy, no launch reading host
  * memory. */
-static void run_per_layer(swt_run_t *r, const char *steps)
-{
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "1024",
-                          "--steps", steps, NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_REWRITE=1",
-                         NULL};
-    swt_run(r, true, env, argv);
-    swt_assert_match(r);
-}
 
 START_TEST(layers_new_to_the_host_stream_ahead_from_their_first_use)
 {
     swt_run_t four, eight;
-    run_per_layer(&four, "4");
-    run_per_layer(&eight, "8");
+    run_mlp(&four, "20", "1024", NULL, "4", "32MiB", NULL);
+    run_mlp(&eight, "20", "1024", NULL, "8", "32MiB", NULL);
     uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
     uint64_t late = swt_sw(&eight, "prefetch_late") - swt_sw(&four, "prefetch_late");
     uint64_t in_place =
@@ -478,21 +484,12 @@ END_TEST
  * layer is adopted whole (both chunks take resident places), so once it
  * is, no launch reads host memory. With only the first chunk marked as
  * table-reached, half of each such layer was read in place every step. */
-static void run_big_layers(swt_run_t *r, const char *steps)
-{
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "9", "--width", "4096",
-                          "--steps", steps, NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=320MiB", "SPILLWAY_REWRITE=1",
-                         NULL};
-    swt_run(r, true, env, argv);
-    swt_assert_match(r);
-}
 
 START_TEST(a_table_only_layer_of_two_chunks_is_adopted_whole)
 {
     swt_run_t four, six;
-    run_big_layers(&four, "4");
-    run_big_layers(&six, "6");
+    run_mlp(&four, "9", "4096", NULL, "4", "320MiB", NULL);
+    run_mlp(&six, "9", "4096", NULL, "6", "320MiB", NULL);
     uint64_t in_place =
         swt_sw(&six, "launches_touching_host") - swt_sw(&four, "launches_touching_host");
     ck_assert_msg(swt_sw(&six, "bytes_streamed") > swt_sw(&four, "bytes_streamed"),
@@ -508,21 +505,12 @@ END_TEST
  * default, the chunk is cut to a power of two the budget holds eight
  * times (2 MiB here), and the budget is used whole; SPILLWAY_CHUNK given
  * is kept as it is. */
-static void run_one_buffer(swt_run_t *r, const char *chunk)
-{
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "40", "--width", "512",
-                          "--one-buffer", "--steps", "4", NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=16MiB", "SPILLWAY_REWRITE=1",
-                         chunk, NULL};
-    swt_run(r, true, env, argv);
-    swt_assert_match(r);
-}
 
 START_TEST(a_budget_too_small_for_two_chunks_cuts_them_finer)
 {
     swt_run_t cut, given;
-    run_one_buffer(&cut, NULL);
-    run_one_buffer(&given, "SPILLWAY_CHUNK=32MiB");
+    run_mlp(&cut, "40", "512", "--one-buffer", "4", "16MiB", NULL);
+    run_mlp(&given, "40", "512", "--one-buffer", "4", "16MiB", "SPILLWAY_CHUNK=32MiB");
     ck_assert_msg(swt_sw(&cut, "host_bytes_peak") <= 24 * SWT_MIB &&
                       swt_sw(&cut, "dev0_device_bytes_peak") >= 15 * SWT_MIB,
                   "default chunk: %s", swt_describe(&cut));
