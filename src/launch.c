@@ -958,7 +958,7 @@ static bool loops_whole(uint64_t start, uint64_t len, uint64_t period)
 {
     const sw_chunk_t *c = sw_table_lookup(sw_tracked(), start);
     if (!c || !period || c->alloc->va != start || c->alloc->size != len ||
-        c->alloc->nbounds > 1)
+        sw_segment_count(c->alloc) > 1)
         return false;
     uint64_t loop = sw_learn_state(c).loop, d = loop > period ? loop - period : period - loop;
     return loop && d * 8 <= period;

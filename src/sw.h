@@ -314,6 +314,9 @@ uint64_t sw_learn_period(const sw_table_t *t);
  * a->va + a->size); p becomes a segment start. Returns -1 (nothing
  * changed) when out of memory or when a already holds 4096 starts. */
 int sw_segment_note(sw_alloc_t *a, uint64_t p);
+/* How many starts a holds, readable without the lock sw_segment_note's
+ * callers hold (a count that only grows; a stale one is a smaller one). */
+uint32_t sw_segment_count(const sw_alloc_t *a);
 /* Where a kernel given p is predicted to stop reading: the smallest noted
  * start above p, else the end of the allocation (a->va + a->size). */
 uint64_t sw_segment_end(const sw_alloc_t *a, uint64_t p);

@@ -528,8 +528,8 @@ static void find_soonest(sw_alloc_t *a, void *arg)
 {
     soonest_t *f = arg;
     const sw_chunk_t *c = &a->chunks[0];
-    if (a->dev != f->w->dev || a->nbounds > 1 || a->size > f->room || c->where != SW_ON_HOST ||
-        !sw_learn_state(c).loop)
+    if (a->dev != f->w->dev || sw_segment_count(a) > 1 || a->size > f->room ||
+        c->where != SW_ON_HOST || !sw_learn_state(c).loop)
         return;
     uint64_t next = sw_learn_next_use(c, f->now);
     if (next == UINT64_MAX || (f->best && next >= f->best_next))

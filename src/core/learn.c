@@ -418,8 +418,14 @@ int sw_segment_note(sw_alloc_t *a, uint64_t p)
     }
     memmove(&a->bounds[i + 1], &a->bounds[i], (a->nbounds - i) * sizeof *a->bounds);
     a->bounds[i] = p;
-    a->nbounds++;
+    /* Read without the caller's lock by sw_segment_count. */
+    __atomic_store_n(&a->nbounds, a->nbounds + 1, __ATOMIC_RELAXED);
     return 0;
+}
+
+uint32_t sw_segment_count(const sw_alloc_t *a)
+{
+    return __atomic_load_n(&a->nbounds, __ATOMIC_RELAXED);
 }
 
 uint64_t sw_segment_end(const sw_alloc_t *a, uint64_t p)
