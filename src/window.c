@@ -362,7 +362,11 @@ static int unit_get(win_t *w, uint64_t start, uint64_t len)
     if (ui == w->nunits)
         __atomic_store_n(&w->nunits, w->nunits + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&any_unit, true, __ATOMIC_RELAXED);
-    w->units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true};
+    /* A dead unit's event is kept for the new one (teardown destroys it),
+     * not dropped: with homed_on NULL nothing waits on its old record. */
+    CUevent homed = w->units[ui].homed;
+    w->units[ui] = (unit_t){
+        .start = start, .len = len, .next = -1, .entry = -1, .live = true, .homed = homed};
     if (w->fp_on) {
         w->changed[ui] = 0;
         w->escaped[ui] = 0;
