@@ -345,9 +345,9 @@ static void consider(marks_t *m, const sw_alloc_t *a, uint64_t word, uint64_t en
     m->use[m->nuse++] = (stream_use_t){.start = a->va, .len = a->size, .parts = parts};
 }
 
-/* The end of the tensor at word in a, one chunk long: the next segment
- * start. Learned only while the window is on, which alone asks (a lock
- * per launch otherwise not taken). */
+/* The end of the tensor at word in a, which becomes a segment start: the
+ * next one. A launch into an allocation of one chunk asks only while the
+ * window is on (a lock per launch otherwise not taken). */
 static uint64_t tensor_end(sw_alloc_t *a, uint64_t word)
 {
     pthread_mutex_lock(&segment_lock);
@@ -355,6 +355,12 @@ static uint64_t tensor_end(sw_alloc_t *a, uint64_t word)
     uint64_t end = sw_segment_end(a, word);
     pthread_mutex_unlock(&segment_lock);
     return end;
+}
+
+/* The index after the chunk holding the last byte before end. */
+static uint32_t chunk_after(uint64_t end)
+{
+    return sw_table_lookup(sw_tracked(), end - 1)->index + 1;
 }
 
 /* A word inside a tracked allocation. The window serves the whole
@@ -391,8 +397,7 @@ static void hit(uint64_t word, void *arg)
     if (word < a->va + a->size) {
         sw_segment_note(a, word);
         tend = sw_segment_end(a, word);
-        /* The chunk holding the last byte before the segment's end. */
-        end = sw_table_lookup(sw_tracked(), tend - 1)->index + 1;
+        end = chunk_after(tend);
     }
     if (!clean(a, first, end)) {
         bool all_device = true;
@@ -436,13 +441,7 @@ static void mark_pointed(uint64_t word, void *arg)
      * tensor is reached, not only the one it starts in: a table-only layer
      * of two chunks is adopted whole, or half of it stays read in place.
      * Copies on other threads may mark them at once. */
-    uint32_t end = c->index + 1;
-    if (word < a->va + a->size) {
-        pthread_mutex_lock(&segment_lock);
-        sw_segment_note(a, word);
-        end = sw_table_lookup(sw_tracked(), sw_segment_end(a, word) - 1)->index + 1;
-        pthread_mutex_unlock(&segment_lock);
-    }
+    uint32_t end = word < a->va + a->size ? chunk_after(tensor_end(a, word)) : c->index + 1;
     for (uint32_t i = c->index; i < end; i++)
         __atomic_store_n(&a->chunks[i].pointed, true, __ATOMIC_RELAXED);
 }
@@ -765,9 +764,10 @@ static void adopt(uint64_t now)
                  "0x%llx", (unsigned long long)now, (unsigned long long)in->va,
                  (unsigned long long)out->va);
     }
-    /* One left with no victim at this launch asks again soon: another
-     * launch has other chunks not in use. */
-    if (sw_policy_unseen(sw_tracked()))
+    /* The loop ends with in the chunk the last adoption() found still to
+     * trade (NULL: none left). One left with no victim at this launch asks
+     * again soon: another launch has other chunks not in use. */
+    if (in)
         __atomic_store_n(&next, now + ADOPT_RETRY, __ATOMIC_RELAXED);
     sw_pool_drain(SW_ON_DEVICE);
     sw_gate_unwr();
@@ -949,21 +949,6 @@ static void spans_to_copies(const marks_t *m, spans_t *sp)
         }
 }
 
-/* Whether [start, +len), an allocation of one tensor, is read once a
- * loop of `period` launches by its own history (its chunks' learned
- * loop, within an eighth): one just moved to the host streams from its
- * first use there, where the window's record of it starts empty. Not a
- * segment of several: its chunks' loop is its busiest tensor's. */
-static bool loops_whole(uint64_t start, uint64_t len, uint64_t period)
-{
-    const sw_chunk_t *c = sw_table_lookup(sw_tracked(), start);
-    if (!c || !period || c->alloc->va != start || c->alloc->size != len ||
-        sw_segment_count(c->alloc) > 1)
-        return false;
-    uint64_t loop = sw_learn_state(c).loop, d = loop > period ? loop - period : period - loop;
-    return loop && d * 8 <= period;
-}
-
 /* The window's part of a launch on s: each named allocation wholly on the
  * host is read from its window copy if the window can serve it (the
  * launch's arguments are then rewritten into this thread's room, *params
@@ -997,8 +982,8 @@ static void serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extr
         stream_use_t *u = &m->use[i];
         bool written;
         if (any && streamable[i] &&
-            sw_window_use(dev, u->start, u->len, u->parts, m->seq, period,
-                          loops_whole(u->start, u->len, period), s, &u->copy, &written)) {
+            sw_window_use(dev, u->start, u->len, u->parts, m->seq, period, s, &u->copy,
+                          &written)) {
             u->served = true;
             served++;
             if (written && !sw_capturing() && sw_budget_set())

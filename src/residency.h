@@ -229,8 +229,7 @@ void sw_window_reclaim(bool replay);
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len);
 /* Launch `now` on s, in dev's context, names the host range [start, +len),
  * streamable, its tensors spanning `parts` of it (sw_parts), in a loop of
- * `period` launches (0: unknown), `looped` when the range's own history
- * says it is read once a loop (its chunks were used so while resident): true and
+ * `period` launches (0: unknown): true and
  * *copy (the copy's address, for start) when it may read the window copy
  * instead; *written then says whether its readers were found changing
  * the range's copies (each use then costs a copy home too). s then waits
@@ -238,10 +237,10 @@ bool sw_window_streamable(int dev, uint64_t start, uint64_t len);
  * sw_window_read(s) before releasing the gate. false: read in place
  * (any copy of an overlapping range dropped first, s ordered after it):
  * also for a range that does not recur with the loop (by the window's
- * record of it, or by `looped`), since a copy it does not repay is a
- * copy wasted. */
+ * record of its uses, or, for an allocation of one tensor, by its chunks'
+ * learned loop), since a copy it does not repay is a copy wasted. */
 bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64_t now,
-                   uint64_t period, bool looped, CUstream s, uint64_t *copy, bool *written);
+                   uint64_t period, CUstream s, uint64_t *copy, bool *written);
 /* The launch will not read the copy of the range at start after all
  * (its arguments could not be pointed at it): the copy goes home, with s
  * after it, and is not counted as read. */

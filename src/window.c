@@ -520,6 +520,12 @@ static bool spanned(const unit_t *u)
            (!u->named_prev || spans_all(u->named_prev));
 }
 
+/* Whether a holds one tensor, as far as its learned starts tell. */
+static bool one_tensor(const sw_alloc_t *a)
+{
+    return sw_segment_count(a) <= 1;
+}
+
 typedef struct {
     win_t *w;
     uint64_t now, room;
@@ -532,7 +538,7 @@ static void find_soonest(sw_alloc_t *a, void *arg)
 {
     soonest_t *f = arg;
     const sw_chunk_t *c = &a->chunks[0];
-    if (a->dev != f->w->dev || sw_segment_count(a) > 1 || a->size > f->room ||
+    if (a->dev != f->w->dev || !one_tensor(a) || a->size > f->room ||
         c->where != SW_ON_HOST || !sw_learn_state(c).loop)
         return;
     uint64_t next = sw_learn_next_use(c, f->now);
@@ -671,18 +677,34 @@ static CUresult send_home(win_t *w, entry_t *e, CUstream s)
  * period back (within 1/8): then u recurs with the loop and is worth a
  * copy each time. A range used twice a step (a weight read forward and
  * updated) recurs too. */
+static bool one_loop(uint64_t gap, uint64_t period)
+{
+    uint64_t d = gap > period ? gap - period : period - gap;
+    return period && d * 8 <= period;
+}
+
 static bool recurs(unit_t *u, uint64_t now, uint64_t period)
 {
     bool yes = false;
-    for (int i = 0; i < RECALL && u->used[i] && period; i++) {
-        uint64_t gap = now - u->used[i], d = gap > period ? gap - period : period - gap;
-        yes |= d * 8 <= period;
-    }
+    for (int i = 0; i < RECALL && u->used[i] && period; i++)
+        yes |= one_loop(now - u->used[i], period);
     if (u->used[0] != now) {
         memmove(u->used + 1, u->used, (RECALL - 1) * sizeof u->used[0]);
         u->used[0] = now;
     }
     return yes;
+}
+
+/* Whether u, an allocation of one tensor, is read once a loop by its
+ * chunks' own history (their learned loop): one just moved to the host
+ * streams from its first use there, where u's record of uses starts
+ * empty. Not a segment of several: its chunks' loop is its busiest
+ * tensor's. */
+static bool loops_whole(const win_t *w, const unit_t *u, uint64_t period)
+{
+    const sw_chunk_t *c = sw_table_lookup(w->table, u->start);
+    return c && c->alloc->va == u->start && c->alloc->size == u->len && one_tensor(c->alloc) &&
+           one_loop(sw_learn_state(c).loop, period);
 }
 
 /* A use `now` of u, naming `parts`: a visit is the uses of u within a
@@ -701,7 +723,7 @@ static void visit(unit_t *u, uint64_t parts, uint64_t now, uint64_t period)
 }
 
 bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64_t now,
-                   uint64_t period, bool looped, CUstream s, uint64_t *copy, bool *written)
+                   uint64_t period, CUstream s, uint64_t *copy, bool *written)
 {
     win_t *w = win(dev);
     /* One launch reads one window, its device's. */
@@ -748,7 +770,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
      * (the layers of a shared segment, one after another), recurring or
      * not: it is paid for. */
     visit(u, parts, now, period);
-    if (!recurs(u, now, period) && !looped && u->entry < 0 && !w->origin)
+    if (!recurs(u, now, period) && u->entry < 0 && !w->origin && !loops_whole(w, u, period))
         goto out;
     /* A range its last visits' launches did not span whole (a segment whose
      * other tensors only a pointer table reaches) is read in place: a
