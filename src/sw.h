@@ -426,8 +426,8 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
  * fewer, so that the rest of want stays resident instead of idle; where
  * want holds one, room for two (up to half the budget) when extents are
  * small enough beside the budget that copying one at a time would cost
- * more than a second copy's room (policy.c). want when no extent fits
- * (nothing known to stream yet). Can't fail. */
+ * more than a second copy's room (policy.c). 0 when no extent fits:
+ * no window. Can't fail. */
 uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget);
 
 /* ---- core/scan.c: which tracked memory a launch's arguments point into -- */

@@ -551,6 +551,25 @@ START_TEST(the_window_never_holds_a_device_over_its_budget)
 }
 END_TEST
 
+/* 16 layers of 4 MiB in 8 MiB segments on two streams under 26 MiB: a
+ * quarter of the budget (6.5 MiB) holds no allocation the program made,
+ * so no window is made. Made anyway, it served nothing, was given back a
+ * loop later, and its room was filled by four more moves in step 5, each
+ * waiting for the device (1.49x the link bound timed over steps 4-7,
+ * 1.21x without). Steps 5-8 move no chunk and stream nothing. */
+START_TEST(no_window_is_made_where_no_allocation_fits_it)
+{
+    swt_run_t four, eight;
+    run_mlp(&four, "16", "1024", "--segments=8", "4", "26MiB", NULL);
+    run_mlp(&eight, "16", "1024", "--segments=8", "8", "26MiB", NULL);
+    uint64_t moves = swt_sw(&eight, "promotions") + swt_sw(&eight, "demotions") -
+                     swt_sw(&four, "promotions") - swt_sw(&four, "demotions");
+    ck_assert_msg(moves == 0, "steps 5-8 moved %llu chunks: %s", (unsigned long long)moves,
+                  swt_describe(&eight));
+    ck_assert_msg(swt_sw(&eight, "bytes_streamed") == 0, "%s", swt_describe(&eight));
+}
+END_TEST
+
 Suite *policies_suite(void)
 {
     Suite *s = suite_create("policies");
@@ -577,6 +596,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_budget_too_small_for_two_chunks_cuts_them_finer);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
+    tcase_add_test(tc, no_window_is_made_where_no_allocation_fits_it);
     tcase_add_test(tc, segments_learn_the_loops_period);
     tcase_add_test(tc, segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back);
     tcase_add_test(tc, segments_their_launches_span_whole_are_streamed);

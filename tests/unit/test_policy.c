@@ -654,9 +654,9 @@ START_TEST(policy_window_fits_two_extents_or_as_many_as_want_holds)
     ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 8 * MiB, B), 8 * MiB);
     /* exactly two */
     ck_assert_uint_eq(sw_policy_window_fit(16 * MiB, 8 * MiB, 64 * MiB), 16 * MiB);
-    /* nothing fits, or nothing known: want as it is */
-    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 16 * MiB, B), 15 * MiB);
-    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 0, B), 15 * MiB);
+    /* nothing fits, or nothing known: no window */
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 16 * MiB, B), 0);
+    ck_assert_uint_eq(sw_policy_window_fit(15 * MiB, 0, B), 0);
     ck_assert_uint_eq(sw_policy_window_fit(0, 4 * MiB, B), 0);
     /* never more than want, or than half the budget */
     for (uint64_t want = 1; want < 64; want++)
