@@ -111,10 +111,10 @@ static void make_window(int dev)
     if (!sw_dev_window_due(dev) || !sw_dev_budget(dev, &budget))
         return;
     sw_dev_window_tried(dev);
-    sw_dev_bytes_add(dev, (int64_t)(sw_opts()->rewrite ? sw_window_setup(dev, window_bytes(dev, budget),
-                                                                          sw_tracked())
-                                    : dev == sw_dev_home() ? sw_prefetch_setup(budget)
-                                                           : 0));
+    uint64_t made = sw_opts()->rewrite       ? sw_window_setup(dev, window_bytes(dev, budget), sw_tracked())
+                    : dev == sw_dev_home() ? sw_prefetch_setup(budget)
+                                           : 0;
+    sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
 }
 
 /* Gives dev's window back, its bytes leaving the device's count. The
@@ -131,7 +131,7 @@ static uint64_t give_window_back(int dev, bool *synced)
     }
     uint64_t bytes = sw_window_release(dev);
     if (bytes)
-        sw_dev_bytes_add(dev, -(int64_t)bytes);
+        sw_place_count(dev, SW_ON_DEVICE, -(int64_t)bytes);
     return bytes;
 }
 
@@ -225,14 +225,10 @@ static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
 {
     int dev = c->alloc->dev;
     if (sw_room_for(dev, c->size, synced)) {
-        CUresult r = sw_vmm_back(c, SW_ON_DEVICE);
+        CUresult r = sw_place_born(c, SW_ON_DEVICE);
         if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(dev, c->size, synced) > 0) {
-            r = sw_vmm_back(c, SW_ON_DEVICE);
+            r = sw_place_born(c, SW_ON_DEVICE);
             *recovered = r == CUDA_SUCCESS;
-        }
-        if (r == CUDA_SUCCESS) {
-            sw_dev_bytes_add(dev, (int64_t)c->size);
-            return r;
         }
         if (r != CUDA_ERROR_OUT_OF_MEMORY)
             return r;
@@ -240,27 +236,14 @@ static CUresult back_chunk(sw_chunk_t *c, bool *synced, bool *recovered)
     }
     if (!sw_host_room_for(c->size))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = sw_vmm_back(c, SW_ON_HOST);
-    if (r == CUDA_SUCCESS)
-        sw_stat_add(SW_STAT_host_bytes, (int64_t)c->size);
-    return r;
-}
-
-/* A window chunk's bytes count as host bytes: its slot belongs to the
- * window, which is counted once, as device bytes, when it is made. */
-static void uncount(const sw_chunk_t *c)
-{
-    if (c->where == SW_ON_DEVICE && c->slot < 0)
-        sw_dev_bytes_add(c->alloc->dev, -(int64_t)c->size);
-    else
-        sw_stat_add(SW_STAT_host_bytes, -(int64_t)c->size);
+    return sw_place_born(c, SW_ON_HOST);
 }
 
 static void release_chunks(sw_alloc_t *a, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        uncount(c);
+        sw_place_gone(c);
         sw_drop_copy(c);
         if (c->slot >= 0 || c->mirrored) {
             sw_prefetch_forget(c);

@@ -109,10 +109,7 @@ static uint64_t real_of(const app_handle_t *h, sw_where_t *where)
 static void count(int dev, sw_where_t where, int64_t bytes)
 {
     sw_stats_batch_begin();
-    if (where == SW_ON_DEVICE)
-        sw_dev_bytes_add(dev, bytes);
-    else
-        sw_stat_add(SW_STAT_host_bytes, bytes);
+    sw_place_count(dev, where, bytes);
     sw_stat_add(SW_STAT_tracked_bytes, bytes);
     sw_stat_add(SW_STAT_tracked_allocs, bytes > 0 ? 1 : -1);
     sw_stats_batch_end();
@@ -429,8 +426,8 @@ static CUresult pin_on_device(app_handle_t *h)
             r = promote(h);
         }
         if (r == CUDA_SUCCESS && !h->mapping) {
-            sw_stat_add(SW_STAT_host_bytes, -(int64_t)h->size);
-            sw_dev_bytes_add(h->dev, (int64_t)h->size);
+            sw_place_count(h->dev, SW_ON_HOST, -(int64_t)h->size);
+            sw_place_count(h->dev, SW_ON_DEVICE, (int64_t)h->size);
         }
     }
     if (r == CUDA_SUCCESS)

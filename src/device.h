@@ -22,7 +22,9 @@ const sw_vmm_info_t *sw_vmm_setup(void);
 CUresult sw_vmm_reserve(uint64_t size, CUdeviceptr *va);
 void sw_vmm_unreserve(CUdeviceptr va, uint64_t size);
 /* Backs c (c->va, c->size set) with a new handle at `where`; maps it with
- * device access. On failure c has no mapping and nothing leaked. */
+ * device access. On failure c has no mapping and nothing leaked. Here and
+ * in sw_vmm_move only c's handles change: where c lies is placement's to
+ * record (place.c). */
 CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where);
 /* Unmaps and releases c's backing. */
 void sw_vmm_unback(sw_chunk_t *c);
@@ -37,7 +39,8 @@ CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size);
 CUresult sw_vmm_remap(CUdeviceptr va, uint64_t size, uint64_t from, uint64_t to);
 CUresult sw_vmm_create(sw_where_t where, uint64_t size, uint64_t *h);
 void sw_vmm_release(uint64_t h);
-/* Copies c's bytes into a new handle at `to` and remaps c->va onto it;
+/* Copies c's bytes into a new handle at `to` (c->where still says where
+ * they are) and remaps c->va onto it;
  * the old handle is released only once the new mapping has access. Any
  * failure restores the old mapping: no data is lost.
  *   keep_copy  on a promotion, keep the host handle as c->home, with the

@@ -1,6 +1,7 @@
 /*
- * Placement: the table of tracked allocations, the host budget, and the
- * move of a chunk between device and host with its byte counts. Beside
+ * Placement: the table of tracked allocations, the host budget, and every
+ * change of where a chunk lies (born, moved, slotted, gone) with the
+ * byte counts it changes: nothing else writes a chunk's place. Beside
  * them, what every residency file reads: the launch clock and the learned
  * loop period. Above it sit the allocators (alloc.c, appvmm.c), the
  * remapping window (prefetch.c) and the launch path (launch.c); below it
@@ -68,6 +69,53 @@ CUresult sw_safe_sync(void)
     return sw_dev_sync_all();
 }
 
+void sw_place_count(int dev, sw_where_t where, int64_t bytes)
+{
+    if (where == SW_ON_DEVICE)
+        sw_dev_bytes_add(dev, bytes);
+    else
+        sw_stat_add(SW_STAT_host_bytes, bytes);
+}
+
+/* c's address maps another handle: where it lies, in which slot, and a
+ * change its allocation's walks (launch.c, clean) must notice. */
+static void settle(sw_chunk_t *c, sw_where_t where, int slot)
+{
+    c->where = where;
+    c->slot = slot;
+    c->alloc->moved++;
+}
+
+CUresult sw_place_born(sw_chunk_t *c, sw_where_t where)
+{
+    CUresult r = sw_vmm_back(c, where);
+    if (r != CUDA_SUCCESS)
+        return r;
+    settle(c, where, -1);
+    sw_place_count(c->alloc->dev, where, (int64_t)c->size);
+    return CUDA_SUCCESS;
+}
+
+void sw_place_gone(const sw_chunk_t *c)
+{
+    bool device = c->where == SW_ON_DEVICE && c->slot < 0;
+    sw_place_count(c->alloc->dev, device ? SW_ON_DEVICE : SW_ON_HOST, -(int64_t)c->size);
+}
+
+void sw_place_slotted(sw_chunk_t *c, int slot, uint64_t handle)
+{
+    c->home = c->handle;
+    c->handle = handle;
+    settle(c, SW_ON_DEVICE, slot);
+}
+
+void sw_place_unslotted(sw_chunk_t *c)
+{
+    c->handle = c->home;
+    c->home = 0;
+    settle(c, SW_ON_HOST, -1);
+}
+
 /* Moves c and keeps the byte counts; failure leaves c as it was. The
  * learned policy keeps a promoted chunk's host copy, so that demoting it
  * unchanged moves no byte; LRU, the baseline, copies both ways. */
@@ -100,9 +148,10 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
         sw_debug("moving chunk 0x%llx failed: %s", (unsigned long long)c->va, sw_cu_name(r));
         return r;
     }
+    settle(c, to, c->slot);
     sw_stats_batch_begin(); /* readers see the bytes moved all at once */
-    sw_dev_bytes_add(dev, down ? -n : n);
-    sw_stat_add(SW_STAT_host_bytes, down ? n : -n);
+    sw_place_count(dev, SW_ON_DEVICE, down ? -n : n);
+    sw_place_count(dev, SW_ON_HOST, down ? n : -n);
     sw_stat_add(down ? SW_STAT_demotions : SW_STAT_promotions, 1);
     sw_stat_add(down ? SW_STAT_bytes_demoted : SW_STAT_bytes_promoted, n);
     if (down && copied)

@@ -231,20 +231,12 @@ static CUresult settle_fill(int si, sw_chunk_t *c, bool fp, CUstream st)
             restore(s, st);
             return e;
         }
-        v->handle = v->home;
-        v->home = 0;
-        v->alloc->moved++;
-        v->slot = -1;
-        v->where = SW_ON_HOST;
+        sw_place_unslotted(v);
         s->c = NULL;
     }
     if ((e = sw_vmm_remap(c->va, c->size, c->handle, s->handle)) != CUDA_SUCCESS)
         return e;
-    c->home = c->handle;
-    c->handle = s->handle;
-    c->alloc->moved++;
-    c->slot = si;
-    c->where = SW_ON_DEVICE;
+    sw_place_slotted(c, si, s->handle);
     s->c = c;
     s->fp_filled = fp; /* without it, the slot will be copied home */
     return CUDA_SUCCESS;
@@ -538,11 +530,7 @@ void sw_prefetch_forget(sw_chunk_t *c)
     if (c->slot >= 0) {
         pf.slots[c->slot].c = NULL;
         sw_vmm_unmap(c->va, c->size);
-        c->handle = c->home; /* the caller releases the host handle */
-        c->home = 0;
-        c->alloc->moved++;
-        c->slot = -1;
-        c->where = SW_ON_HOST;
+        sw_place_unslotted(c); /* the caller releases the host handle */
     } else {
         sw_vmm_unmap(c->va, c->size);
     }

@@ -70,6 +70,21 @@ void sw_drop_copy(sw_chunk_t *c);
 /* Whether the host budget has room for need bytes, after dropping host
  * copies kept of device chunks (a saving, not data) if it must. */
 bool sw_host_room_for(uint64_t need);
+/* Where a chunk lies is written only by the transitions below, each with
+ * the byte counts it changes (device bytes per device, host bytes):
+ * sw_place_born backs a new chunk's address (sw_vmm_back) on the device
+ * or the host and counts it; sw_place_gone uncounts a chunk being freed
+ * (a window chunk's bytes count as host bytes: its slot belongs to the
+ * remapping window, counted once as device bytes when it is made);
+ * sw_place_slotted and sw_place_unslotted record that c's address now
+ * maps a slot of the remapping window (handle), its own handle kept as
+ * home, and that it maps its home again; sw_place_count counts bytes that
+ * belong to no chunk (a window, an application's unmapped handle). */
+CUresult sw_place_born(sw_chunk_t *c, sw_where_t where);
+void sw_place_gone(const sw_chunk_t *c);
+void sw_place_slotted(sw_chunk_t *c, int slot, uint64_t handle);
+void sw_place_unslotted(sw_chunk_t *c);
+void sw_place_count(int dev, sw_where_t where, int64_t bytes);
 /* Moves chunk c to `to`, after the device was synchronized under the
  * exclusive gate (sw_safe_sync). Keeps the byte counts. Failure leaves c
  * exactly as it was. The learned policy keeps a promoted chunk's host

@@ -222,8 +222,6 @@ CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where)
         return r;
     }
     c->handle = h;
-    c->alloc->moved++;
-    c->where = where;
     return CUDA_SUCCESS;
 }
 
@@ -335,8 +333,6 @@ static CUresult home_unchanged(sw_chunk_t *c, bool *went)
     give(SW_ON_DEVICE, c->alloc->dev, c->size, c->handle); /* unmapped by the remap */
     c->handle = c->home;
     c->home = 0;
-    c->alloc->moved++;
-    c->where = SW_ON_HOST;
     *went = true;
     return CUDA_SUCCESS;
 }
@@ -415,8 +411,6 @@ CUresult sw_vmm_move(sw_chunk_t *c, sw_where_t to, bool keep_copy, bool *copied)
         give(c->where, dev, c->size, c->handle);
     }
     c->handle = h;
-    c->alloc->moved++;
-    c->where = to;
     *copied = true;
     return CUDA_SUCCESS;
 }
