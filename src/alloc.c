@@ -359,7 +359,9 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
     sw_pool_drain(SW_ON_DEVICE);
 }
 
-#define RECLAIM_EVERY 64 /* launches between questions: idleness takes loops to show */
+/* Launches between questions: idleness takes loops to show, but a window
+ * not worth its room is best given back before the program's steps settle. */
+#define RECLAIM_EVERY 16
 
 void sw_window_reclaim(bool replay)
 {
@@ -375,14 +377,20 @@ void sw_window_reclaim(bool replay)
     int dev = sw_window_here();
     /* A window of a size the user gave is kept: they asked for it. */
     if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) &&
-        sw_window_idle(dev, now, period)) {
+        sw_window_worth(dev, now, period) != SW_WINDOW_WORTH) {
         sw_gate_wr();
         bool synced = false;
-        if (!sw_capturing() && sw_window_here() == dev && sw_window_idle(dev, now, period) &&
+        sw_window_worth_t why = SW_WINDOW_WORTH;
+        if (!sw_capturing() && sw_window_here() == dev &&
+            (why = sw_window_worth(dev, now, period)) != SW_WINDOW_WORTH &&
             (bytes = give_window_back(dev, &synced)) != 0) {
-            sw_info("device %d: the streaming window served nothing for a loop: its %llu "
-                    "bytes are the resident set's now",
-                    dev, (unsigned long long)bytes);
+            sw_info("device %d: the streaming window %s: its %llu bytes are the resident "
+                    "set's now",
+                    dev,
+                    why == SW_WINDOW_IDLE ? "served nothing for a loop"
+                                          : "copied less than five times its size in a loop, "
+                                            "which keeping them resident saves",
+                    (unsigned long long)bytes);
             fill_room(dev, now, period);
         }
         sw_gate_unwr();

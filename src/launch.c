@@ -1078,11 +1078,13 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     if (m.host && sw_capturing() && sw_budget_set())
         defer_hot(&m);
     if (m.nuse) {
-        serve(&m, l, pparams, pextra, s);
-        if (!sw_capturing()) {
-            adopt(m.seq);
+        /* Before serve(): a window given back must hold no copy this
+         * launch is about to read. */
+        if (!sw_capturing())
             sw_window_reclaim(false);
-        }
+        serve(&m, l, pparams, pextra, s);
+        if (!sw_capturing())
+            adopt(m.seq);
     }
     if (m.window && !m.host)
         sw_stat_add(SW_STAT_prefetch_hits, 1);

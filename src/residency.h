@@ -229,15 +229,19 @@ uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t);
  * or a capture is on). Gate held exclusively, and the device synchronized
  * since the last work was issued (the safety rule's synchronization). */
 uint64_t sw_window_release(int dev);
-/* Whether dev's window served nothing for a loop: no launch in the last
- * `period` launches up to `now` (counted from the first question when it
- * has served none; never while the period is unknown), or a graph launch
- * while no graph held a copy and nothing else was served since. */
-bool sw_window_idle(int dev, uint64_t now, uint64_t period);
+/* Whether dev's window is worth its room. SW_WINDOW_IDLE: it served
+ * nothing for a loop (no launch in the last `period` launches up to
+ * `now`, counted from the first question when it has served none; or a
+ * graph launch while no graph held a copy and nothing else was served
+ * since). SW_WINDOW_UNREPAID: its latest whole loop, from the second on,
+ * copied less than five times its size (window.c, REPAID), while no graph
+ * held a copy. Never while the period is unknown. */
+typedef enum { SW_WINDOW_WORTH, SW_WINDOW_IDLE, SW_WINDOW_UNREPAID } sw_window_worth_t;
+sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period);
 /* Gives the window of the current context's device back, for good, when
- * spillway sized it and it is idle (sw_window_idle): its room is the
- * resident set's then. Asked at a graph launch (replay), else every 64
- * launches. Not in a capture; the gate held shared or not. */
+ * spillway sized it and it is not worth its room (sw_window_worth): its
+ * room is the resident set's then. Asked at a graph launch (replay),
+ * else every 16 launches. Not in a capture; the gate held shared or not. */
 void sw_window_reclaim(bool replay);
 /* Whether [start, +len) may be streamed by dev's window: every chunk dev's
  * and on the host. */

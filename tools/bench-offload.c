@@ -14,7 +14,9 @@
  *   decode   mlp, one vector per step (gemv): transfer-bound.  Layers of
  *            1, 4, 16 and 64 MiB, each in three layouts: one allocation
  *            per layer, --one-buffer, and --segments 20 (PyTorch's caching
- *            allocator); some on two streams (--streams 2); the one-buffer
+ *            allocator); at 4 MiB also the odd layers alone packed into
+ *            8 MiB segments (--odd-segments, a model whose fused layers
+ *            share allocations); some on two streams (--streams 2); the one-buffer
  *            runs of 16 and 64 MiB with a workspace every layer writes
  *            (--workspace: cuBLAS's, made before the weights);
  *   graph    decode captured once and replayed (--graph), at two sizes;
@@ -104,7 +106,7 @@ extern char **environ;
 /* ---- scenarios and modes ---- */
 
 typedef enum { FAM_DECODE, FAM_GRAPH, FAM_PREFILL, FAM_TRAIN, FAM_MOE } family_t;
-typedef enum { LAYOUT_PER_LAYER, LAYOUT_ONE, LAYOUT_SEGMENTS } layout_t;
+typedef enum { LAYOUT_PER_LAYER, LAYOUT_ONE, LAYOUT_SEGMENTS, LAYOUT_ODD } layout_t;
 
 enum { M_RESIDENT, M_PREFETCH_OFF, M_LRU, M_LEARNED, M_REWRITE_OFF, M_UVA, M_PEER_PREFETCH,
        NMODES };
@@ -119,6 +121,11 @@ enum { M_RESIDENT, M_PREFETCH_OFF, M_LRU, M_LEARNED, M_REWRITE_OFF, M_UVA, M_PEE
 /* --segments of the segments layout: PyTorch's caching allocator makes
  * 20 MiB segments for tensors of 1 to 10 MiB. */
 #define SEGMENT_MIB 20
+/* The odd layout (--segments 8 --odd-segments): each even layer an
+ * allocation of its own, the odd ones packed into segments of at most
+ * 8 MiB, as a model whose fused layers share an allocation (issue 26's
+ * model-like program). */
+#define ODD_SEGMENT_MIB 8
 
 typedef struct scenario {
     const char *name;
@@ -143,6 +150,7 @@ typedef struct scenario {
 #define PL LAYOUT_PER_LAYER
 #define ONE LAYOUT_ONE
 #define SEG LAYOUT_SEGMENTS
+#define ODD LAYOUT_ODD
 
 /*
  * The full set.  Sizes are chosen so the whole run stays within minutes on
@@ -168,6 +176,7 @@ static const scenario_t full_set[] = {
     {"decode-4M", FAM_DECODE, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, CORE, false, 0},
     {"decode-4M-one", FAM_DECODE, 20, 1024, 0, ONE, 2, 0, 3, 4, MiB(32), NULL, BASELINES, false, 0},
     {"decode-4M-seg", FAM_DECODE, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
+    {"decode-4M-odd", FAM_DECODE, 100, 1024, 0, ODD, 2, 0, 3, 4, MiB(160), NULL, CORE, false, 0},
     {"decode-16M", FAM_DECODE, 20, 2048, 0, PL, 2, 0, 3, 4, MiB(128), NULL, BASELINES, false, 0},
     {"decode-16M-one", FAM_DECODE, 20, 2048, 0, ONE, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 4},
     {"decode-16M-seg", FAM_DECODE, 25, 2048, 0, SEG, 1, 0, 3, 4, MiB(160), NULL, CORE, false, 0},
@@ -197,6 +206,7 @@ static const scenario_t quick_set[] = {
 #undef PL
 #undef ONE
 #undef SEG
+#undef ODD
 
 typedef struct bmode {
     const char *name;
@@ -240,6 +250,8 @@ static bool streamed_fits(const scenario_t *s)
     uint64_t largest = unit_bytes(s);
     if (s->layout == LAYOUT_SEGMENTS && largest < MiB(SEGMENT_MIB))
         largest = MiB(SEGMENT_MIB);
+    if (s->layout == LAYOUT_ODD && largest < MiB(ODD_SEGMENT_MIB))
+        largest = MiB(ODD_SEGMENT_MIB);
     return s->layout == LAYOUT_ONE || s->budget >= 8 * largest;
 }
 
@@ -462,6 +474,11 @@ static int scenario_args(const scenario_t *s, char **a)
     if (s->layout == LAYOUT_SEGMENTS) {
         a[i++] = "--segments";
         a[i++] = xasprintf("%u", SEGMENT_MIB);
+    }
+    if (s->layout == LAYOUT_ODD) {
+        a[i++] = "--segments";
+        a[i++] = xasprintf("%u", ODD_SEGMENT_MIB);
+        a[i++] = "--odd-segments";
     }
     if (s->streams > 1) {
         a[i++] = "--streams";

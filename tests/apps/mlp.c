@@ -41,6 +41,8 @@ static void usage(FILE *f)
             "  --segments M     weights packed into allocations of M MiB holding\n"
             "                   several layers each, as PyTorch's caching allocator\n"
             "                   packs tensors (1..4096; not with --one-buffer)\n"
+            "  --odd-segments   with --segments: only the odd layers are packed, each\n"
+            "                   even layer has an allocation of its own\n"
             "  --workspace M    a scratch allocation of M MiB, made before the weights,\n"
             "                   that every layer writes 4 KiB of after its kernels,\n"
             "                   as cuBLAS's split-K GEMMs write their workspace\n"
@@ -130,7 +132,7 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
  * reported through *done). */
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
-    enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
+    enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS, OPT_ODD,
            OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_OFFLOAD,
            OPT_RESIDENT, OPT_HELP };
     static const struct option longopts[] = {
@@ -140,6 +142,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"batch", required_argument, NULL, OPT_BATCH},
         {"one-buffer", no_argument, NULL, OPT_ONE},
         {"segments", required_argument, NULL, OPT_SEGMENTS},
+        {"odd-segments", no_argument, NULL, OPT_ODD},
         {"workspace", required_argument, NULL, OPT_WORKSPACE},
         {"streams", required_argument, NULL, OPT_STREAMS},
         {"train", no_argument, NULL, OPT_TRAIN},
@@ -183,6 +186,9 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         case OPT_SEGMENTS:
             if (parse_u32(optarg, 1, 4096, &o->segment_mib) != 0)
                 bad = "--segments";
+            break;
+        case OPT_ODD:
+            o->odd_segments = true;
             break;
         case OPT_WORKSPACE:
             if (parse_u32(optarg, 1, 4096, &o->workspace_mib) != 0)
@@ -246,6 +252,11 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
     if (o->one_buffer && o->segment_mib != 0) {
         fprintf(stderr, "mlp: --one-buffer and --segments %u are two layouts; give one\n",
                 o->segment_mib);
+        usage(stderr);
+        return MLP_EXIT_USAGE;
+    }
+    if (o->odd_segments && o->segment_mib == 0) {
+        fprintf(stderr, "mlp: --odd-segments needs --segments\n");
         usage(stderr);
         return MLP_EXIT_USAGE;
     }
@@ -372,7 +383,8 @@ int main(int argc, char **argv)
     if (st != 0)
         return st;
     if (o.segment_mib != 0)
-        snprintf(buffers, sizeof(buffers), "segments-%uMiB", o.segment_mib);
+        snprintf(buffers, sizeof(buffers), "%ssegments-%uMiB", o.odd_segments ? "odd-" : "",
+                 o.segment_mib);
     else
         snprintf(buffers, sizeof(buffers), "%s", o.one_buffer ? "one" : "per-layer");
     printf("mlp: layers=%u width=%u steps=%u batch=%u kernel=%s buffers=%s streams=%u "

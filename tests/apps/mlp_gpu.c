@@ -161,7 +161,9 @@ static int load_kernels(mlp_gpu_t *g)
  * each layer starts at the next 512-byte boundary (the allocator's
  * rounding) of the current segment; a layer that does not fit in what is
  * left starts a new segment, and one bigger than a segment gets an
- * allocation of its own size (the segment being filled stays open).
+ * allocation of its own size (the segment being filled stays open), as
+ * does each even layer with --odd-segments (a model whose fused layers
+ * share segments and whose others do not).
  */
 static int alloc_segments(mlp_gpu_t *g, size_t layer_bytes)
 {
@@ -172,7 +174,7 @@ static int alloc_segments(mlp_gpu_t *g, size_t layer_bytes)
     for (uint32_t l = 0; l < g->o->layers; l++) {
         size_t off = (used + align - 1) / align * align;
 
-        if (layer_bytes > seg_bytes) {
+        if (layer_bytes > seg_bytes || (g->o->odd_segments && l % 2 == 0)) {
             CK(g->d.MemAlloc(&g->alloc[g->nalloc], layer_bytes), "cuMemAlloc",
                "weights of layer %u, %.1fMiB, bigger than a segment", l, mlp_mib(layer_bytes));
             g->weight[l] = g->alloc[g->nalloc++];

@@ -1,6 +1,9 @@
 #!/bin/sh
 # refused.sh: swt-writes window-word under spillway where the captured
-# read is served from a window copy (a 20 MiB budget, 2 MiB chunks): the
+# read is served from a window copy (a 20 MiB budget, 2 MiB chunks, a
+# window of 8 MiB given, so that it is kept: a window spillway sized would
+# be given back before the capture, copying too little in the loops before
+# it to repay its room, and the capture would read in place): the
 # new graph node given that read's arguments must be refused, the log must
 # say why, and the result must be the plain run's.
 # Usage: refused.sh PROGRAM LIBSPILLWAY SIMGPU_DIR
@@ -12,7 +15,8 @@ pre=${SANITIZER_PRELOAD:-}
 plain=$(LD_PRELOAD=$pre LD_LIBRARY_PATH=$simgpu SIMGPU_MEM=1GiB "$prog" window-word 2>&1) ||
     { echo "FAIL: plain run: $plain"; exit 1; }
 out=$(env LD_PRELOAD="${pre:+$pre }$lib" LD_LIBRARY_PATH="$simgpu" SIMGPU_MEM=1GiB \
-    SPILLWAY_GPU_BUDGET=20MiB SPILLWAY_CHUNK=2MiB "$prog" window-word 2>&1) ||
+    SPILLWAY_GPU_BUDGET=20MiB SPILLWAY_CHUNK=2MiB SPILLWAY_PREFETCH_BYTES=8MiB \
+    "$prog" window-word 2>&1) ||
     { echo "FAIL: under spillway: $out"; exit 1; }
 echo "$out" | grep -q '^window-word: refused$' ||
     { echo "FAIL: the node was added:"; echo "$out"; exit 1; }
