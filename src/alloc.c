@@ -111,9 +111,11 @@ static void make_window(int dev)
     if (!sw_dev_window_due(dev) || !sw_dev_budget(dev, &budget))
         return;
     sw_dev_window_tried(dev);
-    uint64_t made = sw_opts()->rewrite       ? sw_window_setup(dev, window_bytes(dev, budget), sw_tracked())
-                    : dev == sw_dev_home() ? sw_prefetch_setup(budget)
-                                           : 0;
+    uint64_t made = 0;
+    if (sw_opts()->rewrite)
+        made = sw_window_setup(dev, window_bytes(dev, budget), sw_tracked());
+    else if (dev == sw_dev_home())
+        made = sw_prefetch_setup(budget);
     sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
 }
 
@@ -388,8 +390,8 @@ void sw_window_reclaim(bool replay)
                     "set's now",
                     dev,
                     why == SW_WINDOW_IDLE ? "served nothing for a loop"
-                                          : "copied less than five times its size in a loop, "
-                                            "which keeping them resident saves",
+                                          : "copied less than five times its size in a loop "
+                                            "(resident, its bytes save more)",
                     (unsigned long long)bytes);
             fill_room(dev, now, period);
         }

@@ -233,8 +233,9 @@ uint64_t sw_window_release(int dev);
  * nothing for a loop (no launch in the last `period` launches up to
  * `now`, counted from the first question when it has served none; or a
  * graph launch while no graph held a copy and nothing else was served
- * since). SW_WINDOW_UNREPAID: its latest whole loop, from the second on,
- * copied less than five times its size (window.c, REPAID), while no graph
+ * since). SW_WINDOW_UNREPAID: its latest whole loop, counted from the
+ * first question once the loop is known, copied less than five times its
+ * size (window.c, REPAID), while no graph
  * held a copy. Never while the period is unknown. */
 typedef enum { SW_WINDOW_WORTH, SW_WINDOW_IDLE, SW_WINDOW_UNREPAID } sw_window_worth_t;
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period);

@@ -78,11 +78,12 @@
  * anything ordered after it reads the table. A window that serves nothing
  * for a loop, or copies less in one than five times its size (the link
  * then carries less with its room resident), is given back to the
- * resident set (sw_window_worth, alloc.c). The order ranges are used in is learned as a successor chain:
- * after range u, the ranges used after u last time are copied ahead, as
- * far as the window goes without evicting a copy that was made ahead and
- * not read yet. A copy is no slower than reading in place (55 against 50
- * GB/s on an H100's PCIe Gen5, docs/gpu-facts.md), and a kernel re-reading
+ * resident set (sw_window_worth, alloc.c). The order ranges are used in
+ * is learned as a successor chain: after range u, the ranges used after u
+ * last time are copied ahead, as far as the window goes without evicting
+ * a copy that was made ahead and not read yet. A copy is no slower than
+ * reading in place (55 against 50 GB/s on an H100's PCIe Gen5,
+ * docs/gpu-facts.md), and a kernel re-reading
  * its weight (a GEMM, once per tile row) reads it at HBM speed, so a
  * recurring range the chain did not predict is still copied when its
  * launch comes.
@@ -107,13 +108,14 @@
  * size into it. Given back, its room keeps as many bytes resident, so
  * that many fewer cross the link each loop; kept, the bytes it copies
  * cross at a copy's 55 GB/s instead of the ~48 a kernel reading in place
- * gets (50, less the link idle through each kernel's fixed cost): it pays
- * from about 7 times its size. Measured on simgpu (2026-11-27, against
- * (model - budget) / 55 GB/s): 16 x 4 MiB layers under 26 MiB, a window
- * of 8 MiB copying 3.6 times its size a loop (odd layers in 8 MiB
- * segments, some read in place) 1.44x, given back 1.21x; copying 5.75
- * times (a layer per allocation) 1.20x against 1.21x; the bench's decode
- * (7 times) 1.15x against 1.20x in place. */
+ * gets (50, less the link idle through each kernel's fixed cost): by the
+ * link rates alone it pays from about 7 times its size, measured from
+ * about 5. On simgpu (2026-11-27, against (model - budget) / 55 GB/s): 16
+ * x 4 MiB layers on two streams under 26 MiB, odd ones in 8 MiB segments
+ * (some read in place), a window of 8 MiB copying 4.5 times its size a
+ * loop: 1.44x, given back 1.21x; 24 x 4 MiB on a 64 MiB GPU, 5.5 to 7
+ * times: 1.39x, given back 1.43x; the bench's decode, 7 times: 1.15x,
+ * 1.20x in place. */
 #define REPAID 5
 #define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
 
@@ -1037,9 +1039,9 @@ static win_t *next_window(int *dev)
  * loop and asked every 64 launches, 16 x 4 MiB layers, odd ones in 8 MiB
  * segments, under 26 MiB, got their room back in the seventh step, at
  * 1.63x the link bound timed over steps 4-7, against 1.44x keeping the
- * window and 1.21x judged from the first loop known. Not
- * while a graph holds copies: a capture's copies are made at each
- * replay, counted once. Lock held. */
+ * window and 1.21x judged from the first loop known. Not while a graph
+ * holds copies: a capture's copies are made at each replay, counted
+ * once. Lock held. */
 static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
 {
     uint64_t at = __atomic_load_n(&w->loop_at, __ATOMIC_RELAXED);
@@ -1057,8 +1059,7 @@ static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
          * theirs while the first loop still streamed less than the later:
          * 1.39x -> 1.43x). */
         double copied = (double)__atomic_exchange_n(&w->copied, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&w->unpaid,
-                         copied < (double)REPAID * (double)w->size,
+        __atomic_store_n(&w->unpaid, copied < (double)REPAID * (double)w->size,
                          __ATOMIC_RELAXED);
         __atomic_store_n(&w->loop_at, now, __ATOMIC_RELAXED);
     }
