@@ -222,9 +222,10 @@ int sw_window_here(void);
  * sw_window_setup: copies of such multiples keep offsets aligned. */
 #define SW_WINDOW_ALIGN (64u << 10)
 /* Makes dev's window of `size` bytes (alloc.c chooses it out of dev's GPU
- * budget), in the current context (dev's), for the allocations of t: the
- * bytes it took (0: none made). */
-uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t);
+ * budget), in the current context (dev's), for the allocations of t,
+ * streaming none bigger than `slot` bytes: the bytes it took (0: none
+ * made). */
+uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t *t);
 /* Frees dev's window: its bytes (0: none, or a graph holds copies in it,
  * or a capture is on). Gate held exclusively, and the device synchronized
  * since the last work was issued (the safety rule's synchronization). */

@@ -156,6 +156,7 @@ typedef struct {
     const sw_table_t *table; /* the tracked allocations (alloc.c) */
     CUdeviceptr base;    /* the window */
     uint64_t size, head;
+    uint64_t slot;       /* the largest range it streams (alloc.c, window_bytes) */
     CUstream side;       /* where copies go: st, or cst during a capture */
     CUstream st;         /* the device's copy stream (sw_dev_copy_stream) */
     CUstream cst;        /* spillway's stream for captures, made on first use */
@@ -262,7 +263,7 @@ static bool make(win_t *w, int dev, uint64_t size)
     return false;
 }
 
-uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t)
+uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t *t)
 {
     const sw_options_t *o = sw_opts();
     const sw_real_t *r = sw_real();
@@ -293,6 +294,7 @@ uint64_t sw_window_setup(int dev, uint64_t size, const sw_table_t *t)
     w->side = w->st;
     w->table = t;
     w->size = size;
+    w->slot = slot && slot < size ? slot : size;
     __atomic_store_n(&wins[dev], w, __ATOMIC_RELEASE);
     __atomic_store_n(&any_on, true, __ATOMIC_RELAXED);
     sw_info("device %d: streaming window: %llu bytes%s", dev, (unsigned long long)size,
@@ -353,9 +355,9 @@ static bool streamable(const win_t *w, uint64_t start, uint64_t len)
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len)
 {
     const win_t *w = win(dev);
-    /* An allocation bigger than the window is never copied: asked first,
-     * so a big one is not walked chunk by chunk on every launch. */
-    return w && len <= w->size && streamable(w, start, len);
+    /* An allocation bigger than a slot is never copied: asked first, so
+     * a big one is not walked chunk by chunk on every launch. */
+    return w && len <= w->slot && streamable(w, start, len);
 }
 
 /* ---- units ---- */
