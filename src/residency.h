@@ -236,8 +236,8 @@ uint64_t sw_window_release(int dev);
  * graph launch while no graph held a copy and nothing else was served
  * since). SW_WINDOW_UNREPAID: its latest whole loop, counted from the
  * first question once the loop is known, copied less than five times its
- * size (window.c, REPAID), while no graph
- * held a copy. Never while the period is unknown. */
+ * size (window.c, REPAID), while no graph held a copy. Never while the
+ * period is unknown. */
 typedef enum { SW_WINDOW_WORTH, SW_WINDOW_IDLE, SW_WINDOW_UNREPAID } sw_window_worth_t;
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period);
 /* Gives the window of the current context's device back, for good, when

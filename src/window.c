@@ -83,10 +83,9 @@
  * last time are copied ahead, as far as the window goes without evicting
  * a copy that was made ahead and not read yet. A copy is no slower than
  * reading in place (55 against 50 GB/s on an H100's PCIe Gen5,
- * docs/gpu-facts.md), and a kernel re-reading
- * its weight (a GEMM, once per tile row) reads it at HBM speed, so a
- * recurring range the chain did not predict is still copied when its
- * launch comes.
+ * docs/gpu-facts.md), and a kernel re-reading its weight (a GEMM, once
+ * per tile row) reads it at HBM speed, so a recurring range the chain did
+ * not predict is still copied when its launch comes.
  *
  * LOCKING. One mutex per window, `lock`, guards everything in it; `wins`
  * is written only under the gate held exclusively. Callers hold the gate
@@ -175,11 +174,11 @@ typedef struct {
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
     int last;            /* the unit used last, for the chain */
-    /* Relaxed atomics: sw_window_worth reads them without the lock. */
-    uint64_t served_at;  /* the launch it served last (or first asked sw_window_worth); 0 none */
     uint64_t copied;     /* bytes copied into it since loop_at */
     uint64_t loop_at;    /* the launch the loop being counted began at; 0 not yet */
     bool unpaid;         /* the loop before it copied too little (unrepaid) */
+    /* Relaxed atomics: sw_window_worth reads them without the lock. */
+    uint64_t served_at;  /* the launch it served last (or first asked sw_window_worth); 0 none */
     int idle_replays;    /* graph launches since it last served, while no graph held a copy */
 } win_t;
 
@@ -505,7 +504,7 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
     u->entry = (int)(e - w->entries);
     w->head = at + u->len;
     __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&w->copied, u->len, __ATOMIC_RELAXED);
+    w->copied += u->len;
     sw_stats_batch_begin();
     sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
     sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);
@@ -1046,26 +1045,24 @@ static win_t *next_window(int *dev)
  * once. Lock held. */
 static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
 {
-    uint64_t at = __atomic_load_n(&w->loop_at, __ATOMIC_RELAXED);
     if (now < period || w->graphs)
         return false;
-    if (!at) {
-        __atomic_store_n(&w->loop_at, now, __ATOMIC_RELAXED);
-        __atomic_store_n(&w->copied, 0, __ATOMIC_RELAXED);
+    if (!w->loop_at) {
+        w->loop_at = now;
+        w->copied = 0;
         return false;
     }
-    if (now - at >= period) {
+    if (now - w->loop_at >= period) {
         /* Not scaled down to one loop: the questions come every few
          * launches, so a little more than a loop is counted, and a window
          * in doubt is kept (scaled, 24 x 4 MiB layers on a 64 MiB GPU lost
          * theirs while the first loop still streamed less than the later:
          * 1.39x -> 1.43x). */
-        double copied = (double)__atomic_exchange_n(&w->copied, 0, __ATOMIC_RELAXED);
-        __atomic_store_n(&w->unpaid, copied < (double)REPAID * (double)w->size,
-                         __ATOMIC_RELAXED);
-        __atomic_store_n(&w->loop_at, now, __ATOMIC_RELAXED);
+        w->unpaid = (double)w->copied < (double)REPAID * (double)w->size;
+        w->copied = 0;
+        w->loop_at = now;
     }
-    return __atomic_load_n(&w->unpaid, __ATOMIC_RELAXED);
+    return w->unpaid;
 }
 
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
