@@ -337,8 +337,14 @@ static void unfenced(win_t *w)
         sw_error("cannot wait for a window copy: a write of its home may race with it");
 }
 
+/* Whether [start, +len) may be copied into w: no bigger than a slot
+ * (asked first, so a big one is not walked chunk by chunk), and all of it
+ * w's device's chunks on the host. Asked of a launch's ranges and of the
+ * ones copied ahead alike. */
 static bool streamable(const win_t *w, uint64_t start, uint64_t len)
 {
+    if (len > w->slot)
+        return false;
     for (uint64_t p = start; p < start + len;) {
         const sw_chunk_t *c = sw_table_lookup(w->table, p);
         /* A fixed chunk's handle is mapped elsewhere too (appvmm.c): a
@@ -354,9 +360,7 @@ static bool streamable(const win_t *w, uint64_t start, uint64_t len)
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len)
 {
     const win_t *w = win(dev);
-    /* An allocation bigger than a slot is never copied: asked first, so
-     * a big one is not walked chunk by chunk on every launch. */
-    return w && len <= w->slot && streamable(w, start, len);
+    return w && streamable(w, start, len);
 }
 
 /* ---- units ---- */
