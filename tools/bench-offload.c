@@ -242,16 +242,23 @@ static uint64_t model_bytes(const scenario_t *s)
     return s->count * unit_bytes(s);
 }
 
+/* The size of s's segments in MiB (mlp --segments), 0 for a layout
+ * without them. */
+static unsigned segment_mib(const scenario_t *s)
+{
+    if (s->layout == LAYOUT_SEGMENTS)
+        return SEGMENT_MIB;
+    return s->layout == LAYOUT_ODD ? ODD_SEGMENT_MIB : 0;
+}
+
 /* Whether s's budget is at least 8 times the largest allocation it
  * streams: a layer, or a segment (which holds whole layers, one at least);
  * one buffer of every layer is exempt. */
 static bool streamed_fits(const scenario_t *s)
 {
     uint64_t largest = unit_bytes(s);
-    if (s->layout == LAYOUT_SEGMENTS && largest < MiB(SEGMENT_MIB))
-        largest = MiB(SEGMENT_MIB);
-    if (s->layout == LAYOUT_ODD && largest < MiB(ODD_SEGMENT_MIB))
-        largest = MiB(ODD_SEGMENT_MIB);
+    if (largest < MiB(segment_mib(s)))
+        largest = MiB(segment_mib(s));
     return s->layout == LAYOUT_ONE || s->budget >= 8 * largest;
 }
 
@@ -471,15 +478,12 @@ static int scenario_args(const scenario_t *s, char **a)
     }
     if (s->layout == LAYOUT_ONE)
         a[i++] = "--one-buffer";
-    if (s->layout == LAYOUT_SEGMENTS) {
+    if (segment_mib(s)) {
         a[i++] = "--segments";
-        a[i++] = xasprintf("%u", SEGMENT_MIB);
+        a[i++] = xasprintf("%u", segment_mib(s));
     }
-    if (s->layout == LAYOUT_ODD) {
-        a[i++] = "--segments";
-        a[i++] = xasprintf("%u", ODD_SEGMENT_MIB);
+    if (s->layout == LAYOUT_ODD)
         a[i++] = "--odd-segments";
-    }
     if (s->streams > 1) {
         a[i++] = "--streams";
         a[i++] = xasprintf("%u", s->streams);
