@@ -382,7 +382,10 @@ void sw_window_reclaim(bool replay)
     __atomic_store_n(&asked, now, __ATOMIC_RELAXED);
     if (!sw_gate_rd())
         return;
-    uint64_t period = sw_period(now), bytes = 0;
+    /* Judged only in a loop most of the memory agrees on: a window
+     * judged while the loop is still being learned has served nothing
+     * yet (sw_learn_period). */
+    uint64_t period = sw_agreed_period(now), bytes = 0;
     int dev = sw_window_here();
     /* A window of a size the user gave is kept: they asked for it. */
     if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) &&

@@ -173,6 +173,8 @@ uint64_t sw_launch_next(void)
     return __atomic_add_fetch(&launch_seq, 1, __ATOMIC_RELAXED);
 }
 
+static bool period_agreed; /* the cached period's (sw_learn_period), relaxed atomic */
+
 uint64_t sw_period(uint64_t now)
 {
     /* sw_learn_period sorts every chunk's gap: not for every launch, but
@@ -185,11 +187,19 @@ uint64_t sw_period(uint64_t now)
     uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
     if (!last || now - last >= (period ? 64 : 8)) {
-        period = sw_learn_period(sw_tracked());
+        bool agreed;
+        period = sw_learn_period(sw_tracked(), &agreed);
         __atomic_store_n(&cached, period, __ATOMIC_RELAXED);
+        __atomic_store_n(&period_agreed, agreed, __ATOMIC_RELAXED);
         __atomic_store_n(&at, now, __ATOMIC_RELAXED);
         sw_stat_add(SW_STAT_learned_period,
                     (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
     }
     return period;
+}
+
+uint64_t sw_agreed_period(uint64_t now)
+{
+    uint64_t period = sw_period(now);
+    return __atomic_load_n(&period_agreed, __ATOMIC_RELAXED) ? period : 0;
 }

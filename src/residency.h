@@ -98,6 +98,9 @@ uint64_t sw_launch_now(void);
 uint64_t sw_launch_next(void);
 /* The learned period, recomputed at most every 64 launches. */
 uint64_t sw_period(uint64_t now);
+/* The same, where most of the memory with a known loop agrees on it
+ * (sw_learn_period); else 0: the loop is still being learned. */
+uint64_t sw_agreed_period(uint64_t now);
 
 /* ---- alloc.c: tracked allocations ---- */
 /* Asked by the runtime wrappers too. */

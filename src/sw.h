@@ -307,8 +307,15 @@ uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now);
 uint32_t sw_learn_heat(const sw_chunk_t *c, uint64_t now);
 /* The learned period of the launch loop: the gap shared by the most bytes
  * among chunks with a known gap (gaps within 1/8 of each other count as
- * one), 0 when none is known. */
-uint64_t sw_learn_period(const sw_table_t *t);
+ * one), 0 when none is known. *agreed (if not NULL): whether those bytes
+ * are more than half the bytes with a known gap. They are not while the
+ * loop is still being learned: after a pass over the weights at another
+ * rhythm than the steps' (a kernel writing each layer once at load), the
+ * first loop gaps measured spread over up to twice their range. */
+uint64_t sw_learn_period(const sw_table_t *t, bool *agreed);
+/* Whether two learned periods are one loop: within 1/8 of a, as
+ * sw_learn_period counts gaps alike (0 is the same as 0 only). */
+bool sw_learn_same_period(uint64_t a, uint64_t b);
 
 /* Notes that a kernel argument pointed at p inside a (a->va <= p <
  * a->va + a->size); p becomes a segment start. Returns -1 (nothing

@@ -177,8 +177,10 @@ typedef struct {
     uint64_t copied;     /* bytes copied into it since loop_at */
     uint64_t loop_at;    /* the launch the loop being counted began at; 0 not yet */
     bool unpaid;         /* the loop before it copied too little (unrepaid) */
-    /* Relaxed atomics: sw_window_worth reads them without the lock. */
-    uint64_t served_at;  /* the launch it served last (or first asked sw_window_worth); 0 none */
+    uint64_t period;     /* the loop its worth is judged in (sw_window_worth); 0 none yet */
+    uint64_t period_at;  /* the launch that period was first asked at */
+    /* Relaxed atomics: read without the lock. */
+    uint64_t served_at;  /* the launch it served last; 0 none */
     int idle_replays;    /* graph launches since it last served, while no graph held a copy */
 } win_t;
 
@@ -1069,6 +1071,29 @@ static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
     return w->unpaid;
 }
 
+/* w's worth, in the loop of `period` (one most of the memory agrees on:
+ * alloc.c asks with no other). A loop is judged only in the period it was
+ * counted in: where the period moves (a new phase of the program), the
+ * clocks start again. Lock held. */
+static sw_window_worth_t judge(win_t *w, uint64_t now, uint64_t period)
+{
+    if (!sw_learn_same_period(w->period, period)) {
+        w->period_at = now;
+        w->period = period;
+        w->loop_at = 0;
+        w->unpaid = false;
+        return SW_WINDOW_WORTH;
+    }
+    if (now < w->period_at)
+        return SW_WINDOW_WORTH;
+    uint64_t at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED);
+    if (at < w->period_at)
+        at = w->period_at;
+    if (now > at && now - at > IDLE_LOOPS * period)
+        return SW_WINDOW_IDLE;
+    return unrepaid(w, now, period) ? SW_WINDOW_UNREPAID : SW_WINDOW_WORTH;
+}
+
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
 {
     win_t *w = win(dev);
@@ -1078,17 +1103,10 @@ sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
         return SW_WINDOW_IDLE;
     if (!period)
         return SW_WINDOW_WORTH;
-    uint64_t at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED);
-    if (!at) {
-        __atomic_store_n(&w->served_at, now, __ATOMIC_RELAXED);
-        return SW_WINDOW_WORTH;
-    }
-    if (now > at && now - at > IDLE_LOOPS * period)
-        return SW_WINDOW_IDLE;
     pthread_mutex_lock(&w->lock);
-    bool unpaid = unrepaid(w, now, period);
+    sw_window_worth_t why = judge(w, now, period);
     pthread_mutex_unlock(&w->lock);
-    return unpaid ? SW_WINDOW_UNREPAID : SW_WINDOW_WORTH;
+    return why;
 }
 
 uint64_t sw_window_release(int dev)

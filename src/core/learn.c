@@ -326,6 +326,11 @@ static bool above(uint64_t g, uint64_t center)
     return g > center && g - center > center / 8;
 }
 
+bool sw_learn_same_period(uint64_t a, uint64_t b)
+{
+    return a == 0 ? b == 0 : !below(b, a) && !above(b, a);
+}
+
 /*
  * A byte-weighted mode with a tolerance. Every distinct gap is tried as a
  * center; its window holds the chunks whose gap is within 1/8 of it. The
@@ -334,12 +339,14 @@ static bool above(uint64_t g, uint64_t center)
  * than whichever edge happened to be tried first. Sorted gaps make both
  * window edges move only forward: O(n log n) for the sort, O(n) after.
  */
-uint64_t sw_learn_period(const sw_table_t *t)
+uint64_t sw_learn_period(const sw_table_t *t, bool *agreed)
 {
     gaps_t gs = {0};
     sw_table_each(t, collect_gaps, &gs);
     /* A partial table could name the wrong period; unknown is safe (the
      * callers then assume one use per period). */
+    if (agreed)
+        *agreed = false;
     if (gs.oom || gs.n == 0) {
         free(gs.v);
         return 0;
@@ -362,6 +369,11 @@ uint64_t sw_learn_period(const sw_table_t *t)
             best_hi = hi;
         }
     }
+    uint64_t all = 0;
+    for (size_t i = 0; i < gs.n; i++)
+        all += gs.v[i].bytes;
+    if (agreed)
+        *agreed = best > all - best;
     /* the lower median by bytes: the first gap with half the window below */
     uint64_t acc = 0, period = gs.v[best_lo].gap;
     for (size_t i = best_lo; i < best_hi; i++) {

@@ -51,6 +51,9 @@ static void usage(FILE *f)
             "                   non-blocking streams, ordered by events\n"
             "  --train          after the forward pass, update every layer's weights\n"
             "                   in place on the device (W = a * G + W)\n"
+            "  --load-pass      before the steps, each layer's matrix kernel once, one\n"
+            "                   launch a layer, as load-time kernels read or write\n"
+            "                   the weights before a program's loop (not with --offload)\n"
             "  --graph          capture one step's kernels and replay them each step\n"
             "  --route R        direct: call the linked driver symbols (default);\n"
             "                   loader: dlopen libcuda.so.1 + cuGetProcAddress_v2\n"
@@ -114,6 +117,9 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
     else if (o->one_buffer || o->segment_mib != 0)
         snprintf(why, sizeof(why), "--offload %s gives each layer an allocation of its own; "
                  "%s is another layout", mode, o->one_buffer ? "--one-buffer" : "--segments");
+    else if (o->load_pass)
+        snprintf(why, sizeof(why), "--offload %s places the layers itself; --load-pass is "
+                 "for the layouts the device holds", mode);
     else if (o->offload == MLP_OFFLOAD_PREFETCH && o->graph)
         snprintf(why, sizeof(why), "--offload prefetch orders its copies anew each step; "
                  "--graph would replay one step's");
@@ -133,7 +139,7 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
     enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS, OPT_ODD,
-           OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_OFFLOAD,
+           OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_ROUTE, OPT_TIME, OPT_OFFLOAD,
            OPT_RESIDENT, OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
@@ -146,6 +152,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"workspace", required_argument, NULL, OPT_WORKSPACE},
         {"streams", required_argument, NULL, OPT_STREAMS},
         {"train", no_argument, NULL, OPT_TRAIN},
+        {"load-pass", no_argument, NULL, OPT_LOAD_PASS},
         {"graph", no_argument, NULL, OPT_GRAPH},
         {"route", required_argument, NULL, OPT_ROUTE},
         {"time", required_argument, NULL, OPT_TIME},
@@ -200,6 +207,9 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
             break;
         case OPT_TRAIN:
             o->train = true;
+            break;
+        case OPT_LOAD_PASS:
+            o->load_pass = true;
             break;
         case OPT_GRAPH:
             o->graph = true;

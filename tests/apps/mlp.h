@@ -49,6 +49,7 @@ typedef struct mlp_opts {
                              * every layer writes a little of; 0: none */
     uint32_t streams;  /* 1, or 2: layers alternate between two streams */
     bool train;        /* update every layer's weights after the forward pass */
+    bool load_pass;    /* --load-pass: each layer's matrix kernel once before the steps */
     bool graph;        /* capture one forward pass, replay it every step */
     bool route_loader; /* dlopen + cuGetProcAddress_v2 instead of linked symbols */
     bool timed;        /* --time given: measure the steps after the warm-up */

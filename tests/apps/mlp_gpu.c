@@ -312,36 +312,45 @@ static int item_done(mlp_gpu_t *g, uint32_t k, CUstream s)
     return MLP_EXIT_MATCH;
 }
 
-/* Layer l's kernels on stream s: its gemv form (or gemm), then relu. */
-static int enqueue_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
+/* Layer l's matrix kernel on stream s: its gemv form, or gemm. */
+static int enqueue_matrix(mlp_gpu_t *g, uint32_t l, CUstream s)
 {
     const mlp_opts_t *o = g->o;
     uint32_t n = o->width, batch = o->batch;
-    uint64_t count = mlp_act_floats(o);
     CUdeviceptr x = g->act[l % 2], y = g->act[(l + 1) % 2];
-    void *relu_p[] = {&y, &count};
-    int st;
 
     if (o->gemm) {
         void *p[] = {&g->weight[l], &x, &y, &n, &n, &batch};
 
-        st = launch(g, s, g->gemm, "sg_gemm_f32", l, batch, p);
-    } else if (l % 3 == 0) {
+        return launch(g, s, g->gemm, "sg_gemm_f32", l, batch, p);
+    }
+    if (l % 3 == 0) {
         void *p[] = {&g->weight[l], &x, &y, &n, &n};
 
-        st = launch(g, s, g->gemv, "sg_gemv_f32", l, 1, p);
-    } else if (l % 3 == 1) {
+        return launch(g, s, g->gemv, "sg_gemv_f32", l, 1, p);
+    }
+    if (l % 3 == 1) {
         struct gemv_args a = {g->weight[l], x, y, n, n};
         void *p[] = {&a};
 
-        st = launch(g, s, g->gemv_struct, "sg_gemv_struct_f32", l, 1, p);
-    } else {
-        void *p[] = {&g->table, &l, &x, &y, &n, &n};
-
-        st = launch(g, s, g->gemv_table, "sg_gemv_table_f32", l, 1, p);
+        return launch(g, s, g->gemv_struct, "sg_gemv_struct_f32", l, 1, p);
     }
+    void *p[] = {&g->table, &l, &x, &y, &n, &n};
+
+    return launch(g, s, g->gemv_table, "sg_gemv_table_f32", l, 1, p);
+}
+
+/* Layer l's kernels on stream s: its matrix kernel, then relu. */
+static int enqueue_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
+{
+    const mlp_opts_t *o = g->o;
+    uint64_t count = mlp_act_floats(o);
+    CUdeviceptr y = g->act[(l + 1) % 2];
+    void *relu_p[] = {&y, &count};
+    int st = enqueue_matrix(g, l, s);
+
     if (st == 0)
-        st = launch(g, s, g->relu, "sg_relu_f32", l, batch, relu_p);
+        st = launch(g, s, g->relu, "sg_relu_f32", l, o->batch, relu_p);
     if (st == 0 && g->ws != 0) {
         uint64_t slots = ((uint64_t)o->workspace_mib << 20) / 4096, words = 1024;
         CUdeviceptr at = g->ws + (l % slots) * 4096;
@@ -453,6 +462,15 @@ int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
     if (o->train)
         CK(g->d.MemcpyHtoD(g->grad, grad, layer_floats * sizeof(float)), "cuMemcpyHtoD",
            "update matrix G");
+    /* --load-pass: each layer's matrix kernel once, in layer order, on the
+     * legacy stream after the copies: a pass over the weights at another
+     * rhythm than the steps' (one launch a layer instead of two or three),
+     * as load-time kernels (initialisation on the device, conversion, a
+     * checksum) make before a program's loop. Its outputs are overwritten
+     * by the first step's input. */
+    for (uint32_t l = 0; o->load_pass && l < o->layers; l++)
+        if ((st = enqueue_matrix(g, l, NULL)) != 0)
+            return st;
     /* Non-blocking streams are not ordered after the legacy stream, where
      * the synchronous copies above ran. */
     if (o->streams > 1)

@@ -299,14 +299,14 @@ END_TEST
 START_TEST(learn_period_zero_when_nothing_is_known)
 {
     sw_table_t *t = table_of(NULL);
-    ck_assert_uint_eq(sw_learn_period(t), 0);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 0);
     sw_table_free(t);
     /* chunks seen once (or never) have no gap */
     sw_alloc_t *a = mk_even(BASE, 4, G);
     sw_learn_touch(&a->chunks[0], 1);
     sw_learn_touch(&a->chunks[1], 2);
     t = table_of(a);
-    ck_assert_uint_eq(sw_learn_period(t), 0);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 0);
     sw_table_free(t);
     unit_free_alloc(a);
 }
@@ -320,23 +320,56 @@ START_TEST(learn_period_is_the_gap_shared_by_the_most_bytes)
     a->chunks[0].loop = a->chunks[1].loop = a->chunks[2].loop = 7;
     a->chunks[3].loop = 20;
     sw_table_t *t = table_of(a);
-    ck_assert_uint_eq(sw_learn_period(t), 20);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 20);
     /* the same chunks with the sizes the other way round */
     a->chunks[3].loop = 7;
     a->chunks[0].loop = 20;
-    ck_assert_uint_eq(sw_learn_period(t), 7);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 7);
     /* bytes, not chunk counts: one big chunk outweighs many small ones,
      * across allocations */
     sw_alloc_t *b = mk_even(BASE + 64 * G, 5, G);
     for (uint32_t i = 0; i < 5; i++)
         b->chunks[i].loop = 50;
     ck_assert_int_eq(sw_table_insert(t, b), 0);
-    ck_assert_uint_eq(sw_learn_period(t), 7); /* 6G at 7 against 5G at 50 */
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 7); /* 6G at 7 against 5G at 50 */
     a->chunks[1].loop = a->chunks[2].loop = 50;
-    ck_assert_uint_eq(sw_learn_period(t), 50); /* 4G at 7 against 7G at 50 */
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 50); /* 4G at 7 against 7G at 50 */
     sw_table_free(t);
     unit_free_alloc(a);
     unit_free_alloc(b);
+}
+END_TEST
+
+/* The period is agreed when its gap holds more than half the bytes with
+ * a known gap: not while the first loop gaps spread (a load-time pass at
+ * another rhythm than the steps'), and not on a tie. */
+START_TEST(learn_period_is_agreed_when_most_bytes_share_it)
+{
+    bool agreed = true;
+    sw_table_t *t = table_of(NULL);
+    ck_assert_uint_eq(sw_learn_period(t, &agreed), 0);
+    ck_assert(!agreed);
+    sw_table_free(t);
+
+    sw_alloc_t *a = mk_even(BASE, 8, G);
+    t = table_of(a);
+    /* 32, 36, ... 60: gaps of a pass at half the steps' rhythm */
+    for (uint32_t i = 0; i < 8; i++)
+        a->chunks[i].loop = 32 + 4 * i;
+    sw_learn_period(t, &agreed);
+    ck_assert(!agreed);
+    /* five of eight at the steps' 64 */
+    for (uint32_t i = 0; i < 5; i++)
+        a->chunks[i].loop = 64;
+    ck_assert_uint_eq(sw_learn_period(t, &agreed), 64);
+    ck_assert(agreed);
+    /* four and four: no majority */
+    for (uint32_t i = 4; i < 8; i++)
+        a->chunks[i].loop = 40;
+    sw_learn_period(t, &agreed);
+    ck_assert(!agreed);
+    sw_table_free(t);
+    unit_free_alloc(a);
 }
 END_TEST
 
@@ -350,25 +383,25 @@ START_TEST(learn_period_counts_gaps_within_an_eighth_as_one)
     a->chunks[2].loop = 21;
     a->chunks[3].loop = 30;
     sw_table_t *t = table_of(a);
-    uint64_t p = sw_learn_period(t);
+    uint64_t p = sw_learn_period(t, NULL);
     ck_assert_uint_ge(p, 19);
     ck_assert_uint_le(p, 21);
     /* 16, 20, 24: more than 1/8 apart, each alone lighter than 30 */
     a->chunks[0].loop = 16;
     a->chunks[2].loop = 24;
-    ck_assert_uint_eq(sw_learn_period(t), 30);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 30);
     /* the boundary: 1/8 of 16 is 2, so 16, 17 and 18 count as one (3G
      * against 30's 2G) */
     a->chunks[0].loop = 16;
     a->chunks[1].loop = 18;
     a->chunks[2].loop = 17;
-    p = sw_learn_period(t);
+    p = sw_learn_period(t, NULL);
     ck_assert_uint_ge(p, 16);
     ck_assert_uint_le(p, 18);
     /* 16 and 19 are not within 1/8 of each other (19 - 16 = 3 > 2) */
     a->chunks[1].loop = 19;
     a->chunks[2].loop = 22;
-    ck_assert_uint_eq(sw_learn_period(t), 30);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 30);
     sw_table_free(t);
     unit_free_alloc(a);
 }
@@ -387,7 +420,7 @@ START_TEST(learn_period_is_the_loop_of_visits_not_the_gap_within_one)
         for (uint32_t i = 0; i < 8; i++)
             for (int layer = 0; layer < 5; layer++)
                 sw_learn_touch(&a->chunks[i], seq++);
-    ck_assert_uint_eq(sw_learn_period(t), 40);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 40);
     for (uint32_t i = 0; i < 8; i++) {
         ck_assert_uint_eq(a->chunks[i].loop, 40);
         ck_assert_uint_eq(a->chunks[i].gap, 1);
@@ -455,7 +488,7 @@ START_TEST(learn_period_ignores_chunks_without_a_gap)
     a->chunks[1].last_use = 5; /* the big one: seen once */
     a->chunks[1].uses = 1;
     sw_table_t *t = table_of(a);
-    ck_assert_uint_eq(sw_learn_period(t), 12);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 12);
     sw_table_free(t);
     unit_free_alloc(a);
 }
@@ -525,20 +558,20 @@ START_TEST(learn_periodic_trace_learns_gaps_next_uses_and_period_in_two_periods)
         ck_assert_uint_eq(l.a->chunks[i].gap, 0);
         ck_assert_uint_eq(sw_learn_next_use(&l.a->chunks[i], l.seq), UINT64_MAX);
     }
-    ck_assert_uint_eq(sw_learn_period(t), 0);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 0);
     run_periods(&l, 1, 20, order, false);
     for (int i = 0; i < 10; i++) {
         ck_assert_uint_eq(l.a->chunks[i].gap, 20);
         ck_assert_uint_eq(l.a->chunks[i].uses, 2);
     }
-    ck_assert_uint_eq(sw_learn_period(t), 20);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 20);
     /* from the third period on, every prediction at every launch is exact */
     run_periods(&l, 10, 20, order, true);
     for (int i = 0; i < 10; i++) {
         ck_assert_uint_eq(l.a->chunks[i].gap, 20);
         ck_assert_uint_eq(l.a->chunks[i].uses, 12);
     }
-    ck_assert_uint_eq(sw_learn_period(t), 20);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 20);
     sw_table_free(t);
     unit_free_alloc(l.a);
 }
@@ -567,7 +600,7 @@ START_TEST(learn_periodic_trace_with_many_chunks_per_launch)
     ck_assert_uint_eq(sw_learn_next_use(&a->chunks[0], 35), 40);
     ck_assert_uint_eq(sw_learn_next_use(&a->chunks[7], 35), 46);
     ck_assert_uint_eq(sw_learn_next_use(&a->chunks[7], 30), 46); /* not yet past 33 */
-    ck_assert_uint_eq(sw_learn_period(t), 13);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 13);
     sw_table_free(t);
     unit_free_alloc(a);
 }
@@ -586,7 +619,7 @@ START_TEST(learn_period_change_beyond_a_factor_two_is_followed_in_one_period)
         loop_t l = {mk_even(BASE, 4, G), 1};
         sw_table_t *t = table_of(l.a);
         run_periods(&l, 3, 20, order, false);
-        ck_assert_uint_eq(sw_learn_period(t), 20);
+        ck_assert_uint_eq(sw_learn_period(t, NULL), 20);
         run_periods(&l, 1, to[v], order, false);
         for (int i = 0; i < 4; i++)
             ck_assert_uint_eq(l.a->chunks[i].gap, 20); /* not seen yet */
@@ -594,7 +627,7 @@ START_TEST(learn_period_change_beyond_a_factor_two_is_followed_in_one_period)
         run_periods(&l, 1, to[v], order, false);
         for (int i = 0; i < 4; i++)
             ck_assert_uint_eq(l.a->chunks[i].gap, to[v]);
-        ck_assert_uint_eq(sw_learn_period(t), to[v]);
+        ck_assert_uint_eq(sw_learn_period(t, NULL), to[v]);
         run_periods(&l, 3, to[v], order, true);
         sw_table_free(t);
         unit_free_alloc(l.a);
@@ -628,7 +661,7 @@ START_TEST(learn_period_change_within_a_factor_two_converges)
         else
             ck_assert_uint_eq(g, 35);
         prev = g;
-        uint64_t period = sw_learn_period(t);
+        uint64_t period = sw_learn_period(t, NULL);
         ck_assert_uint_eq(period, g);
         if (within < 0 && absdiff(g, 35) <= 35 / 8)
             within = p;
@@ -666,7 +699,7 @@ START_TEST(learn_order_change_is_followed_within_three_periods)
     for (int i = 0; i < 10; i++)
         ck_assert_msg(absdiff(l.a->chunks[i].gap, 20) <= 20 / 8, "chunk %d: gap %llu", i,
                       (unsigned long long)l.a->chunks[i].gap);
-    ck_assert_uint_eq(sw_learn_period(t), 20);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 20);
     run_periods(&l, 3, 20, rev, false);
     for (int i = 0; i < 10; i++)
         ck_assert_uint_eq(l.a->chunks[i].gap, 20);
@@ -1011,10 +1044,10 @@ START_TEST(learn_period_out_of_memory_does_not_crash)
         unit_free_alloc(a);
         return;
     }
-    uint64_t p = sw_learn_period(t);
+    uint64_t p = sw_learn_period(t, NULL);
     unit_oom_end(&o);
     ck_assert(p == 0 || p == 20); /* unknown, or right */
-    ck_assert_uint_eq(sw_learn_period(t), 20);
+    ck_assert_uint_eq(sw_learn_period(t, NULL), 20);
     sw_table_free(t);
     unit_free_alloc(a);
 }
@@ -1076,7 +1109,7 @@ START_TEST(learn_range_stamps_read_back_as_stamping_chunk_by_chunk)
         }
         expect_same_schedule(a, ref, seq);
         if (seq % 97 == 0)
-            ck_assert_uint_eq(sw_learn_period(ta), sw_learn_period(tr));
+            ck_assert_uint_eq(sw_learn_period(ta, NULL), sw_learn_period(tr, NULL));
     }
     sw_table_free(ta);
     sw_table_free(tr);
@@ -1192,6 +1225,7 @@ Suite *learn_suite(void)
     add_case(s, learn_period_zero_when_nothing_is_known);
     add_case(s, learn_period_is_the_gap_shared_by_the_most_bytes);
     add_case(s, learn_period_counts_gaps_within_an_eighth_as_one);
+    add_case(s, learn_period_is_agreed_when_most_bytes_share_it);
     add_case(s, learn_period_ignores_chunks_without_a_gap);
     add_case(s, learn_period_is_the_loop_of_visits_not_the_gap_within_one);
     add_case(s, learn_a_touch_within_a_quarter_of_the_loop_continues_a_visit);
