@@ -368,6 +368,38 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
     sw_pool_drain(SW_ON_DEVICE);
 }
 
+/* Acts on the verdict `why` on dev's window: one bigger than two of the
+ * longest ranges it copies is made anew at that size, each byte it gives
+ * up a weight byte that no longer crosses the link every loop (on the
+ * H200, 64 x 32 MiB layers: a 128 MiB window 1.10x the link bound, 64 MiB
+ * 1.06x); any other is given back. The room either leaves is filled at
+ * once with the host chunks used next. Gate held exclusively. */
+static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
+{
+    uint64_t longest = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0;
+    uint64_t bytes = give_window_back(dev, synced), made = 0;
+    if (!bytes)
+        return;
+    if (longest) {
+        uint64_t slot = sw_round_up(longest, SW_WINDOW_ALIGN);
+        made = sw_window_setup(dev, 2 * slot, slot, sw_tracked());
+        sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
+    }
+    if (made)
+        sw_info("device %d: the streaming window is two copies of the longest range it "
+                "copies now, %llu bytes: %llu are the resident set's",
+                dev, (unsigned long long)made, (unsigned long long)(bytes - made));
+    else
+        sw_info("device %d: the streaming window %s: its %llu bytes are the resident set's now",
+                dev,
+                why == SW_WINDOW_IDLE       ? "served nothing for a loop"
+                : why == SW_WINDOW_UNREPAID ? "copied less than five times its size in a loop "
+                                              "(resident, its bytes save more)"
+                                            : "could not be made smaller",
+                (unsigned long long)bytes);
+    fill_room(dev, now, period);
+}
+
 /* Launches between questions: idleness takes loops to show, but a window
  * not worth its room is best given back before the program's steps settle. */
 #define RECLAIM_EVERY 16
@@ -385,26 +417,17 @@ void sw_window_reclaim(bool replay)
     /* Judged only in a loop most of the memory agrees on: a window
      * judged while the loop is still being learned has served nothing
      * yet (sw_learn_period). */
-    uint64_t period = sw_agreed_period(now), bytes = 0;
+    uint64_t period = sw_agreed_period(now);
     int dev = sw_window_here();
     /* A window of a size the user gave is kept: they asked for it. */
     if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) &&
         sw_window_worth(dev, now, period) != SW_WINDOW_WORTH) {
         sw_gate_wr();
         bool synced = false;
-        sw_window_worth_t why = SW_WINDOW_WORTH;
+        sw_window_worth_t why;
         if (!sw_capturing() && sw_window_here() == dev &&
-            (why = sw_window_worth(dev, now, period)) != SW_WINDOW_WORTH &&
-            (bytes = give_window_back(dev, &synced)) != 0) {
-            sw_info("device %d: the streaming window %s: its %llu bytes are the resident "
-                    "set's now",
-                    dev,
-                    why == SW_WINDOW_IDLE ? "served nothing for a loop"
-                                          : "copied less than five times its size in a loop "
-                                            "(resident, its bytes save more)",
-                    (unsigned long long)bytes);
-            fill_room(dev, now, period);
-        }
+            (why = sw_window_worth(dev, now, period)) != SW_WINDOW_WORTH)
+            answer(dev, why, now, period, &synced);
         sw_gate_unwr();
     }
     sw_gate_unrd();

@@ -239,13 +239,26 @@ uint64_t sw_window_release(int dev);
  * graph launch while no graph held a copy and nothing else was served
  * since). SW_WINDOW_UNREPAID: its latest whole loop, counted from the
  * first question once the loop is known, copied less than five times its
- * size (window.c, REPAID), while no graph held a copy. Never while the
- * period is unknown. */
-typedef enum { SW_WINDOW_WORTH, SW_WINDOW_IDLE, SW_WINDOW_UNREPAID } sw_window_worth_t;
+ * size (window.c, REPAID), while no graph held a copy. SW_WINDOW_OVERSIZED:
+ * that loop repaid it, but two of its longest copies would take less room
+ * (sw_window_fits). Never while the period is unknown. */
+typedef enum {
+    SW_WINDOW_WORTH,
+    SW_WINDOW_IDLE,
+    SW_WINDOW_UNREPAID,
+    SW_WINDOW_OVERSIZED
+} sw_window_worth_t;
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period);
+/* Where sw_window_worth says SW_WINDOW_OVERSIZED: the longest range its
+ * latest whole loop copied, two of which take less room than the window
+ * (it was fitted, when the budget bound, to the largest allocation then
+ * known, which need not be one it streams: under cuBLAS on the H200, a
+ * 64 MiB allocation beside 32 MiB layers). 0 otherwise. */
+uint64_t sw_window_fits(int dev);
 /* Gives the window of the current context's device back, for good, when
- * spillway sized it and it is not worth its room (sw_window_worth): its
- * room is the resident set's then. Asked at a graph launch (replay),
+ * spillway sized it and it is not worth its room (sw_window_worth), or
+ * makes it anew at two of its longest copies where that is smaller: the
+ * room it leaves is the resident set's then. Asked at a graph launch (replay),
  * else every 16 launches. Not in a capture; the gate held shared or not. */
 void sw_window_reclaim(bool replay);
 /* Whether [start, +len) may be streamed by dev's window: every chunk dev's

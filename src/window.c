@@ -177,6 +177,9 @@ typedef struct {
     uint64_t copied;     /* bytes copied into it since loop_at */
     uint64_t loop_at;    /* the launch the loop being counted began at; 0 not yet */
     bool unpaid;         /* the loop before it copied too little (unrepaid) */
+    uint64_t longest;    /* the longest range copied since loop_at */
+    uint64_t fits;       /* the loop before's longest copy, where two of them take
+                          * less room than the window (sw_window_fits); else 0 */
     uint64_t period;     /* the loop its worth is judged in (sw_window_worth); 0 none yet */
     uint64_t period_at;  /* the launch that period was first asked at */
     /* Relaxed atomics: read without the lock. */
@@ -511,6 +514,8 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
     w->head = at + u->len;
     __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
     w->copied += u->len;
+    if (u->len > w->longest)
+        w->longest = u->len;
     sw_stats_batch_begin();
     sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
     sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);
@@ -1048,24 +1053,27 @@ static win_t *next_window(int *dev)
  * 1.63x the link bound timed over steps 4-7, against 1.44x keeping the
  * window and 1.21x judged from the first loop known. Not while a graph
  * holds copies: a capture's copies are made at each replay, counted
- * once. Lock held. */
+ * once. The same loop notes whether two of its longest copies would take
+ * less room than the window (fits). Lock held. */
 static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
 {
     if (now < period || w->graphs)
         return false;
     if (!w->loop_at) {
         w->loop_at = now;
-        w->copied = 0;
+        w->copied = w->longest = 0;
         return false;
     }
     if (now - w->loop_at >= period) {
-        /* Not scaled down to one loop: the questions come every few
-         * launches, so a little more than a loop is counted, and a window
-         * in doubt is kept (scaled, 24 x 4 MiB layers on a 64 MiB GPU lost
-         * theirs while the first loop still streamed less than the later:
-         * 1.39x -> 1.43x). */
-        w->unpaid = (double)w->copied < (double)REPAID * (double)w->size;
-        w->copied = 0;
+        /* Scaled down to one loop: the questions come every 16
+         * launches, so up to 1.7 loops are counted. Judged at the size it
+         * would have: a window made anew at two of its longest copies
+         * needs only to repay those. */
+        uint64_t two = 2 * sw_round_up(w->longest, SW_WINDOW_ALIGN);
+        double per_loop = (double)w->copied * (double)period / (double)(now - w->loop_at);
+        w->fits = w->longest && two < w->size ? w->longest : 0;
+        w->unpaid = per_loop < (double)REPAID * (double)(w->fits ? two : w->size);
+        w->copied = w->longest = 0;
         w->loop_at = now;
     }
     return w->unpaid;
@@ -1082,6 +1090,7 @@ static sw_window_worth_t judge(win_t *w, uint64_t now, uint64_t period)
         w->period = period;
         w->loop_at = 0;
         w->unpaid = false;
+        w->fits = 0;
         return SW_WINDOW_WORTH;
     }
     if (now < w->period_at)
@@ -1091,7 +1100,20 @@ static sw_window_worth_t judge(win_t *w, uint64_t now, uint64_t period)
         at = w->period_at;
     if (now > at && now - at > IDLE_LOOPS * period)
         return SW_WINDOW_IDLE;
-    return unrepaid(w, now, period) ? SW_WINDOW_UNREPAID : SW_WINDOW_WORTH;
+    if (unrepaid(w, now, period))
+        return SW_WINDOW_UNREPAID;
+    return w->fits ? SW_WINDOW_OVERSIZED : SW_WINDOW_WORTH;
+}
+
+uint64_t sw_window_fits(int dev)
+{
+    win_t *w = win(dev);
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    uint64_t longest = w->fits;
+    pthread_mutex_unlock(&w->lock);
+    return longest;
 }
 
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
