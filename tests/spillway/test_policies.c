@@ -570,6 +570,19 @@ START_TEST(no_window_is_made_where_no_allocation_fits_it)
 }
 END_TEST
 
+/* mlp with `args` (NULL-ended) under `budget` (SPILLWAY_GPU_BUDGET=...),
+ * with the streaming window and its messages: the window rules' runs. */
+static void run_windowed(swt_run_t *r, const char *budget, const char *const *args)
+{
+    const char *argv[24] = {swt_path("SWT_MLP")};
+    for (size_t i = 0; args[i] && i + 2 < sizeof argv / sizeof *argv; i++)
+        argv[i + 1] = args[i];
+    const char *env[] = {"SIMGPU_MEM=1GiB", budget, "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=info",
+                         NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
 /* 16 layers of 4 MiB on two streams under 26 MiB, the odd ones packed in
  * pairs into 8 MiB segments: a third of them only the pointer table
  * reaches, so the segments holding one are read in place. The window (8
@@ -579,13 +592,9 @@ END_TEST
  * window made steps 4-7 1.44x the link bound; given back, 1.21x). */
 static void run_odd(swt_run_t *r, const char *steps)
 {
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "16", "--width", "1024",
-                          "--segments", "8", "--odd-segments", "--streams", "2", "--steps",
-                          steps, NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=26MiB", "SPILLWAY_REWRITE=1",
-                         "SPILLWAY_LOG=info", NULL};
-    swt_run(r, true, env, argv);
-    swt_assert_match(r);
+    const char *args[] = {"--layers", "16", "--width", "1024", "--segments", "8",
+                          "--odd-segments", "--streams", "2", "--steps", steps, NULL};
+    run_windowed(r, "SPILLWAY_GPU_BUDGET=26MiB", args);
 }
 
 START_TEST(a_window_copying_less_than_five_times_its_size_a_loop_is_given_back)
@@ -632,12 +641,9 @@ END_TEST
  * the loop, the window is kept and streams at least two layers a step. */
 static void run_load_pass(swt_run_t *r, const char *steps)
 {
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "64", "--width", "1024",
-                          "--load-pass", "--steps", steps, NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=128MiB", "SPILLWAY_REWRITE=1",
-                         "SPILLWAY_LOG=info", NULL};
-    swt_run(r, true, env, argv);
-    swt_assert_match(r);
+    const char *args[] = {"--layers", "64", "--width", "1024", "--load-pass", "--steps", steps,
+                          NULL};
+    run_windowed(r, "SPILLWAY_GPU_BUDGET=128MiB", args);
 }
 
 START_TEST(a_load_pass_before_the_loop_does_not_cost_the_window)
@@ -664,13 +670,10 @@ END_TEST
  * window of 128 MiB 1.10x, of 64 MiB 1.06x). */
 START_TEST(a_window_bigger_than_two_of_its_copies_is_made_anew_at_that_size)
 {
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "32", "--width", "1024",
-                          "--workspace", "16", "--steps", "6", NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=64MiB", "SPILLWAY_REWRITE=1",
-                         "SPILLWAY_LOG=info", NULL};
+    const char *args[] = {"--layers", "32", "--width", "1024", "--workspace", "16", "--steps",
+                          "6", NULL};
     swt_run_t r;
-    swt_run(&r, true, env, argv);
-    swt_assert_match(&r);
+    run_windowed(&r, "SPILLWAY_GPU_BUDGET=64MiB", args);
     ck_assert_msg(swt_file_has(r.err, "streaming window: 16777216 bytes") &&
                       swt_file_has(r.err, "two copies of the longest range it copies now, "
                                           "8388608 bytes"),
@@ -686,14 +689,10 @@ END_TEST
  * over steps 4-7); scaled to one loop, it is given back (1.39x). */
 START_TEST(a_window_is_judged_by_what_it_copies_in_one_loop)
 {
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "2048",
-                          "--segments", "40", "--odd-segments", "--streams", "2", "--steps",
-                          "7", NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=77MiB", "SPILLWAY_REWRITE=1",
-                         "SPILLWAY_LOG=info", NULL};
+    const char *args[] = {"--layers", "12", "--width", "2048", "--segments", "40",
+                          "--odd-segments", "--streams", "2", "--steps", "7", NULL};
     swt_run_t r;
-    swt_run(&r, true, env, argv);
-    swt_assert_match(&r);
+    run_windowed(&r, "SPILLWAY_GPU_BUDGET=77MiB", args);
     ck_assert_msg(swt_file_has(r.err, "copied less than five times its size"), "%s",
                   swt_describe(&r));
 }
