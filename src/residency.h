@@ -233,15 +233,16 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
  * or a capture is on). Gate held exclusively, and the device synchronized
  * since the last work was issued (the safety rule's synchronization). */
 uint64_t sw_window_release(int dev);
-/* Whether dev's window is worth its room. SW_WINDOW_IDLE: it served
- * nothing for a loop (no launch in the last `period` launches up to
- * `now`, counted from the first question when it has served none; or a
- * graph launch while no graph held a copy and nothing else was served
- * since). SW_WINDOW_UNREPAID: its latest whole loop, counted from the
- * first question once the loop is known, copied less than five times its
- * size (window.c, REPAID), while no graph held a copy. SW_WINDOW_OVERSIZED:
+/* Whether dev's window is worth its room, in the loop of `period` (the
+ * clocks start again where it moves). SW_WINDOW_IDLE: it served nothing
+ * for a loop (no launch in the last `period` launches up to `now`,
+ * counted from the first question in that period; or a graph launch
+ * while no graph held a copy and nothing else was served since).
+ * SW_WINDOW_UNREPAID: its latest whole loop, counted from the first
+ * question in that period, copied less than five times its size
+ * (window.c, REPAID), while no graph held a copy. SW_WINDOW_OVERSIZED:
  * that loop repaid it, but two of its longest copies would take less room
- * (sw_window_fits). Never while the period is unknown. */
+ * (sw_window_fits). Never while the period is unknown (0). */
 typedef enum {
     SW_WINDOW_WORTH,
     SW_WINDOW_IDLE,

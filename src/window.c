@@ -1066,7 +1066,9 @@ static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
     }
     if (now - w->loop_at >= period) {
         /* Scaled down to one loop: the questions come every 16
-         * launches, so up to 1.7 loops are counted. Judged at the size it
+         * launches, so a loop and up to 15 launches more are counted
+         * (1.5 loops of 24 passed for one, and 12 x 16 MiB layers kept a
+         * window copying three times its size). Judged at the size it
          * would have: a window made anew at two of its longest copies
          * needs only to repay those. */
         uint64_t two = 2 * sw_round_up(w->longest, SW_WINDOW_ALIGN);
