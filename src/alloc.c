@@ -376,12 +376,11 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
  * once with the host chunks used next. Gate held exclusively. */
 static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
 {
-    uint64_t longest = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0;
+    uint64_t slot = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0;
     uint64_t bytes = give_window_back(dev, synced), made = 0;
     if (!bytes)
         return;
-    if (longest) {
-        uint64_t slot = sw_round_up(longest, SW_WINDOW_ALIGN);
+    if (slot) {
         made = sw_window_setup(dev, 2 * slot, slot, sw_tracked());
         sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
     }

@@ -251,7 +251,8 @@ typedef enum {
 } sw_window_worth_t;
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period);
 /* Where sw_window_worth says SW_WINDOW_OVERSIZED: the longest range its
- * latest whole loop copied, two of which take less room than the window
+ * latest whole loop copied, rounded up to SW_WINDOW_ALIGN (a slot), two
+ * of which take less room than the window
  * (it was fitted, when the budget bound, to the largest allocation then
  * known, which need not be one it streams: under cuBLAS on the H200, a
  * 64 MiB allocation beside 32 MiB layers). 0 otherwise. */

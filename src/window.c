@@ -178,8 +178,9 @@ typedef struct {
     uint64_t loop_at;    /* the launch the loop being counted began at; 0 not yet */
     bool unpaid;         /* the loop before it copied too little (unrepaid) */
     uint64_t longest;    /* the longest range copied since loop_at */
-    uint64_t fits;       /* the loop before's longest copy, where two of them take
-                          * less room than the window (sw_window_fits); else 0 */
+    uint64_t fits;       /* the loop before's longest copy rounded up to
+                          * SW_WINDOW_ALIGN, where two take less room than the
+                          * window (sw_window_fits); else 0 */
     uint64_t period;     /* the loop its worth is judged in (sw_window_worth); 0 none yet */
     uint64_t period_at;  /* the launch that period was first asked at */
     /* Relaxed atomics: read without the lock. */
@@ -1064,6 +1065,10 @@ static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
         w->copied = w->longest = 0;
         return false;
     }
+    /* A question older than the count (its launch read before another
+     * thread's began it) would see a negative loop. */
+    if (now < w->loop_at)
+        return w->unpaid;
     if (now - w->loop_at >= period) {
         /* Scaled down to one loop: the questions come every 16
          * launches, so a loop and up to 15 launches more are counted
@@ -1071,10 +1076,10 @@ static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
          * window copying three times its size). Judged at the size it
          * would have: a window made anew at two of its longest copies
          * needs only to repay those. */
-        uint64_t two = 2 * sw_round_up(w->longest, SW_WINDOW_ALIGN);
+        uint64_t slot = sw_round_up(w->longest, SW_WINDOW_ALIGN);
         double per_loop = (double)w->copied * (double)period / (double)(now - w->loop_at);
-        w->fits = w->longest && two < w->size ? w->longest : 0;
-        w->unpaid = per_loop < (double)REPAID * (double)(w->fits ? two : w->size);
+        w->fits = slot && 2 * slot < w->size ? slot : 0;
+        w->unpaid = per_loop < (double)REPAID * (double)(w->fits ? 2 * slot : w->size);
         w->copied = w->longest = 0;
         w->loop_at = now;
     }
@@ -1095,8 +1100,6 @@ static sw_window_worth_t judge(win_t *w, uint64_t now, uint64_t period)
         w->fits = 0;
         return SW_WINDOW_WORTH;
     }
-    if (now < w->period_at)
-        return SW_WINDOW_WORTH;
     uint64_t at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED);
     if (at < w->period_at)
         at = w->period_at;
@@ -1113,9 +1116,9 @@ uint64_t sw_window_fits(int dev)
     if (!w)
         return 0;
     pthread_mutex_lock(&w->lock);
-    uint64_t longest = w->fits;
+    uint64_t slot = w->fits;
     pthread_mutex_unlock(&w->lock);
-    return longest;
+    return slot;
 }
 
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
