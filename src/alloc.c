@@ -358,32 +358,51 @@ static bool not_fillable(const sw_chunk_t *c, void *dev)
     return c->fixed || in_window(c, dev);
 }
 
+/* Fills dev's free room with the host chunks used next in the loop of
+ * `period`; with none learned (0), with any, those used before first. */
 static void fill_room(int dev, uint64_t now, uint64_t period)
 {
     static sw_chunk_t *in[MAX_VICTIMS];
-    size_t n = sw_policy_prefetch(sw_tracked(), now, period ? period : UINT64_MAX,
-                                  sw_device_room(dev), not_fillable, &dev, in, MAX_VICTIMS);
+    uint64_t room = sw_device_room(dev);
+    size_t n = period ? sw_policy_prefetch(sw_tracked(), now, period, room, not_fillable, &dev,
+                                           in, MAX_VICTIMS)
+                      : sw_policy_fill(sw_tracked(), now, room, not_fillable, &dev, in,
+                                       MAX_VICTIMS);
     for (size_t i = 0; i < n && sw_move(in[i], SW_ON_DEVICE) == CUDA_SUCCESS; i++)
         ;
     sw_pool_drain(SW_ON_DEVICE);
+}
+
+/* Gives dev's window back and, for size > 0, makes it anew at that size
+ * (ranges up to slot); the room it leaves is filled at once with the host
+ * chunks used next. The bytes given back (0: it could not go); *made:
+ * the new window's. Gate held exclusively. */
+static uint64_t refit(int dev, uint64_t size, uint64_t slot, uint64_t now, uint64_t period,
+                      bool *synced, uint64_t *made)
+{
+    uint64_t bytes = give_window_back(dev, synced);
+    *made = 0;
+    if (!bytes)
+        return 0;
+    if (size) {
+        *made = sw_window_setup(dev, size, slot, sw_tracked());
+        sw_place_count(dev, SW_ON_DEVICE, (int64_t)*made);
+    }
+    fill_room(dev, now, period);
+    return bytes;
 }
 
 /* Acts on the verdict `why` on dev's window: one bigger than two of the
  * longest ranges it copies is made anew at that size, each byte it gives
  * up a weight byte that no longer crosses the link every loop (on the
  * H200, 64 x 32 MiB layers: a 128 MiB window 1.10x the link bound, 64 MiB
- * 1.06x); any other is given back. The room either leaves is filled at
- * once with the host chunks used next. Gate held exclusively. */
+ * 1.06x); any other is given back. Gate held exclusively. */
 static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
 {
-    uint64_t slot = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0;
-    uint64_t bytes = give_window_back(dev, synced), made = 0;
+    uint64_t slot = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0, made;
+    uint64_t bytes = refit(dev, 2 * slot, slot, now, period, synced, &made);
     if (!bytes)
         return;
-    if (slot) {
-        made = sw_window_setup(dev, 2 * slot, slot, sw_tracked());
-        sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
-    }
     if (made)
         sw_info("device %d: the streaming window is two copies of the longest range it "
                 "copies now, %llu bytes: %llu are the resident set's",
@@ -396,7 +415,38 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
                                               "(resident, its bytes save more)"
                                             : "could not be made smaller",
                 (unsigned long long)bytes);
-    fill_room(dev, now, period);
+}
+
+/* A capture's copies go one at a time, so its window needs one range's
+ * room, and every byte more is a weight byte crossing the link at each
+ * replay: 20 x 16 MiB layers under a 128 MiB budget, a graph of one step,
+ * 1.31x the link bound with two copies' room, 1.22x with one; 20 x 64
+ * MiB under 512 MiB 1.27x, 1.18x; 20 x 4 MiB at batch 256 1.73x, 1.63x
+ * (2026-11-28, simgpu). Made smaller before the first capture it serves:
+ * not inside one (a synchronization would break it), nor once a graph
+ * holds its copies. Eager work after it streams in that one range too. */
+void sw_capture_prepare(CUstream s)
+{
+    if (sw_window_on() && sw_gate_rd()) {
+        int dev = sw_window_here();
+        if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) && !sw_capturing() &&
+            sw_window_capture_slot(dev)) {
+            sw_gate_wr();
+            bool synced = false;
+            uint64_t slot, made, bytes = 0, now = sw_launch_now();
+            if (!sw_capturing() && sw_window_here() == dev &&
+                (slot = sw_window_capture_slot(dev)))
+                bytes = refit(dev, slot, slot, now, sw_period(now), &synced, &made);
+            if (bytes)
+                sw_info("device %d: a capture's copies go one at a time: the streaming window "
+                        "is %s, %llu bytes: %llu are the resident set's",
+                        dev, made ? "one range" : "gone (it could not be made smaller)",
+                        (unsigned long long)made, (unsigned long long)(bytes - made));
+            sw_gate_unwr();
+        }
+        sw_gate_unrd();
+    }
+    sw_window_capture_begins(s);
 }
 
 /* Launches between questions: idleness takes loops to show, but a window

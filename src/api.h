@@ -77,7 +77,7 @@
  * sw_capturing() under the exclusive gate can synchronize inside it. */
 #define SW_CAPTURE_BEGIN(sym, args)                                     \
     ({                                                                  \
-        sw_window_capture_begins(hStream);                              \
+        sw_capture_prepare(hStream);                                    \
         sw_gate_lock_writers();                                         \
         CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND; \
         sw_capture_begun(r_);                                           \

@@ -406,6 +406,12 @@ sw_chunk_t *sw_policy_unseen(const sw_table_t *t);
 size_t sw_policy_prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, uint64_t bytes,
                           bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
                           sw_chunk_t **out, size_t max);
+/* Host chunks to fill free room with when no schedule says what comes
+ * next: as sw_policy_prefetch with no horizon, then the chunks whose next
+ * use is unknown, lower address first. */
+size_t sw_policy_fill(const sw_table_t *t, uint64_t now, uint64_t bytes,
+                      bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **out,
+                      size_t max);
 
 /* The link, for cost-model verdicts. */
 typedef struct {

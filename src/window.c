@@ -1121,6 +1121,17 @@ uint64_t sw_window_fits(int dev)
     return slot;
 }
 
+uint64_t sw_window_capture_slot(int dev)
+{
+    win_t *w = win(dev);
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    uint64_t slot = !w->graphs && !w->origin && w->slot < w->size ? w->slot : 0;
+    pthread_mutex_unlock(&w->lock);
+    return slot;
+}
+
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
 {
     win_t *w = win(dev);

@@ -188,21 +188,22 @@ static int sooner(const void *pa, const void *pb, void *nowp)
     return a->va < b->va ? -1 : a->va > b->va;
 }
 
-size_t sw_policy_prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, uint64_t bytes,
-                          bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
-                          sw_chunk_t **out, size_t max)
+/* sw_policy_prefetch and sw_policy_fill: with `unknown`, chunks whose
+ * next use is unknown come too, after the others. */
+static size_t pick(const sw_table_t *t, uint64_t now, uint64_t horizon, bool unknown,
+                   uint64_t bytes, bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                   sw_chunk_t **out, size_t max)
 {
     if (max == 0 || horizon == 0 || bytes == 0)
         return 0;
     cands_t cs = {.keep = keep, .arg = arg, .host = true};
     sw_table_each(t, collect, &cs);
-    /* Only chunks due within the horizon; an unknown next use is never
-     * due, whatever the horizon. On allocation failure the candidates
-     * found so far still give a correct (if shorter) list. */
+    /* Only chunks due within the horizon. On allocation failure the
+     * candidates found so far still give a correct (if shorter) list. */
     size_t m = 0;
     for (size_t i = 0; i < cs.n; i++) {
         uint64_t next = sw_learn_next_use(cs.v[i], now);
-        if (next != UINT64_MAX && next - now <= horizon) /* next > now always */
+        if (next == UINT64_MAX ? unknown : next - now <= horizon) /* next > now always */
             cs.v[m++] = cs.v[i];
     }
     if (m > 1)
@@ -218,6 +219,21 @@ size_t sw_policy_prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, u
     }
     free(cs.v);
     return n;
+}
+
+size_t sw_policy_prefetch(const sw_table_t *t, uint64_t now, uint64_t horizon, uint64_t bytes,
+                          bool (*keep)(const sw_chunk_t *c, void *arg), void *arg,
+                          sw_chunk_t **out, size_t max)
+{
+    /* An unknown next use is never due, whatever the horizon. */
+    return pick(t, now, horizon, false, bytes, keep, arg, out, max);
+}
+
+size_t sw_policy_fill(const sw_table_t *t, uint64_t now, uint64_t bytes,
+                      bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **out,
+                      size_t max)
+{
+    return pick(t, now, UINT64_MAX, true, bytes, keep, arg, out, max);
 }
 
 typedef struct {

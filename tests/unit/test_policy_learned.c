@@ -732,6 +732,45 @@ START_TEST(prefetch_respects_the_horizon)
 }
 END_TEST
 
+/* Where nothing learned says what comes next (a capture before any loop),
+ * free room is still worth filling: every host chunk qualifies, the ones
+ * with a known next use first. */
+START_TEST(fill_takes_the_unknown_after_the_due_by_address)
+{
+    const uint64_t sizes[] = {G, G, 2 * G, G, G};
+    sw_alloc_t *a = host_alloc(5, sizes);
+    set_sched(&a->chunks[0], 90, 1, 0);  /* unknown */
+    set_sched(&a->chunks[1], 90, 3, 50); /* 140: past any loop of 20, still due */
+    set_sched(&a->chunks[2], 90, 1, 0);  /* unknown, and 2 G */
+    set_sched(&a->chunks[3], 90, 3, 15); /* 105 */
+    set_sched(&a->chunks[4], 90, 1, 0);  /* unknown */
+    a->chunks[4].where = SW_ON_DEVICE;   /* already there */
+    sw_table_t *t = new_table();
+    insert(t, a);
+    keep_set_t *k = unit_keep_none();
+    sw_chunk_t *out[8];
+    ck_assert_uint_eq(prefetch(t, 100, 20, 100 * G, k, out, 8), 1);
+    size_t n = sw_policy_fill(t, 100, 100 * G, unit_keep_listed, k, out, 8);
+    ck_assert_uint_eq(n, 4);
+    ck_assert_ptr_eq(out[0], &a->chunks[3]);
+    ck_assert_ptr_eq(out[1], &a->chunks[1]);
+    ck_assert_ptr_eq(out[2], &a->chunks[0]);
+    ck_assert_ptr_eq(out[3], &a->chunks[2]);
+    /* 3 G of room: the 2 G unknown chunk no longer fits after three of G */
+    n = sw_policy_fill(t, 100, 3 * G, unit_keep_listed, k, out, 8);
+    ck_assert_uint_eq(n, 3);
+    ck_assert(!unit_contains(out, n, &a->chunks[2]));
+    k->chunks[k->n++] = &a->chunks[0];
+    n = sw_policy_fill(t, 100, 100 * G, unit_keep_listed, k, out, 8);
+    ck_assert_uint_eq(n, 3);
+    ck_assert(!unit_contains(out, n, &a->chunks[0]));
+    ck_assert_uint_eq(sw_policy_fill(t, 100, 0, NULL, NULL, out, 8), 0);
+    sw_table_free(t);
+    unit_free_alloc(a);
+    free(k);
+}
+END_TEST
+
 START_TEST(prefetch_skips_what_does_not_fit_and_continues)
 {
     /* due in this order: 4G, 1G, 3G, 1G, 2G; budget 5G */
@@ -1089,6 +1128,7 @@ Suite *policy_learned_suite(void)
     add_case(s, learned_victims_match_the_optimum_once_every_gap_is_learned);
     add_case(s, prefetch_orders_soonest_first_then_lower_address);
     add_case(s, prefetch_respects_the_horizon);
+    add_case(s, fill_takes_the_unknown_after_the_due_by_address);
     add_case(s, prefetch_skips_what_does_not_fit_and_continues);
     add_case(s, prefetch_honours_keep_and_max);
     add_case(s, prefetch_excludes_device_chunks_and_chunks_in_a_slot);
