@@ -422,7 +422,7 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
  * replay: 20 x 16 MiB layers under a 128 MiB budget, a graph of one step,
  * 1.31x the link bound with two copies' room, 1.22x with one; 20 x 64
  * MiB under 512 MiB 1.27x, 1.18x; 20 x 4 MiB at batch 256 1.73x, 1.63x
- * (2026-11-28, simgpu). Made smaller before the first capture it serves:
+ * (2026-11-27, simgpu). Made smaller before the first capture it serves:
  * not inside one (a synchronization would break it), nor once a graph
  * holds its copies. Eager work after it streams in that one range too. */
 void sw_capture_prepare(CUstream s)
