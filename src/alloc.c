@@ -90,6 +90,14 @@ static bool window_fitted(void)
     return !sw_opts()->prefetch_bytes.set && sw_opts()->rewrite;
 }
 
+/* Whether spillway chose the size of dev's window (a device's window
+ * exists for dev >= 0 only), and so may give it back or make it anew: a
+ * window of a size the user gave is kept, they asked for it. */
+static bool window_ours(int dev)
+{
+    return dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev));
+}
+
 static uint64_t window_bytes(int dev, uint64_t budget, uint64_t *slot)
 {
     const sw_options_t *o = sw_opts();
@@ -429,8 +437,7 @@ void sw_capture_prepare(CUstream s)
 {
     if (sw_window_on() && sw_gate_rd()) {
         int dev = sw_window_here();
-        if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) && !sw_capturing() &&
-            sw_window_capture_slot(dev)) {
+        if (window_ours(dev) && !sw_capturing() && sw_window_capture_slot(dev)) {
             sw_gate_wr();
             bool synced = false;
             uint64_t slot, made, bytes = 0, now = sw_launch_now();
@@ -468,9 +475,7 @@ void sw_window_reclaim(bool replay)
      * yet (sw_learn_period). */
     uint64_t period = sw_agreed_period(now);
     int dev = sw_window_here();
-    /* A window of a size the user gave is kept: they asked for it. */
-    if (dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev)) &&
-        sw_window_worth(dev, now, period) != SW_WINDOW_WORTH) {
+    if (window_ours(dev) && sw_window_worth(dev, now, period) != SW_WINDOW_WORTH) {
         sw_gate_wr();
         bool synced = false;
         sw_window_worth_t why;
