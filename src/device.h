@@ -8,6 +8,25 @@
 
 #include "driver.h"
 
+/* ---- timers.c: work timed on the GPU, never waited for ---- */
+typedef struct sw_timers sw_timers_t;
+/* A ring of timers; NULL where the driver cannot time events. */
+sw_timers_t *sw_timers_new(void);
+void sw_timers_free(sw_timers_t *ts);
+/* Starts a timer on s (an event recorded there) that settles with `tag`:
+ * its index, or -1 (none free, or the driver refused). Every timer
+ * started must be stopped or dropped. */
+int sw_timer_start(sw_timers_t *ts, uint64_t tag, CUstream s);
+/* Stops timer i on s: after the work issued there since its start. */
+void sw_timer_stop(sw_timers_t *ts, int i, CUstream s);
+/* Drops timer i: the work it was to time was not issued. */
+void sw_timer_drop(sw_timers_t *ts, int i);
+/* Hands done() each timer, oldest first, whose end has passed, with the
+ * milliseconds it timed (negative: it failed or was dropped), and frees
+ * it; stops at the first one not done yet. Never waits. */
+void sw_timers_settle(sw_timers_t *ts, void (*done)(uint64_t tag, float ms, void *arg),
+                      void *arg);
+
 /* ---- vmm.c: chunks on the real driver ---- */
 typedef struct {
     CUdevice device;

@@ -39,7 +39,7 @@
     X(cuStreamWaitEvent) X(cuModuleLoadData) X(cuMemAllocHost_v2) X(cuMemFreeHost) X(cuStreamIsCapturing) \
     X(cuEventQuery) X(cuEventDestroy_v2) X(cuDeviceGetMemPool) X(cuDeviceGetCount)         \
     X(cuDeviceCanAccessPeer) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize_v2) \
-    X(cuStreamGetCtx) X(cuGraphKernelNodeGetParams_v2)
+    X(cuStreamGetCtx) X(cuGraphKernelNodeGetParams_v2) X(cuEventElapsedTime_v2)
 
 /* v rounded up to a multiple of a (a > 0): sizes to granularities. */
 static inline uint64_t sw_round_up(uint64_t v, uint64_t a)

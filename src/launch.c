@@ -1132,7 +1132,7 @@ CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, un
         return CUDA_ERROR_NOT_FOUND;
     if (from_runtime(f, &params, &extra, s)) {
         CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-        sw_window_read(s);
+        sw_window_read(s, r == CUDA_SUCCESS);
         return r;
     }
     if (!sw_gate_rd()) {
@@ -1141,7 +1141,7 @@ CUresult sw_launch(sw_launch_fn real, CUfunction f, unsigned gx, unsigned gy, un
     }
     sw_mark(f, &params, &extra, s);
     CUresult r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-    sw_window_read(s);
+    sw_window_read(s, r == CUDA_SUCCESS);
     sw_gate_unrd();
     return r;
 }
@@ -1177,7 +1177,7 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
     CUstream st = config ? config->hStream : NULL;
     if (from_runtime(f, &params, &extra, st)) {
         CUresult r = real(config, f, params, extra);
-        sw_window_read(st);
+        sw_window_read(st, r == CUDA_SUCCESS);
         return r;
     }
     if (!sw_gate_rd()) {
@@ -1186,7 +1186,7 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
     }
     sw_mark(f, &params, &extra, st);
     CUresult r = real(config, f, params, extra);
-    sw_window_read(st);
+    sw_window_read(st, r == CUDA_SUCCESS);
     sw_gate_unrd();
     return r;
 }

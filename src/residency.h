@@ -302,10 +302,11 @@ void sw_window_spans(const uint64_t *lo, const uint64_t *len, int n);
 /* Whether dev's window can put stored window addresses back: without
  * that, a launch that could store one is not served. */
 bool sw_window_guarded(int dev);
-/* After the launch: puts back window addresses it stored in its spans,
- * and records that s reads the copies sw_window_use gave this thread.
- * Cheap when there are none. */
-void sw_window_read(CUstream s);
+/* After the launch (`issued`: the driver took it): puts back window
+ * addresses it stored in its spans, records that s reads the copies
+ * sw_window_use gave this thread, and stops the timer of a range it read
+ * in place. Cheap when there are none. */
+void sw_window_read(CUstream s, bool issued);
 /* Whether any window has had a range (a hint, read without the lock). */
 bool sw_window_busy(void);
 /* Whether addr lies in a streaming window's memory. */

@@ -228,12 +228,12 @@ static void launch_enter(const binding_t *b, const void *func, void ***args, CUs
     }
 }
 
-static void launch_leave(CUstream stream)
+static void launch_leave(CUstream stream, bool issued)
 {
     sw_rt_state_t *rt = sw_rt_state();
     bool gated = rt->gated, handled = rt->handled;
     *rt = (sw_rt_state_t){0};
-    sw_window_read(stream); /* if the driver's wrapper has not already */
+    sw_window_read(stream, issued); /* if the driver's wrapper has not already */
     if (gated)
         sw_gate_unrd();
     else if (!handled && !sw_opts()->disable)
@@ -251,7 +251,7 @@ cudaError_t sw_rt_launch(const void *caller, int variant, const void *func, dim3
     CUstream ds = driver_stream(variant, stream);
     launch_enter(b, func, &args, ds);
     cudaError_t e = real(func, grid, block, args, shmem, stream);
-    launch_leave(ds);
+    launch_leave(ds, e == cudaSuccess);
     return e;
 }
 
@@ -266,7 +266,7 @@ cudaError_t sw_rt_launch_ex(const void *caller, int variant, const cudaLaunchCon
     CUstream ds = driver_stream(variant, config ? config->stream : NULL);
     launch_enter(b, func, &args, ds);
     cudaError_t e = real(config, func, args);
-    launch_leave(ds);
+    launch_leave(ds, e == cudaSuccess);
     return e;
 }
 

@@ -334,6 +334,31 @@ void sw_segment_free(sw_alloc_t *a);
  * outside give no bits. */
 uint64_t sw_parts(uint64_t start, uint64_t len, uint64_t lo, uint64_t hi);
 
+/* ---- core/cost.c: a range read in place against its copy -------------- */
+
+/* The two ways a launch may read a host range the window could copy. */
+typedef enum { SW_COST_PLACE, SW_COST_COPY } sw_cost_kind_t;
+
+/* Samples of each way kept, the fastest counting. */
+#define SW_COST_SAMPLES 4
+/* Reading in place must be this much faster than the copy to be chosen:
+ * a copy also lets the kernel re-read at device speed, and spares the
+ * link while other kernels read in place. */
+#define SW_COST_MARGIN 1.05f
+
+typedef struct {
+    float best[2];   /* the fastest sample of each way, in ms; 0 none */
+    uint8_t seen[2]; /* samples of each way taken */
+} sw_cost_t;
+
+/* Whether c wants another sample of way k. */
+bool sw_cost_wants(const sw_cost_t *c, sw_cost_kind_t k);
+/* A sample of way k took ms (a non-positive one is ignored). */
+void sw_cost_note(sw_cost_t *c, sw_cost_kind_t k, float ms);
+/* Whether both ways were timed and reading in place was the faster by
+ * SW_COST_MARGIN: the range is then read in place. */
+bool sw_cost_in_place(const sw_cost_t *c);
+
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
 
 typedef enum { SW_POLICY_LRU, SW_POLICY_LEARNED } sw_policy_kind_t;

@@ -85,7 +85,13 @@
  * reading in place (55 against 50 GB/s on an H100's PCIe Gen5,
  * docs/gpu-facts.md), and a kernel re-reading its weight (a GEMM, once
  * per tile row) reads it at HBM speed, so a recurring range the chain did
- * not predict is still copied when its launch comes.
+ * not predict is still copied when its launch comes. Unless measured
+ * otherwise: each range's first visits are read in place, and its first
+ * copies made, with events timing both on the GPU (timers.c, core/cost.c);
+ * a range a visit read in place faster than its copy took is read in
+ * place from then on. That is a copy carrying bytes no kernel reads (a 16
+ * MiB tensor alone in a 20 MiB allocator segment: 337.5 us in place
+ * against 381.3 us copied on simgpu), which the pointers cannot show.
  *
  * LOCKING. One mutex per window, `lock`, guards everything in it; `wins`
  * is written only under the gate held exclusively. Callers hold the gate
@@ -135,6 +141,17 @@ typedef struct {
     bool escapes;        /* a kernel stored a pointer into its copy: never served again */
     CUevent homed;       /* after its latest copy home (made on first use) */
     CUstream homed_on;   /* the stream that copy home ran on */
+    uint32_t id;         /* which range this is, of those the slot held: timers name it */
+    uint32_t visits;     /* visits begun (visit) */
+    bool first;          /* its latest use began a visit */
+    sw_cost_t cost;      /* a visit read in place against a copy, timed (core/cost.c) */
+    /* The visit being timed in place, every launch of it, summed. */
+    uint8_t session;     /* its number (tags its timers), 0 none */
+    uint32_t session_visit;
+    uint16_t started, settled; /* its launches timed, and those whose times are in */
+    float sum_ms;
+    bool broken;         /* a launch of it went untimed, or read a copy */
+    bool cheap;          /* read in place by its costs (said once, in the log) */
 } unit_t;
 
 typedef struct {
@@ -186,6 +203,9 @@ typedef struct {
     /* Relaxed atomics: read without the lock. */
     uint64_t served_at;  /* the launch it served last; 0 none */
     int idle_replays;    /* graph launches since it last served, while no graph held a copy */
+    sw_timers_t *timers; /* NULL: nothing is timed, every range is copied */
+    uint32_t ids;        /* ranges given a unit so far */
+    uint8_t sessions;    /* visits timed in place so far (wraps, skipping 0) */
 } win_t;
 
 /* Each device's window (NULL: none), made when the device's budget first
@@ -201,6 +221,8 @@ static __thread struct {
     int e[SW_WINDOW_MAX_USES];
     bool waited; /* one of them had not landed when the launch was issued */
     int nspans;  /* what else the launch could write (sw_window_spans) */
+    win_t *timed_w; /* the window whose timer times this launch, read in place */
+    int timer;
     uint64_t lo[SW_UNWINDOW_SPANS], len[SW_UNWINDOW_SPANS];
 } pending; /* entries the launch being issued on this thread reads */
 
@@ -284,6 +306,7 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
     pthread_mutex_init(&w->lock, NULL);
     w->dev = dev;
     w->last = -1;
+    w->timers = sw_timers_new();
     w->fp_on = sw_fp_ready(dev) &&
               r->cuMemAlloc_v2(&w->fp, (size_t)MAX_UNITS * 2 * SW_FP_BYTES) == CUDA_SUCCESS &&
               r->cuMemAllocHost_v2((void **)&w->changed, MAX_UNITS * sizeof *w->changed) ==
@@ -392,10 +415,11 @@ static int unit_get(win_t *w, uint64_t start, uint64_t len)
         __atomic_store_n(&w->nunits, w->nunits + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&any_unit, true, __ATOMIC_RELAXED);
     /* A dead unit's event is kept for the new one (teardown destroys it),
-     * not dropped: with homed_on NULL nothing waits on its old record. */
+     * not dropped: with homed_on NULL nothing waits on its old record. A
+     * new id: the old one's timers still out settle into nothing. */
     CUevent homed = w->units[ui].homed;
-    w->units[ui] = (unit_t){
-        .start = start, .len = len, .next = -1, .entry = -1, .live = true, .homed = homed};
+    w->units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true,
+                            .homed = homed, .id = ++w->ids};
     if (w->fp_on) {
         w->changed[ui] = 0;
         w->escaped[ui] = 0;
@@ -478,6 +502,106 @@ static entry_t *free_entry(win_t *w)
     return NULL;
 }
 
+/* ---- timing the two ways a range is read (core/cost.c; lock held) ----
+ * A visit read in place is timed launch by launch and summed (two layers
+ * of one segment, each read in place, against one copy of the segment);
+ * a copy, on its own. */
+
+/* Not in a capture: an event recorded there is a node of its graph, and
+ * times nothing until a replay. */
+static bool can_time(const win_t *w)
+{
+    return w->timers && !w->origin && !sw_capturing();
+}
+
+#define TAG_UNIT 0xffffu
+#define TAG_ID 0xffffffu
+
+static uint64_t tag_of(int ui, const unit_t *u, sw_cost_kind_t k)
+{
+    return (uint64_t)ui | (uint64_t)(u->id & TAG_ID) << 16 | (uint64_t)u->session << 40 |
+           (uint64_t)k << 48;
+}
+
+/* Ends u's session once its visit is over and every launch of it is
+ * timed: the sum is a sample where none went untimed. */
+static void session_end(unit_t *u)
+{
+    if (!u->session || u->session_visit == u->visits || u->settled < u->started)
+        return;
+    if (!u->broken && u->started)
+        sw_cost_note(&u->cost, SW_COST_PLACE, u->sum_ms);
+    u->session = 0;
+}
+
+static void timed(uint64_t tag, float ms, void *arg)
+{
+    win_t *w = arg;
+    int ui = (int)(tag & TAG_UNIT);
+    sw_cost_kind_t k = (sw_cost_kind_t)(tag >> 48);
+    unit_t *u = ui < w->nunits ? &w->units[ui] : NULL;
+    if (!u || !u->live || (u->id & TAG_ID) != (tag >> 16 & TAG_ID))
+        return;
+    if (k == SW_COST_COPY) {
+        sw_cost_note(&u->cost, SW_COST_COPY, ms);
+        return;
+    }
+    if (u->session != (uint8_t)(tag >> 40))
+        return;
+    u->settled++;
+    if (ms > 0)
+        u->sum_ms += ms;
+    else
+        u->broken = true;
+    session_end(u);
+}
+
+/* Times this launch of ui, read in place on s, as part of the visit being
+ * timed; a visit's first launch begins one where u wants a sample. One
+ * timer a launch: a launch reading two host ranges counts for the first
+ * (too long for it: the copy is favoured, as before timing). */
+static void time_in_place(win_t *w, int ui, CUstream s)
+{
+    unit_t *u = &w->units[ui];
+    if (!u->session) {
+        if (!u->first || !sw_cost_wants(&u->cost, SW_COST_PLACE) || !can_time(w) ||
+            pending.timed_w)
+            return;
+        u->session = ++w->sessions ? w->sessions : ++w->sessions;
+        u->session_visit = u->visits;
+        u->started = u->settled = 0;
+        u->sum_ms = 0;
+        u->broken = false;
+    } else if (u->session_visit != u->visits) {
+        return; /* the visit before, still settling */
+    }
+    int i = can_time(w) && !pending.timed_w && u->started < UINT16_MAX
+                ? sw_timer_start(w->timers, tag_of(ui, u, SW_COST_PLACE), s)
+                : -1;
+    if (i < 0) {
+        u->broken = true;
+        return;
+    }
+    u->started++;
+    pending.timed_w = w;
+    pending.timer = i;
+}
+
+/* Whether u is read in place by its costs: a visit read there was faster
+ * than its copy. Said once. */
+static bool cheaper_in_place(const win_t *w, unit_t *u)
+{
+    if (!sw_cost_in_place(&u->cost))
+        return false;
+    if (!u->cheap)
+        sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it there "
+                "in %.1f us, its copy takes %.1f us",
+                w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
+                1e3 * u->cost.best[SW_COST_PLACE], 1e3 * u->cost.best[SW_COST_COPY]);
+    u->cheap = true;
+    return true;
+}
+
 /* Copies unit ui into the window at the head; its entry, or NULL when
  * there is no room (see make_room) or a call failed: the range is then
  * read in place, which is always correct. */
@@ -493,8 +617,14 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
     /* In a capture, after the range's latest copy home in it. */
     if (w->origin && u->homed_on && r->cuStreamWaitEvent(w->side, u->homed, 0) != CUDA_SUCCESS)
         return NULL;
-    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w->side) != CUDA_SUCCESS)
+    int timer = can_time(w) && sw_cost_wants(&u->cost, SW_COST_COPY)
+                    ? sw_timer_start(w->timers, tag_of(ui, u, SW_COST_COPY), w->side)
+                    : -1;
+    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w->side) != CUDA_SUCCESS) {
+        sw_timer_drop(w->timers, timer);
         return NULL;
+    }
+    sw_timer_stop(w->timers, timer, w->side);
     /* home's fingerprint: the bytes just copied, taken from the window at
      * device speed, once; each copy home keeps it current (send_home). A
      * graph takes it at every fill: a node changed after capture may have
@@ -577,7 +707,7 @@ static void find_soonest(sw_alloc_t *a, void *arg)
     if (next == UINT64_MAX || (f->best && next >= f->best_next))
         return;
     int ui = unit_find(f->w, a->va);
-    if (ui == f->skip || (ui >= 0 && f->w->units[ui].entry >= 0) ||
+    if (ui == f->skip || (ui >= 0 && (f->w->units[ui].entry >= 0 || f->w->units[ui].cheap)) ||
         !streamable(f->w, a->va, a->size))
         return;
     f->best = a;
@@ -608,7 +738,8 @@ static void copy_ahead(win_t *w, int ui, uint64_t now)
         /* Not one its own launch would not copy (sw_window_use): named
          * in part by its last visits, or written and named in part by one
          * of their launches. */
-        if (u->entry >= 0 || !spanned(u) || (u->written && (u->parted & 6)))
+        if (u->entry >= 0 || !spanned(u) || (u->written && (u->parted & 6)) ||
+            cheaper_in_place(w, u))
             continue;
         if (u->len > room || !streamable(w, u->start, u->len) || !fill(w, v, true))
             break;
@@ -744,7 +875,11 @@ static bool loops_whole(const win_t *w, const unit_t *u, uint64_t period)
  * another); what the two before named is kept. */
 static void visit(unit_t *u, uint64_t parts, uint64_t now, uint64_t period)
 {
+    u->first = !u->used[0];
     if (period && u->used[0] && now - u->used[0] > period / 4) {
+        u->visits++;
+        u->first = true;
+        session_end(u);
         u->named_prev = u->named_last;
         u->named_last = u->named;
         u->named = 0;
@@ -768,7 +903,8 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
         pthread_mutex_unlock(&w->lock);
         return false;
     }
-    int ui = unit_get(w, start, len);
+    sw_timers_settle(w->timers, timed, w);
+    int ui = unit_get(w, start, len), timed_ui = -1;
     if (ui < 0 || pending.n == SW_WINDOW_MAX_USES)
         goto out;
     unit_t *u = &w->units[ui];
@@ -802,6 +938,8 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
      * (the layers of a shared segment, one after another), recurring or
      * not: it is paid for. */
     visit(u, parts, now, period);
+    /* Read in place below, the launch is timed (core/cost.c). */
+    timed_ui = ui;
     if (!recurs(u, now, period) && u->entry < 0 && !w->origin && !loops_whole(w, u, period))
         goto out;
     /* A range its last visits' launches did not span whole (a segment whose
@@ -815,6 +953,10 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
     if (!whole)
         goto out;
     if (len > w->size)
+        goto out;
+    /* A copy made serves, paid for; none is made of a range a launch read
+     * in place faster than its copy took. */
+    if (u->entry < 0 && cheaper_in_place(w, u))
         goto out;
     /* In a capture a copy serves the one launch it is made for: a node of
      * the graph may be changed after it is instantiated to write home in
@@ -858,6 +1000,10 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
     if (ordered && !w->origin)
         copy_ahead(w, ui, now);
 out:
+    if (ok && w->units[ui].session && w->units[ui].session_visit == w->units[ui].visits)
+        w->units[ui].broken = true; /* this visit reads a copy too */
+    if (!ok && timed_ui >= 0)
+        time_in_place(w, timed_ui, s);
     pthread_mutex_unlock(&w->lock);
     return ok;
 }
@@ -953,8 +1099,18 @@ static void unwindow(win_t *w, CUstream s)
              "stored may reach a reused copy");
 }
 
-void sw_window_read(CUstream s)
+void sw_window_read(CUstream s, bool issued)
 {
+    if (pending.timed_w) {
+        win_t *tw = pending.timed_w;
+        pthread_mutex_lock(&tw->lock);
+        if (issued)
+            sw_timer_stop(tw->timers, pending.timer, s);
+        else
+            sw_timer_drop(tw->timers, pending.timer);
+        pthread_mutex_unlock(&tw->lock);
+        pending.timed_w = NULL;
+    }
     if (!pending.n) {
         pending.nspans = 0;
         return;
@@ -1023,6 +1179,7 @@ static void teardown(win_t *w)
     for (int i = 0; i < w->nunits; i++)
         if (w->units[i].homed)
             r->cuEventDestroy_v2(w->units[i].homed);
+    sw_timers_free(w->timers);
     r->cuEventDestroy_v2(w->replayed);
     r->cuEventDestroy_v2(w->done);
     if (w->cst)

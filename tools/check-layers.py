@@ -18,7 +18,7 @@ import sys
 LAYERS = [
     ("api", "hooks runtime init api fork graphnodes"),
     ("residency", "ordered appvmm launch alloc prefetch place window tensormap untracked"),
-    ("device", "vmm fingerprint streams devices pool"),
+    ("device", "vmm fingerprint streams devices pool timers"),
     ("driver", "driver opts stats log"),
 ]
 RANK = {f: len(LAYERS) - i for i, (_, files) in enumerate(LAYERS) for f in files.split()}

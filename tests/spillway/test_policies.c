@@ -720,6 +720,52 @@ START_TEST(a_capture_is_served_by_a_window_of_one_range)
 }
 END_TEST
 
+/* 32 layers of 600 x 600 floats (1.37 MiB), each alone in a 2 MiB
+ * allocator segment, under 32 MiB: a copy carries the segment's 0.63 MiB
+ * no kernel reads (a kernel may read its whole allocation). Timed on the
+ * GPU, a step's launch reading one in place at batch 1 (30.8 us on
+ * simgpu) beats its copy (38.1 us), so after the first copies nothing
+ * more is copied: steps 5-8 stream nothing. (The bench's 25 layers of 16
+ * MiB in 20 MiB segments: 1.54x the link bound over steps 4-7 copied,
+ * 1.34x now, 1.28x from step 5.) */
+static void run_slack(swt_run_t *r, const char *batch, const char *steps)
+{
+    const char *args[] = {"--layers", "32", "--width", "600", "--segments", "2",
+                          "--batch", batch, "--steps", steps, NULL};
+    run_windowed(r, "SPILLWAY_GPU_BUDGET=32MiB", args);
+}
+
+START_TEST(a_segment_read_faster_in_place_than_copied_is_read_in_place)
+{
+    swt_run_t four, eight;
+    run_slack(&four, "1", "4");
+    run_slack(&eight, "1", "8");
+    ck_assert_msg(swt_file_has(four.err, "is read in place: a visit reads it there in"), "%s",
+                  swt_describe(&four));
+    ck_assert_msg(swt_sw(&four, "bytes_streamed") > 0, "%s", swt_describe(&four));
+    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    ck_assert_msg(streamed == 0, "steps 5-8 streamed %llu bytes: %s", (unsigned long long)streamed,
+                  swt_describe(&eight));
+}
+END_TEST
+
+/* The same segments at batch 129: the GEMM reads each weight twice (once
+ * per 128-row tile), so a launch in place takes longer than the copy, and
+ * every step keeps streaming. */
+START_TEST(a_segment_its_kernel_re_reads_stays_copied)
+{
+    swt_run_t four, six;
+    run_slack(&four, "129", "4");
+    run_slack(&six, "129", "6");
+    ck_assert_msg(!swt_file_has(six.err, "is read in place: a visit") &&
+                      !swt_file_has(six.err, "streaming window released"),
+                  "%s", swt_describe(&six));
+    uint64_t streamed = swt_sw(&six, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    ck_assert_msg(streamed >= 2 * 8 * 2 * SWT_MIB, "steps 5-6 streamed %llu bytes: %s",
+                  (unsigned long long)streamed, swt_describe(&six));
+}
+END_TEST
+
 Suite *policies_suite(void)
 {
     Suite *s = suite_create("policies");
@@ -753,6 +799,8 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_window_bigger_than_two_of_its_copies_is_made_anew_at_that_size);
     tcase_add_test(tc, a_window_is_judged_by_what_it_copies_in_one_loop);
     tcase_add_test(tc, a_capture_is_served_by_a_window_of_one_range);
+    tcase_add_test(tc, a_segment_read_faster_in_place_than_copied_is_read_in_place);
+    tcase_add_test(tc, a_segment_its_kernel_re_reads_stays_copied);
     tcase_add_test(tc, segments_learn_the_loops_period);
     tcase_add_test(tc, segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back);
     tcase_add_test(tc, segments_their_launches_span_whole_are_streamed);

@@ -52,4 +52,5 @@ Suite *policy_learned_suite(void);
 Suite *popularity_suite(void);
 Suite *gate_suite(void);
 Suite *tmap_suite(void);
+Suite *cost_suite(void);
 #endif
