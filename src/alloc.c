@@ -419,7 +419,7 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
         sw_info("device %d: the streaming window %s: its %llu bytes are the resident set's now",
                 dev,
                 why == SW_WINDOW_IDLE       ? "served nothing for a loop"
-                : why == SW_WINDOW_UNREPAID ? "copied less than five times its size in a loop "
+                : why == SW_WINDOW_UNREPAID ? "copied too little in a loop to repay its room "
                                               "(resident, its bytes save more)"
                                             : "could not be made smaller",
                 (unsigned long long)bytes);

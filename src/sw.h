@@ -359,6 +359,30 @@ void sw_cost_note(sw_cost_t *c, sw_cost_kind_t k, float ms);
  * SW_COST_MARGIN: the range is then read in place. */
 bool sw_cost_in_place(const sw_cost_t *c);
 
+/* How long a kernel takes to read host memory in place against a copy of
+ * it, by the link rates alone: about 48 GB/s (50, less the link idle
+ * through each kernel's fixed cost) against a copy's 55. */
+#define SW_COST_LINK_RATIO 1.15
+/* A window repays its room when a loop copies at least this many times its
+ * size into it, where its ranges read in place take SW_COST_LINK_RATIO as
+ * long as copied. Given back, its room keeps as many bytes resident, so
+ * that many fewer cross the link each loop; kept, each byte it copies
+ * saves the difference between the two rates: by those alone it pays from
+ * about 7 times its size, measured from about 5. On simgpu (2026-11-27,
+ * against (model - budget) / 55 GB/s): 16 x 4 MiB layers on two streams
+ * under 26 MiB, odd ones in 8 MiB segments (some read in place), a window
+ * of 8 MiB copying 4.5 times its size a loop: 1.44x, given back 1.21x; 24
+ * x 4 MiB on a 64 MiB GPU, 5.5 to 7 times: 1.39x, given back 1.43x; the
+ * bench's decode, 7 times: 1.15x, 1.20x in place. */
+#define SW_COST_REPAID 5
+/* The times its size a window must copy a loop to repay its room, where
+ * ratio[0..n) are the ranges it copies, each's time read in place over
+ * its copy's (reordered): SW_COST_REPAID, or less in proportion where the
+ * median range takes longer in place than the link rates make it (a GEMM
+ * re-reading its weight once per tile row). The median: a sample taken
+ * while the link was busy is slow, and one range's can be very slow. */
+double sw_cost_repaid(float *ratio, int n);
+
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
 
 typedef enum { SW_POLICY_LRU, SW_POLICY_LEARNED } sw_policy_kind_t;

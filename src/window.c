@@ -109,19 +109,9 @@
 
 #define RECALL 4 /* uses a range remembers, to see it recur with the loop */
 #define IDLE_LOOPS 1 /* loops a window may serve nothing in before it is given back */
-/* A window repays its room when a loop copies at least this many times its
- * size into it. Given back, its room keeps as many bytes resident, so
- * that many fewer cross the link each loop; kept, the bytes it copies
- * cross at a copy's 55 GB/s instead of the ~48 a kernel reading in place
- * gets (50, less the link idle through each kernel's fixed cost): by the
- * link rates alone it pays from about 7 times its size, measured from
- * about 5. On simgpu (2026-11-27, against (model - budget) / 55 GB/s): 16
- * x 4 MiB layers on two streams under 26 MiB, odd ones in 8 MiB segments
- * (some read in place), a window of 8 MiB copying 4.5 times its size a
- * loop: 1.44x, given back 1.21x; 24 x 4 MiB on a 64 MiB GPU, 5.5 to 7
- * times: 1.39x, given back 1.43x; the bench's decode, 7 times: 1.15x,
- * 1.20x in place. */
-#define REPAID 5
+/* A window repays its room when a loop copies at least SW_COST_REPAID
+ * (core/cost.c) times its size into it, or fewer where its ranges were
+ * timed slower in place than the link rates alone make them. */
 #define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
 
 typedef struct {
@@ -206,6 +196,8 @@ typedef struct {
     sw_timers_t *timers; /* NULL: nothing is timed, every range is copied */
     uint32_t ids;        /* ranges given a unit so far */
     uint8_t sessions;    /* visits timed in place so far (wraps, skipping 0) */
+    bool said_repaid;    /* repaid() said timing lowered its bar */
+    float ratios[MAX_UNITS]; /* repaid()'s scratch */
 } win_t;
 
 /* Each device's window (NULL: none), made when the device's budget first
@@ -1200,8 +1192,32 @@ static win_t *next_window(int *dev)
     return NULL;
 }
 
+/* How many times its size w must copy a loop to repay its room, by the
+ * ranges timed both ways (sw_cost_repaid), those read in place by their
+ * costs too: they tell what the program's kernels are, and leaving them
+ * out would leave a few slow samples to speak for them. Said when timing
+ * lowers it. Lock held. */
+static double repaid(win_t *w)
+{
+    int n = 0;
+    for (int i = 0; i < w->nunits; i++) {
+        const unit_t *u = &w->units[i];
+        if (u->live && u->cost.seen[SW_COST_PLACE] && u->cost.seen[SW_COST_COPY])
+            w->ratios[n++] = u->cost.best[SW_COST_PLACE] / u->cost.best[SW_COST_COPY];
+    }
+    double times = sw_cost_repaid(w->ratios, n);
+    if (times < SW_COST_REPAID && !w->said_repaid) {
+        sw_info("device %d: the ranges the streaming window copies take longer read in place "
+                "than the link rates make them: it repays its room from %.1f times its size "
+                "copied a loop",
+                w->dev, times);
+        w->said_repaid = true;
+    }
+    return times;
+}
+
 /* Whether w's latest whole loop, counted from the first question once the
- * loop is known, copied less than REPAID times its size; asked again
+ * loop is known, copied less than repaid() times its size; asked again
  * before the next loop's end, the same answer. The first loop counted is
  * the one in which streaming begins (a range is copied from its second
  * visit) and adoption trades places: early enough that the room is
@@ -1236,7 +1252,7 @@ static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
         uint64_t slot = sw_round_up(w->longest, SW_WINDOW_ALIGN);
         double per_loop = (double)w->copied * (double)period / (double)(now - w->loop_at);
         w->fits = slot && 2 * slot < w->size ? slot : 0;
-        w->unpaid = per_loop < (double)REPAID * (double)(w->fits ? 2 * slot : w->size);
+        w->unpaid = per_loop < repaid(w) * (double)(w->fits ? 2 * slot : w->size);
         w->copied = w->longest = 0;
         w->loop_at = now;
     }

@@ -16,6 +16,8 @@
  */
 #include "sw.h"
 
+#include <stdlib.h>
+
 bool sw_cost_wants(const sw_cost_t *c, sw_cost_kind_t k)
 {
     return c->seen[k] < SW_COST_SAMPLES;
@@ -34,4 +36,21 @@ bool sw_cost_in_place(const sw_cost_t *c)
 {
     return c->seen[SW_COST_PLACE] && c->seen[SW_COST_COPY] &&
            c->best[SW_COST_PLACE] * SW_COST_MARGIN < c->best[SW_COST_COPY];
+}
+
+static int by_value(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+double sw_cost_repaid(float *ratio, int n)
+{
+    if (n <= 0)
+        return SW_COST_REPAID;
+    qsort(ratio, (size_t)n, sizeof *ratio, by_value);
+    double median = n % 2 ? ratio[n / 2] : ((double)ratio[n / 2 - 1] + ratio[n / 2]) / 2;
+    if (!(median > SW_COST_LINK_RATIO))
+        return SW_COST_REPAID;
+    return SW_COST_REPAID * (SW_COST_LINK_RATIO - 1) / (median - 1);
 }

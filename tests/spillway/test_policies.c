@@ -602,7 +602,7 @@ START_TEST(a_window_copying_less_than_five_times_its_size_a_loop_is_given_back)
     swt_run_t four, eight;
     run_odd(&four, "4");
     run_odd(&eight, "8");
-    ck_assert_msg(swt_file_has(four.err, "copied less than five times its size"), "%s",
+    ck_assert_msg(swt_file_has(four.err, "copied too little in a loop"), "%s",
                   swt_describe(&four));
     uint64_t moves = swt_sw(&eight, "promotions") + swt_sw(&eight, "demotions") -
                      swt_sw(&four, "promotions") - swt_sw(&four, "demotions");
@@ -652,7 +652,7 @@ START_TEST(a_load_pass_before_the_loop_does_not_cost_the_window)
     run_load_pass(&four, "4");
     run_load_pass(&eight, "8");
     ck_assert_msg(!swt_file_has(eight.err, "streaming window served nothing") &&
-                      !swt_file_has(eight.err, "copied less than five times"),
+                      !swt_file_has(eight.err, "copied too little in a loop"),
                   "%s", swt_describe(&eight));
     uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
     ck_assert_msg(streamed >= 4 * 2 * 4 * SWT_MIB, "steps 5-8 streamed %llu bytes: %s",
@@ -693,7 +693,7 @@ START_TEST(a_window_is_judged_by_what_it_copies_in_one_loop)
                           "--odd-segments", "--streams", "2", "--steps", "7", NULL};
     swt_run_t r;
     run_windowed(&r, "SPILLWAY_GPU_BUDGET=77MiB", args);
-    ck_assert_msg(swt_file_has(r.err, "copied less than five times its size"), "%s",
+    ck_assert_msg(swt_file_has(r.err, "copied too little in a loop"), "%s",
                   swt_describe(&r));
 }
 END_TEST
@@ -766,6 +766,30 @@ START_TEST(a_segment_its_kernel_re_reads_stays_copied)
 }
 END_TEST
 
+/* 16 such layers under 20 MiB at batch 129: the window (4 MiB) copies
+ * about four times its size a loop, under the five that repay its room
+ * where kernels read in place at the link's rate, and was given back
+ * (441.9 us a step over steps 4-7 on simgpu). Its ranges take about twice
+ * as long read in place as copied, so each copy saves a copy's time and
+ * the bar is lower: the window is kept, and streams every step (339.9 us). */
+START_TEST(a_window_whose_kernels_re_read_in_place_repays_its_room_sooner)
+{
+    const char *four_args[] = {"--layers", "16", "--width", "600", "--segments", "2",
+                               "--batch", "129", "--steps", "4", NULL};
+    const char *six_args[] = {"--layers", "16", "--width", "600", "--segments", "2",
+                              "--batch", "129", "--steps", "6", NULL};
+    swt_run_t four, six;
+    run_windowed(&four, "SPILLWAY_GPU_BUDGET=20MiB", four_args);
+    run_windowed(&six, "SPILLWAY_GPU_BUDGET=20MiB", six_args);
+    ck_assert_msg(swt_file_has(six.err, "it repays its room from") &&
+                      !swt_file_has(six.err, "streaming window released"),
+                  "%s", swt_describe(&six));
+    uint64_t streamed = swt_sw(&six, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    ck_assert_msg(streamed >= 2 * 4 * 2 * SWT_MIB, "steps 5-6 streamed %llu bytes: %s",
+                  (unsigned long long)streamed, swt_describe(&six));
+}
+END_TEST
+
 Suite *policies_suite(void)
 {
     Suite *s = suite_create("policies");
@@ -801,6 +825,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_capture_is_served_by_a_window_of_one_range);
     tcase_add_test(tc, a_segment_read_faster_in_place_than_copied_is_read_in_place);
     tcase_add_test(tc, a_segment_its_kernel_re_reads_stays_copied);
+    tcase_add_test(tc, a_window_whose_kernels_re_read_in_place_repays_its_room_sooner);
     tcase_add_test(tc, segments_learn_the_loops_period);
     tcase_add_test(tc, segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back);
     tcase_add_test(tc, segments_their_launches_span_whole_are_streamed);

@@ -92,6 +92,38 @@ START_TEST(cost_ignores_a_sample_that_is_not_a_positive_time)
 }
 END_TEST
 
+/* The bar a window's copies must clear a loop: SW_COST_REPAID where its
+ * kernels read in place as the link rates make them (or faster: a copy
+ * carrying bytes no kernel reads), lower where the median range takes
+ * longer in place (a GEMM re-reading its weight per tile row). */
+START_TEST(cost_repaid_is_the_measured_bar_unless_reads_cost_more_in_place)
+{
+    float none[1];
+    ck_assert_double_eq(sw_cost_repaid(none, 0), SW_COST_REPAID);
+    float gemv[] = {1.13f, 1.12f, 1.14f};
+    ck_assert_double_eq(sw_cost_repaid(gemv, 3), SW_COST_REPAID);
+    float slack[] = {0.88f, 0.88f};
+    ck_assert_double_eq(sw_cost_repaid(slack, 2), SW_COST_REPAID);
+    float gemm[] = {2.0f, 2.0f, 2.0f};
+    ck_assert_double_eq_tol(sw_cost_repaid(gemm, 3), SW_COST_REPAID * 0.15, 1e-6);
+    float some[] = {1.3f};
+    double bar = sw_cost_repaid(some, 1);
+    ck_assert(bar < SW_COST_REPAID && bar > sw_cost_repaid(gemm, 3));
+}
+END_TEST
+
+/* One range timed while the link was busy (4.3 times its copy, among
+ * ranges read in place faster than copied) does not lower the bar: the
+ * median speaks, not the sum. */
+START_TEST(cost_repaid_is_not_moved_by_one_slow_sample)
+{
+    float r[] = {0.88f, 4.3f, 0.88f, 0.89f, 0.88f};
+    ck_assert_double_eq(sw_cost_repaid(r, 5), SW_COST_REPAID);
+    float most[] = {2.0f, 2.1f, 0.9f};
+    ck_assert(sw_cost_repaid(most, 3) < SW_COST_REPAID);
+}
+END_TEST
+
 Suite *cost_suite(void)
 {
     Suite *s = suite_create("cost");
@@ -103,6 +135,8 @@ Suite *cost_suite(void)
     tcase_add_test(tc, cost_keeps_the_fastest_sample_of_each_way);
     tcase_add_test(tc, cost_wants_a_few_samples_then_no_more);
     tcase_add_test(tc, cost_ignores_a_sample_that_is_not_a_positive_time);
+    tcase_add_test(tc, cost_repaid_is_the_measured_bar_unless_reads_cost_more_in_place);
+    tcase_add_test(tc, cost_repaid_is_not_moved_by_one_slow_sample);
     suite_add_tcase(s, tc);
     return s;
 }
