@@ -376,8 +376,8 @@ bool sw_cost_in_place(const sw_cost_t *c);
  * bench's decode, 7 times: 1.15x, 1.20x in place. */
 #define SW_COST_REPAID 5
 /* The times its size a window must copy a loop to repay its room, where
- * ratio[0..n) are the ranges it copies, each's time read in place over
- * its copy's (reordered): SW_COST_REPAID, or less in proportion where the
+ * ratio[0..n) are the ranges timed both ways, each's time read in place
+ * over its copy's (reordered): SW_COST_REPAID, or less in proportion where the
  * median range takes longer in place than the link rates make it (a GEMM
  * re-reading its weight once per tile row). The median: a sample taken
  * while the link was busy is slow, and one range's can be very slow. */

@@ -9,7 +9,7 @@
  * Oldest first: work on one stream ends in order, and a timer not ended
  * yet (or not stopped yet: its launch is being issued) holds back the
  * ones after it, settled at a later call, rather than having every call
- * query every timer. Every timer started must be stopped.
+ * query every timer. Every timer started must be stopped or dropped.
  *
  * Not thread-safe: the window's lock guards its timers.
  */

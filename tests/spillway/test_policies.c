@@ -766,6 +766,30 @@ START_TEST(a_segment_its_kernel_re_reads_stays_copied)
 }
 END_TEST
 
+/* The same run with the first eight timings failing (cuEventElapsedTime
+ * answers an error): each is a sample lost, never a sample of 0 ms, which
+ * would read the range in place on no evidence. The others still decide,
+ * and the weights stay right. */
+START_TEST(a_timing_that_fails_is_a_sample_lost)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "32", "--width", "600", "--segments",
+                          "2", "--steps", "8", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_REWRITE=1",
+                         "SPILLWAY_LOG=info",
+                         "SIMGPU_FAIL=cuEventElapsedTime:1,cuEventElapsedTime:2,"
+                         "cuEventElapsedTime:3,cuEventElapsedTime:4,cuEventElapsedTime:5,"
+                         "cuEventElapsedTime:6,cuEventElapsedTime:7,cuEventElapsedTime:8",
+                         NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(swt_file_has(r.err, "is read in place: a visit reads it there in 30.8 us"),
+                  "%s", swt_describe(&r));
+    ck_assert_msg(!swt_file_has(r.err, "there in 0.0 us"), "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "dev0_device_bytes_peak") <= 32 * SWT_MIB, "%s", swt_describe(&r));
+}
+END_TEST
+
 /* 16 such layers under 20 MiB at batch 129: the window (4 MiB) copies
  * about four times its size a loop, under the five that repay its room
  * where kernels read in place at the link's rate, and was given back
@@ -825,6 +849,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_capture_is_served_by_a_window_of_one_range);
     tcase_add_test(tc, a_segment_read_faster_in_place_than_copied_is_read_in_place);
     tcase_add_test(tc, a_segment_its_kernel_re_reads_stays_copied);
+    tcase_add_test(tc, a_timing_that_fails_is_a_sample_lost);
     tcase_add_test(tc, a_window_whose_kernels_re_read_in_place_repays_its_room_sooner);
     tcase_add_test(tc, segments_learn_the_loops_period);
     tcase_add_test(tc, segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back);
