@@ -239,8 +239,9 @@ uint64_t sw_window_release(int dev);
  * counted from the first question in that period; or a graph launch
  * while no graph held a copy and nothing else was served since).
  * SW_WINDOW_UNREPAID: its latest whole loop, counted from the first
- * question in that period, copied less than repays its room (five times its size, or fewer where its ranges were timed slower in place: core/cost.c)
- * (window.c, REPAID), while no graph held a copy. SW_WINDOW_OVERSIZED:
+ * question in that period, copied too little to repay its room (five
+ * times its size, fewer where its ranges were timed slower in place:
+ * sw_cost_repaid), while no graph held a copy. SW_WINDOW_OVERSIZED:
  * that loop repaid it, but two of its longest copies would take less room
  * (sw_window_fits). Never while the period is unknown (0). */
 typedef enum {

@@ -946,7 +946,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
         goto out;
     if (len > w->size)
         goto out;
-    /* A copy made serves, paid for; none is made of a range a launch read
+    /* A copy made serves, paid for; none is made of a range a visit read
      * in place faster than its copy took. */
     if (u->entry < 0 && cheaper_in_place(w, u))
         goto out;
@@ -1323,9 +1323,10 @@ sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
 uint64_t sw_window_release(int dev)
 {
     win_t *w = win(dev);
-    /* Not while this thread's launch holds copies (pending): other
-     * threads' launches are done, since the gate is held exclusively. */
-    if (!w || w->graphs || w->origin || sw_capturing() || pending.n)
+    /* Not while this thread's launch holds copies or a timer (pending):
+     * other threads' launches are done, since the gate is held
+     * exclusively. */
+    if (!w || w->graphs || w->origin || sw_capturing() || pending.n || pending.timed_w == w)
         return 0;
     /* Every launch that read a copy sent it home right after, and the
      * device has finished: home is current, the copies can simply go. */
