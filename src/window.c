@@ -197,6 +197,9 @@ typedef struct {
     uint32_t ids;        /* ranges given a unit so far */
     uint8_t sessions;    /* visits timed in place so far (wraps, skipping 0) */
     bool said_repaid;    /* repaid() said timing lowered its bar */
+    /* Launches between sw_window_use and sw_window_read holding a copy or
+     * a timer of it (hold): it is not freed under them (sw_window_release). */
+    int holders;
     float ratios[MAX_UNITS]; /* repaid()'s scratch */
 } win_t;
 
@@ -215,6 +218,7 @@ static __thread struct {
     int nspans;  /* what else the launch could write (sw_window_spans) */
     win_t *timed_w; /* the window whose timer times this launch, read in place */
     int timer;
+    win_t *held;    /* the window the launch holds (its holders count it); one at most */
     uint64_t lo[SW_UNWINDOW_SPANS], len[SW_UNWINDOW_SPANS];
 } pending; /* entries the launch being issued on this thread reads */
 
@@ -324,6 +328,15 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
 
 /* Forgets e's copy without sending it home (its range is being freed, or
  * a capture that failed made it). Lock held. */
+/* Counts this thread's launch among w's holders, once. Lock held. */
+static void hold(win_t *w)
+{
+    if (!pending.held) {
+        pending.held = w;
+        __atomic_add_fetch(&w->holders, 1, __ATOMIC_RELAXED);
+    }
+}
+
 static void drop_entry(win_t *w, entry_t *e)
 {
     w->units[e->unit].entry = -1;
@@ -557,7 +570,7 @@ static void time_in_place(win_t *w, int ui, CUstream s)
     unit_t *u = &w->units[ui];
     if (!u->session) {
         if (!u->first || !sw_cost_wants(&u->cost, SW_COST_PLACE) || !can_time(w) ||
-            pending.timed_w)
+            pending.timed_w || (pending.held && pending.held != w))
             return;
         u->session = ++w->sessions ? w->sessions : ++w->sessions;
         u->session_visit = u->visits;
@@ -567,7 +580,8 @@ static void time_in_place(win_t *w, int ui, CUstream s)
     } else if (u->session_visit != u->visits) {
         return; /* the visit before, still settling */
     }
-    int i = can_time(w) && !pending.timed_w && u->started < UINT16_MAX
+    int i = can_time(w) && !pending.timed_w && (!pending.held || pending.held == w) &&
+                    u->started < UINT16_MAX
                 ? sw_timer_start(w->timers, tag_of(ui, u, SW_COST_PLACE), s)
                 : -1;
     if (i < 0) {
@@ -577,6 +591,7 @@ static void time_in_place(win_t *w, int ui, CUstream s)
     u->started++;
     pending.timed_w = w;
     pending.timer = i;
+    hold(w);
 }
 
 /* Whether u is read in place by its costs: a visit read there was faster
@@ -886,7 +901,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
 {
     win_t *w = win(dev);
     /* One launch reads one window, its device's. */
-    if (!w || (pending.n && pending.w != w))
+    if (!w || (pending.n && pending.w != w) || (pending.held && pending.held != w))
         return false;
     pthread_mutex_lock(&w->lock);
     bool ok = false;
@@ -981,6 +996,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
     e->pins++;
     pending.w = w;
     pending.e[pending.n++] = u->entry;
+    hold(w);
     *copy = w->base + e->off;
     *written = u->written;
     __atomic_store_n(&w->served_at, now, __ATOMIC_RELAXED);
@@ -1091,18 +1107,9 @@ static void unwindow(win_t *w, CUstream s)
              "stored may reach a reused copy");
 }
 
-void sw_window_read(CUstream s, bool issued)
+/* The copies this thread's launch read (pending): s reads them now. */
+static void read_copies(CUstream s)
 {
-    if (pending.timed_w) {
-        win_t *tw = pending.timed_w;
-        pthread_mutex_lock(&tw->lock);
-        if (issued)
-            sw_timer_stop(tw->timers, pending.timer, s);
-        else
-            sw_timer_drop(tw->timers, pending.timer);
-        pthread_mutex_unlock(&tw->lock);
-        pending.timed_w = NULL;
-    }
     if (!pending.n) {
         pending.nspans = 0;
         return;
@@ -1145,6 +1152,27 @@ void sw_window_read(CUstream s, bool issued)
     pending.n = 0;
     pending.waited = false;
     pthread_mutex_unlock(&w->lock);
+}
+
+void sw_window_read(CUstream s, bool issued)
+{
+    win_t *held = pending.held;
+    if (pending.timed_w) {
+        win_t *tw = pending.timed_w;
+        pthread_mutex_lock(&tw->lock);
+        if (issued)
+            sw_timer_stop(tw->timers, pending.timer, s);
+        else
+            sw_timer_drop(tw->timers, pending.timer);
+        pthread_mutex_unlock(&tw->lock);
+        pending.timed_w = NULL;
+    }
+    read_copies(s);
+    /* The last touch of held: once its holders reach 0 it may be freed. */
+    if (held) {
+        pending.held = NULL;
+        __atomic_sub_fetch(&held->holders, 1, __ATOMIC_RELEASE);
+    }
 }
 
 /* Frees everything w holds but the device's copy stream, which moves
@@ -1323,10 +1351,11 @@ sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
 uint64_t sw_window_release(int dev)
 {
     win_t *w = win(dev);
-    /* Not while this thread's launch holds copies or a timer (pending):
-     * other threads' launches are done, since the gate is held
-     * exclusively. */
-    if (!w || w->graphs || w->origin || sw_capturing() || pending.n || pending.timed_w == w)
+    /* Not while a launch holds copies or a timer of it (holders): this
+     * thread's, or another's that set its shared hold on the gate aside to
+     * move a chunk mid-launch (sw_gate_wr), and reads them after. */
+    if (!w || w->graphs || w->origin || sw_capturing() ||
+        __atomic_load_n(&w->holders, __ATOMIC_ACQUIRE))
         return 0;
     /* Every launch that read a copy sent it home right after, and the
      * device has finished: home is current, the copies can simply go. */
