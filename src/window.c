@@ -211,14 +211,15 @@ static bool any_on;   /* some window is on */
 static bool any_unit; /* some window has had a range (sw_window_busy) */
 
 static __thread struct {
-    win_t *w; /* the window they are in: the launch's device's */
+    /* The window the launch reads copies of or is timed by, its device's:
+     * one at most, counted among its holders until sw_window_read (hold). */
+    win_t *w;
     int n;
     int e[SW_WINDOW_MAX_USES];
     bool waited; /* one of them had not landed when the launch was issued */
     int nspans;  /* what else the launch could write (sw_window_spans) */
-    win_t *timed_w; /* the window whose timer times this launch, read in place */
+    bool timed;  /* w's timer `timer` times the launch, read in place */
     int timer;
-    win_t *held;    /* the window the launch holds (its holders count it); one at most */
     uint64_t lo[SW_UNWINDOW_SPANS], len[SW_UNWINDOW_SPANS];
 } pending; /* entries the launch being issued on this thread reads */
 
@@ -331,8 +332,8 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
 /* Counts this thread's launch among w's holders, once. Lock held. */
 static void hold(win_t *w)
 {
-    if (!pending.held) {
-        pending.held = w;
+    if (!pending.w) {
+        pending.w = w;
         __atomic_add_fetch(&w->holders, 1, __ATOMIC_RELAXED);
     }
 }
@@ -570,7 +571,7 @@ static void time_in_place(win_t *w, int ui, CUstream s)
     unit_t *u = &w->units[ui];
     if (!u->session) {
         if (!u->first || !sw_cost_wants(&u->cost, SW_COST_PLACE) || !can_time(w) ||
-            pending.timed_w || (pending.held && pending.held != w))
+            pending.timed || (pending.w && pending.w != w))
             return;
         u->session = ++w->sessions ? w->sessions : ++w->sessions;
         u->session_visit = u->visits;
@@ -580,7 +581,7 @@ static void time_in_place(win_t *w, int ui, CUstream s)
     } else if (u->session_visit != u->visits) {
         return; /* the visit before, still settling */
     }
-    int i = can_time(w) && !pending.timed_w && (!pending.held || pending.held == w) &&
+    int i = can_time(w) && !pending.timed && (!pending.w || pending.w == w) &&
                     u->started < UINT16_MAX
                 ? sw_timer_start(w->timers, tag_of(ui, u, SW_COST_PLACE), s)
                 : -1;
@@ -589,7 +590,7 @@ static void time_in_place(win_t *w, int ui, CUstream s)
         return;
     }
     u->started++;
-    pending.timed_w = w;
+    pending.timed = true;
     pending.timer = i;
     hold(w);
 }
@@ -901,7 +902,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
 {
     win_t *w = win(dev);
     /* One launch reads one window, its device's. */
-    if (!w || (pending.n && pending.w != w) || (pending.held && pending.held != w))
+    if (!w || (pending.w && pending.w != w))
         return false;
     pthread_mutex_lock(&w->lock);
     bool ok = false;
@@ -994,7 +995,6 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
     pending.waited |= !landed;
     e->ahead = false;
     e->pins++;
-    pending.w = w;
     pending.e[pending.n++] = u->entry;
     hold(w);
     *copy = w->base + e->off;
@@ -1156,21 +1156,20 @@ static void read_copies(CUstream s)
 
 void sw_window_read(CUstream s, bool issued)
 {
-    win_t *held = pending.held;
-    if (pending.timed_w) {
-        win_t *tw = pending.timed_w;
-        pthread_mutex_lock(&tw->lock);
+    win_t *held = pending.w;
+    if (pending.timed) {
+        pthread_mutex_lock(&held->lock);
         if (issued)
-            sw_timer_stop(tw->timers, pending.timer, s);
+            sw_timer_stop(held->timers, pending.timer, s);
         else
-            sw_timer_drop(tw->timers, pending.timer);
-        pthread_mutex_unlock(&tw->lock);
-        pending.timed_w = NULL;
+            sw_timer_drop(held->timers, pending.timer);
+        pthread_mutex_unlock(&held->lock);
+        pending.timed = false;
     }
     read_copies(s);
     /* The last touch of held: once its holders reach 0 it may be freed. */
     if (held) {
-        pending.held = NULL;
+        pending.w = NULL;
         __atomic_sub_fetch(&held->holders, 1, __ATOMIC_RELEASE);
     }
 }
