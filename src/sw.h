@@ -355,9 +355,16 @@ typedef struct {
 bool sw_cost_wants(const sw_cost_t *c, sw_cost_kind_t k);
 /* A sample of way k took ms (a non-positive one is ignored). */
 void sw_cost_note(sw_cost_t *c, sw_cost_kind_t k, float ms);
-/* Whether both ways were timed and reading in place was the faster by
- * SW_COST_MARGIN: the range is then read in place. */
-bool sw_cost_in_place(const sw_cost_t *c);
+/* A copy of `bytes` took ms: *rate, the most bytes per ms any copy over the
+ * link reached, rises to it if faster. */
+void sw_cost_rate_note(double *rate, uint64_t bytes, float ms);
+/* c's range, of `bytes`, read in place over copied: its fastest visit in
+ * place over its fastest copy or its bytes at `rate` (sw_cost_rate_note),
+ * whichever is less; 0 until both ways were timed. */
+double sw_cost_ratio(const sw_cost_t *c, uint64_t bytes, double rate);
+/* Whether reading c's range in place was the faster by SW_COST_MARGIN
+ * (sw_cost_ratio): it is then read in place. */
+bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate);
 
 /* How long a kernel takes to read host memory in place against a copy of
  * it, by the link rates alone: about 48 GB/s (50, less the link idle
@@ -375,12 +382,16 @@ bool sw_cost_in_place(const sw_cost_t *c);
  * x 4 MiB on a 64 MiB GPU, 5.5 to 7 times: 1.39x, given back 1.43x; the
  * bench's decode, 7 times: 1.15x, 1.20x in place. */
 #define SW_COST_REPAID 5
+/* Ranges that must be timed both ways before their median moves the bar. */
+#define SW_COST_REPAID_RANGES 3
 /* The times its size a window must copy a loop to repay its room, where
  * ratio[0..n) are the ranges timed both ways, each's time read in place
  * over its copy's (reordered): SW_COST_REPAID, or less in proportion where the
  * median range takes longer in place than the link rates make it (a GEMM
- * re-reading its weight once per tile row). The median: a sample taken
- * while the link was busy is slow, and one range's can be very slow. */
+ * re-reading its weight once per tile row). The median, of at least
+ * SW_COST_REPAID_RANGES: a sample taken while the link was busy is slow,
+ * and one range's can be very slow (on the H200, 2026-11-28, the first one
+ * or two timed put the bar at 0.0 times the window's size). */
 double sw_cost_repaid(float *ratio, int n);
 
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */

@@ -135,6 +135,8 @@ typedef struct {
     uint32_t visits;     /* visits begun (visit) */
     bool first;          /* its latest use began a visit */
     sw_cost_t cost;      /* a visit read in place against a copy, timed (core/cost.c) */
+    uint64_t linked;     /* bytes its latest timed copy moved over the link (host chunks) */
+    bool said_partly;    /* a copy found it partly on the device (said once, in the log) */
     /* The visit being timed in place, every launch of it, summed. */
     uint8_t session;     /* its number (tags its timers), 0 none */
     uint32_t session_visit;
@@ -201,6 +203,7 @@ typedef struct {
      * a timer of it (hold): it is not freed under them (sw_window_release). */
     int holders;
     float ratios[MAX_UNITS]; /* repaid()'s scratch */
+    double copy_rate;        /* the most bytes per ms a copy reached (core/cost.c) */
 } win_t;
 
 /* Each device's window (NULL: none), made when the device's budget first
@@ -373,23 +376,65 @@ static void unfenced(win_t *w)
 }
 
 /* Whether [start, +len) may be copied into w: no bigger than a slot
- * (asked first, so a big one is not walked chunk by chunk), and all of it
- * w's device's chunks on the host. Asked of a launch's ranges and of the
- * ones copied ahead alike. */
+ * (asked first, so a big one is not walked chunk by chunk), w's device's
+ * chunks, some of them on the host and the rest on the device. A range
+ * partly resident is copied whole too (the extent rule), its resident
+ * chunks at device speed: read in place, a GEMM would re-read its host
+ * part once per tile row (the H200's prefill, 2026-11-28: chunk moves left
+ * 128 MiB layers half resident, read in place every step at 1.84x the
+ * link bound). Asked of a launch's ranges and of the ones copied ahead
+ * alike. */
 static bool streamable(const win_t *w, uint64_t start, uint64_t len)
 {
     if (len > w->slot)
         return false;
+    bool host = false;
     for (uint64_t p = start; p < start + len;) {
         const sw_chunk_t *c = sw_table_lookup(w->table, p);
         /* A fixed chunk's handle is mapped elsewhere too (appvmm.c): a
          * write through that address would leave a copy stale. A chunk
          * of another device is streamed by that device's window. */
-        if (!c || c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || c->alloc->dev != w->dev)
+        if (!c || c->slot >= 0 || c->fixed || c->alloc->dev != w->dev)
             return false;
+        host |= c->where == SW_ON_HOST;
         p = c->va + c->size;
     }
-    return true;
+    return host;
+}
+
+/* Copies len bytes between home at `home` and a window copy, into home
+ * when `to_home`, on s (NULL: synchronously): one copy per run of home's
+ * chunks in one place, so that no single copy spans host and device
+ * memory. The bytes that cross the link (home's on the host), or 0 if a
+ * copy failed (the driver's answer in *res). */
+static uint64_t copy_runs(const win_t *w, uint64_t home, CUdeviceptr copy, uint64_t len,
+                          bool to_home, CUstream s, CUresult *res)
+{
+    const sw_real_t *r = sw_real();
+    uint64_t linked = 0;
+    *res = CUDA_SUCCESS;
+    for (uint64_t p = home; p < home + len;) {
+        const sw_chunk_t *c = sw_table_lookup(w->table, p);
+        sw_where_t where = c ? c->where : SW_ON_HOST;
+        uint64_t end = p;
+        while (end < home + len) {
+            const sw_chunk_t *n = sw_table_lookup(w->table, end);
+            if ((n ? n->where : SW_ON_HOST) != where)
+                break;
+            end = n ? n->va + n->size : home + len;
+        }
+        if (end > home + len)
+            end = home + len;
+        CUdeviceptr at = copy + (p - home), to = to_home ? p : at, from = to_home ? at : p;
+        *res = s ? r->cuMemcpyDtoDAsync_v2(to, from, end - p, s)
+                 : r->cuMemcpyDtoD_v2(to, from, end - p);
+        if (*res != CUDA_SUCCESS)
+            return 0;
+        if (where == SW_ON_HOST)
+            linked += end - p;
+        p = end;
+    }
+    return linked;
 }
 
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len)
@@ -550,6 +595,7 @@ static void timed(uint64_t tag, float ms, void *arg)
         return;
     if (k == SW_COST_COPY) {
         sw_cost_note(&u->cost, SW_COST_COPY, ms);
+        sw_cost_rate_note(&w->copy_rate, u->linked, ms);
         return;
     }
     if (u->session != (uint8_t)(tag >> 40))
@@ -599,13 +645,14 @@ static void time_in_place(win_t *w, int ui, CUstream s)
  * than its copy. Said once. */
 static bool cheaper_in_place(const win_t *w, unit_t *u)
 {
-    if (!sw_cost_in_place(&u->cost))
+    if (!sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
         return false;
     if (!u->cheap)
         sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it there "
                 "in %.1f us, its copy takes %.1f us",
                 w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
-                1e3 * u->cost.best[SW_COST_PLACE], 1e3 * u->cost.best[SW_COST_COPY]);
+                1e3 * u->cost.best[SW_COST_PLACE],
+                1e3 * u->cost.best[SW_COST_PLACE] / sw_cost_ratio(&u->cost, u->linked, w->copy_rate));
     u->cheap = true;
     return true;
 }
@@ -628,11 +675,22 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
     int timer = can_time(w) && sw_cost_wants(&u->cost, SW_COST_COPY)
                     ? sw_timer_start(w->timers, tag_of(ui, u, SW_COST_COPY), w->side)
                     : -1;
-    if (r->cuMemcpyDtoDAsync_v2(copy, u->start, u->len, w->side) != CUDA_SUCCESS) {
+    CUresult c;
+    uint64_t linked = copy_runs(w, u->start, copy, u->len, false, w->side, &c);
+    if (c != CUDA_SUCCESS) {
         sw_timer_drop(w->timers, timer);
         return NULL;
     }
     sw_timer_stop(w->timers, timer, w->side);
+    if (timer >= 0)
+        u->linked = linked;
+    if (linked < u->len && !u->said_partly) {
+        sw_debug("range 0x%llx +%llu is partly on the device: %llu bytes of its copy cross "
+                 "the link",
+                 (unsigned long long)u->start, (unsigned long long)u->len,
+                 (unsigned long long)linked);
+        u->said_partly = true;
+    }
     /* home's fingerprint: the bytes just copied, taken from the window at
      * device speed, once; each copy home keeps it current (send_home). A
      * graph takes it at every fill: a node changed after capture may have
@@ -823,7 +881,7 @@ static CUresult send_home(win_t *w, entry_t *e, CUstream s)
     if (u->homed_on && u->homed_on != s)
         c = r->cuStreamWaitEvent(s, u->homed, 0);
     if (c == CUDA_SUCCESS && (!w->fp_on || !u->fp_known)) {
-        c = r->cuMemcpyDtoDAsync_v2(u->start, copy, u->len, s);
+        copy_runs(w, u->start, copy, u->len, true, s, &c);
         if (c == CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
             /* home's fingerprint is now the copy's: taken on the way */
@@ -1053,8 +1111,9 @@ static void home_by_host(win_t *w, entry_t *e, CUstream s)
     /* A capture the window does not serve may run elsewhere: a context
      * synchronization would invalidate it, so then only s is waited for. */
     CUresult c = sw_capturing() ? r->cuStreamSynchronize(s) : r->cuCtxSynchronize();
-    if (c != CUDA_SUCCESS ||
-        r->cuMemcpyDtoD_v2(u->start, w->base + e->off, u->len) != CUDA_SUCCESS)
+    if (c == CUDA_SUCCESS)
+        copy_runs(w, u->start, w->base + e->off, u->len, true, NULL, &c);
+    if (c != CUDA_SUCCESS)
         sw_error("range 0x%llx: its window copy at 0x%llx could not go home",
                  (unsigned long long)u->start, (unsigned long long)(w->base + e->off));
 }
@@ -1229,8 +1288,9 @@ static double repaid(win_t *w)
     int n = 0;
     for (int i = 0; i < w->nunits; i++) {
         const unit_t *u = &w->units[i];
-        if (u->live && u->cost.seen[SW_COST_PLACE] && u->cost.seen[SW_COST_COPY])
-            w->ratios[n++] = u->cost.best[SW_COST_PLACE] / u->cost.best[SW_COST_COPY];
+        double ratio = u->live ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate) : 0;
+        if (ratio > 0)
+            w->ratios[n++] = (float)ratio;
     }
     double times = sw_cost_repaid(w->ratios, n);
     if (times < SW_COST_REPAID && !w->said_repaid) {
