@@ -175,10 +175,22 @@ uint64_t sw_launch_next(void)
 
 static bool period_agreed; /* the cached period's (sw_learn_period), relaxed atomic */
 
+/* Launches between two computations of the period: twice a loop, at most
+ * every 8 and at least every 64. While the first loops are learned the
+ * period moves (a load pass before the loop spreads the first gaps over
+ * the loop's length), and a value kept for longer than half a loop is
+ * judged by: 20 layers after a load pass kept the first loop's 21 through
+ * the second, where the loop was 40, and lost their window. */
+static uint64_t recompute_every(uint64_t period)
+{
+    uint64_t every = period / 2;
+    return every < 8 ? 8 : every > 64 ? 64 : every;
+}
+
 uint64_t sw_period(uint64_t now)
 {
     /* sw_learn_period sorts every chunk's gap: not for every launch, but
-     * sooner while no period is known yet. Launches on several threads
+     * twice a loop (recompute_every), and every 8 while none is known. Launches on several threads
      * run this at once (the gate is only shared), so the cache is read
      * and written with relaxed atomics: two threads may both recompute,
      * and a thread may return a period one recomputation old, which skews
@@ -186,7 +198,7 @@ uint64_t sw_period(uint64_t now)
     static uint64_t cached, at;
     uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
-    if (!last || now - last >= (period ? 64 : 8)) {
+    if (!last || now - last >= recompute_every(period)) {
         bool agreed;
         period = sw_learn_period(sw_tracked(), &agreed);
         __atomic_store_n(&cached, period, __ATOMIC_RELAXED);

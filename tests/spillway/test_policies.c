@@ -660,6 +660,36 @@ START_TEST(a_load_pass_before_the_loop_does_not_cost_the_window)
 }
 END_TEST
 
+/* The same with short loops: 20 layers of 4 MiB under 32 MiB at batch 16
+ * (a GEMM and its bias a layer, the load pass one launch a layer). The
+ * first loop learned from the pass was 21 launches where the loop is 40,
+ * and a period kept 64 launches was still 21 in the second step: judged
+ * in it, the window copied "too little" and was given back, steps 5-8
+ * streamed nothing and read 60 MiB a step in place (the H200's 32 x 128
+ * MiB decode lost its window so, 2026-11-28). Computed twice a loop, the
+ * period follows, and steps 5-8 stream more than the model less the
+ * budget (48 MiB a step). */
+static void run_short_load_pass(swt_run_t *r, const char *steps)
+{
+    const char *args[] = {"--layers", "20", "--width", "1024", "--batch", "16", "--load-pass",
+                          "--steps", steps, NULL};
+    run_windowed(r, "SPILLWAY_GPU_BUDGET=32MiB", args);
+}
+
+START_TEST(a_load_pass_before_short_loops_does_not_cost_the_window)
+{
+    swt_run_t four, eight;
+    run_short_load_pass(&four, "4");
+    run_short_load_pass(&eight, "8");
+    ck_assert_msg(!swt_file_has(eight.err, "streaming window served nothing") &&
+                      !swt_file_has(eight.err, "copied too little in a loop"),
+                  "%s", swt_describe(&eight));
+    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    ck_assert_msg(streamed >= 4 * 48 * SWT_MIB, "steps 5-8 streamed %llu bytes: %s",
+                  (unsigned long long)streamed, swt_describe(&eight));
+}
+END_TEST
+
 /* 32 layers of 4 MiB under 64 MiB, after a 16 MiB workspace every layer
  * writes a little of (as cuBLAS's): the window is fitted, when the budget
  * binds, to the largest allocation that fits a quarter of it, the
@@ -844,6 +874,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_window_copying_less_than_five_times_its_size_a_loop_is_given_back);
     tcase_add_test(tc, a_window_fitted_to_two_copies_streams_nothing_bigger_than_one);
     tcase_add_test(tc, a_load_pass_before_the_loop_does_not_cost_the_window);
+    tcase_add_test(tc, a_load_pass_before_short_loops_does_not_cost_the_window);
     tcase_add_test(tc, a_window_bigger_than_two_of_its_copies_is_made_anew_at_that_size);
     tcase_add_test(tc, a_window_is_judged_by_what_it_copies_in_one_loop);
     tcase_add_test(tc, a_capture_is_served_by_a_window_of_one_range);
