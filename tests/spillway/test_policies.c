@@ -690,6 +690,31 @@ START_TEST(a_load_pass_before_short_loops_does_not_cost_the_window)
 }
 END_TEST
 
+/* 16 layers of 16 MiB in 4 MiB chunks under 100 MiB: the first steps'
+ * moves leave a layer partly on the device (as the H200's prefill left
+ * 128 MiB layers in 32 MiB chunks half resident, 2026-11-28, and read them
+ * in place). Such a range is copied whole, its resident chunks device to
+ * device, and in training its copies go home the same way: the results
+ * stay the program's own. */
+START_TEST(a_range_partly_on_the_device_is_copied_whole_and_stays_right)
+{
+    const char *modes[] = {"--load-pass", "--train"};
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {swt_path("SWT_MLP"), "--layers", "16", "--width", "2048",
+                              modes[i], "--steps", "6", NULL};
+        const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=100MiB",
+                             "SPILLWAY_CHUNK=4MiB", "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=debug",
+                             NULL};
+        swt_run_t r;
+        swt_run(&r, true, env, argv);
+        swt_assert_match(&r);
+        ck_assert_msg(swt_file_has(r.err, "is partly on the device"), "%s: %s", modes[i],
+                      swt_describe(&r));
+        ck_assert_msg(swt_sw(&r, "bytes_streamed") > 0, "%s: %s", modes[i], swt_describe(&r));
+    }
+}
+END_TEST
+
 /* 32 layers of 4 MiB under 64 MiB, after a 16 MiB workspace every layer
  * writes a little of (as cuBLAS's): the window is fitted, when the budget
  * binds, to the largest allocation that fits a quarter of it, the
@@ -875,6 +900,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_window_fitted_to_two_copies_streams_nothing_bigger_than_one);
     tcase_add_test(tc, a_load_pass_before_the_loop_does_not_cost_the_window);
     tcase_add_test(tc, a_load_pass_before_short_loops_does_not_cost_the_window);
+    tcase_add_test(tc, a_range_partly_on_the_device_is_copied_whole_and_stays_right);
     tcase_add_test(tc, a_window_bigger_than_two_of_its_copies_is_made_anew_at_that_size);
     tcase_add_test(tc, a_window_is_judged_by_what_it_copies_in_one_loop);
     tcase_add_test(tc, a_capture_is_served_by_a_window_of_one_range);
