@@ -51,7 +51,8 @@
  * WHAT IS STREAMED. A whole tracked allocation an argument points into,
  * anywhere: CUDA promises a kernel every byte of it, so a copy of less
  * would be a guess a fused weight or an interior pointer runs off. It is
- * streamed when all of its chunks are on the host, it fits in the window,
+ * streamed when its chunks are on the host (all, or some with the rest on
+ * the device, which the copy takes device to device), it fits in the window,
  * it recurs with the launch loop (one of its last uses lies one period
  * back; in a capture, any, since a graph is replayed as a loop), and the
  * tensors its launches name span it whole: over each of its last two
@@ -88,8 +89,10 @@
  * not predict is still copied when its launch comes. Unless measured
  * otherwise: each range's first visits are read in place, and its first
  * copies made, with events timing both on the GPU (timers.c, core/cost.c);
- * a range a visit read in place faster than its copy took is read in
- * place from then on. That is a copy carrying bytes no kernel reads (a 16
+ * a range a visit read in place faster than its copy took (a copy costing
+ * at most its link bytes at the best rate any copy reached: one timed
+ * beside kernels reading host memory is slowed by them) is read in place
+ * from then on. That is a copy carrying bytes no kernel reads (a 16
  * MiB tensor alone in a 20 MiB allocator segment: 337.5 us in place
  * against 381.3 us copied on simgpu), which the pointers cannot show.
  *
@@ -647,12 +650,14 @@ static bool cheaper_in_place(const win_t *w, unit_t *u)
 {
     if (!sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
         return false;
-    if (!u->cheap)
+    if (!u->cheap) {
+        sw_stat_add(SW_STAT_ranges_read_in_place, 1);
         sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it there "
                 "in %.1f us, its copy takes %.1f us",
                 w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
                 1e3 * u->cost.best[SW_COST_PLACE],
                 1e3 * u->cost.best[SW_COST_PLACE] / sw_cost_ratio(&u->cost, u->linked, w->copy_rate));
+    }
     u->cheap = true;
     return true;
 }

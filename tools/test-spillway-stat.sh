@@ -115,7 +115,7 @@ pid-table)
     # device 0's rows; devices 1-7 hold nothing and are left out
     expect_out_re '^dev0_device_bytes +4\.0 GiB +4\.0 GiB '
     ! grep -q '^dev[1-7]_' "$tmp/out" || fail "rows of unused devices 1-7"
-    [ "$(wc -l <"$tmp/out")" -eq 43 ] || fail "expected 2 header lines and 41 fields (62 less 7 unused devices' 3)"
+    [ "$(wc -l <"$tmp/out")" -eq 44 ] || fail "expected 2 header lines and 42 fields (63 less 7 unused devices' 3)"
     ;;
 json)
     start_fixture
@@ -123,17 +123,17 @@ json)
     expect_rc 0
     expect_out "\"pid\": $fpid,"
     expect_out '"command": "stat-fixture",'
-    expect_out '"version": 8,'
+    expect_out '"version": 9,'
     expect_out '"tracked_bytes": 3221225472,'
     expect_out '"tracked_bytes_peak": 4294967296,'
     expect_out '"tracked_allocs_peak": 5,'
     expect_out '"bytes_demoted": 234881024,'
     expect_out '"launches": 1000,'
     expect_out '"failed_moves": 0'
-    [ "$(count_out '^  "[a-z0-9_]+": [0-9]+,?$')" -eq 89 ] || fail "expected 2 + 62 + 25 numbers"
+    [ "$(count_out '^  "[a-z0-9_]+": [0-9]+,?$')" -eq 90 ] || fail "expected 2 + 63 + 25 numbers"
     if command -v python3 >/dev/null; then
-        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d) != 90)' \
-            "$tmp/out" || fail "not JSON with 90 keys"
+        python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(len(d) != 91)' \
+            "$tmp/out" || fail "not JSON with 91 keys"
     fi
     ;;
 list-json)
@@ -299,7 +299,7 @@ bad-version)
     poke "$f" 8 143 # version 99 (little-endian u32 at offset 8)
     run --dir "$tmp/bad" 424242
     expect_rc 2
-    expect_err_line "spillway-stat: $f: stats format version 99, expected version 8 (spillway-stat and libspillway come from different builds)"
+    expect_err_line "spillway-stat: $f: stats format version 99, expected version 9 (spillway-stat and libspillway come from different builds)"
     ;;
 bad-size)
     f=$(spoilt_file)

@@ -9,7 +9,7 @@
 #ifndef SW_STATS_FIELDS_H
 #define SW_STATS_FIELDS_H
 
-#define SW_STATS_VERSION 8
+#define SW_STATS_VERSION 9
 
 /* The routes by which memory reaches the application without spillway
  * tracking it: R(X, name, help), one per route. Each becomes a counter,
@@ -56,6 +56,7 @@
     X(COUNTER, launches_waited, "count", "rewritten launches issued before their window copy had landed (the GPU waits, the host does not)") \
     X(COUNTER, descriptors_recognised, "count", "TMA descriptors in launch arguments matched to a cuTensorMapEncode* call") \
     X(COUNTER, ordered_frees_deferred, "count", "stream-ordered frees of tracked memory, released once the stream reached them") \
+    X(COUNTER, ranges_read_in_place, "count", "ranges the streaming window leaves in place: timed, a visit read them there faster than their copy took") \
     SW_PASSTHROUGH_ROUTES(SW_PASSTHROUGH_FIELD, X) \
     SW_STATS_DEVICE(X, 0) SW_STATS_DEVICE(X, 1) SW_STATS_DEVICE(X, 2) SW_STATS_DEVICE(X, 3)     \
     SW_STATS_DEVICE(X, 4) SW_STATS_DEVICE(X, 5) SW_STATS_DEVICE(X, 6) SW_STATS_DEVICE(X, 7)

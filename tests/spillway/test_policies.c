@@ -797,6 +797,7 @@ START_TEST(a_segment_read_faster_in_place_than_copied_is_read_in_place)
     run_slack(&eight, "1", "8");
     ck_assert_msg(swt_file_has(four.err, "is read in place: a visit reads it there in"), "%s",
                   swt_describe(&four));
+    ck_assert_msg(swt_sw(&four, "ranges_read_in_place") > 0, "%s", swt_describe(&four));
     ck_assert_msg(swt_sw(&four, "bytes_streamed") > 0, "%s", swt_describe(&four));
     uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
     ck_assert_msg(streamed == 0, "steps 5-8 streamed %llu bytes: %s", (unsigned long long)streamed,
@@ -815,6 +816,7 @@ START_TEST(a_segment_its_kernel_re_reads_stays_copied)
     ck_assert_msg(!swt_file_has(six.err, "is read in place: a visit") &&
                       !swt_file_has(six.err, "streaming window released"),
                   "%s", swt_describe(&six));
+    ck_assert_msg(swt_sw(&six, "ranges_read_in_place") == 0, "%s", swt_describe(&six));
     uint64_t streamed = swt_sw(&six, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
     ck_assert_msg(streamed >= 2 * 8 * 2 * SWT_MIB, "steps 5-6 streamed %llu bytes: %s",
                   (unsigned long long)streamed, swt_describe(&six));
