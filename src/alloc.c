@@ -421,6 +421,8 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
                 why == SW_WINDOW_IDLE       ? "served nothing for a loop"
                 : why == SW_WINDOW_UNREPAID ? "copied too little in a loop to repay its room "
                                               "(resident, its bytes save more)"
+                : why == SW_WINDOW_LOOPLESS ? "found no loop the memory agrees on, nothing to "
+                                              "copy ahead of"
                                             : "could not be made smaller",
                 (unsigned long long)bytes);
 }
@@ -473,14 +475,14 @@ void sw_window_reclaim(bool replay)
     /* Judged only in a loop most of the memory agrees on: a window
      * judged while the loop is still being learned has served nothing
      * yet (sw_learn_period). */
-    uint64_t period = sw_agreed_period(now);
+    uint64_t period = sw_agreed_period(now), guess = sw_period(now);
     int dev = sw_window_here();
-    if (window_ours(dev) && sw_window_worth(dev, now, period) != SW_WINDOW_WORTH) {
+    if (window_ours(dev) && sw_window_worth(dev, now, period, guess) != SW_WINDOW_WORTH) {
         sw_gate_wr();
         bool synced = false;
         sw_window_worth_t why;
         if (!sw_capturing() && sw_window_here() == dev &&
-            (why = sw_window_worth(dev, now, period)) != SW_WINDOW_WORTH)
+            (why = sw_window_worth(dev, now, period, guess)) != SW_WINDOW_WORTH)
             answer(dev, why, now, period, &synced);
         sw_gate_unwr();
     }

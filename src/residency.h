@@ -243,14 +243,18 @@ uint64_t sw_window_release(int dev);
  * times its size, fewer where its ranges were timed slower in place:
  * sw_cost_repaid), while no graph held a copy. SW_WINDOW_OVERSIZED:
  * that loop repaid it, but two of its longest copies would take less room
- * (sw_window_fits). Never while the period is unknown (0). */
+ * (sw_window_fits). None of those while no loop is agreed on (`period`
+ * 0); SW_WINDOW_LOOPLESS then, once none has been for four times `guess`
+ * (the loop the memory's gaps suggest, sw_period) launches, while no
+ * graph held a copy: the program has no loop to copy ahead of. */
 typedef enum {
     SW_WINDOW_WORTH,
     SW_WINDOW_IDLE,
     SW_WINDOW_UNREPAID,
-    SW_WINDOW_OVERSIZED
+    SW_WINDOW_OVERSIZED,
+    SW_WINDOW_LOOPLESS
 } sw_window_worth_t;
-sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period);
+sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess);
 /* Where sw_window_worth says SW_WINDOW_OVERSIZED: the longest range its
  * latest whole loop copied, rounded up to SW_WINDOW_ALIGN (a slot), two
  * of which take less room than the window

@@ -112,6 +112,7 @@
 
 #define RECALL 4 /* uses a range remembers, to see it recur with the loop */
 #define IDLE_LOOPS 1 /* loops a window may serve nothing in before it is given back */
+#define NO_LOOP_PERIODS 4 /* guessed loops a window is kept with none agreed on (loopless) */
 /* A window repays its room when a loop copies at least SW_COST_REPAID
  * (core/cost.c) times its size into it, or fewer where its ranges were
  * timed slower in place than the link rates alone make them. */
@@ -195,6 +196,7 @@ typedef struct {
                           * window (sw_window_fits); else 0 */
     uint64_t period;     /* the loop its worth is judged in (sw_window_worth); 0 none yet */
     uint64_t period_at;  /* the launch that period was first asked at */
+    uint64_t unagreed_at; /* the first question since the last with no loop agreed on; 0 none */
     /* Relaxed atomics: read without the lock. */
     uint64_t served_at;  /* the launch it served last; 0 none */
     int idle_replays;    /* graph launches since it last served, while no graph held a copy */
@@ -1397,17 +1399,33 @@ uint64_t sw_window_capture_slot(int dev)
     return slot;
 }
 
-sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period)
+/* Whether w has gone NO_LOOP_PERIODS of the loop its memory's gaps
+ * suggest (`guess`) with none agreed on: a program without a loop (the
+ * experts of a MoE, picked by their router), whose copies cannot be made
+ * ahead and wait at each launch. Counted from the first question with no
+ * agreed loop since the last with one. Lock held. */
+static bool loopless(win_t *w, uint64_t now, uint64_t guess)
+{
+    if (!w->unagreed_at || now < w->unagreed_at)
+        w->unagreed_at = now;
+    return guess && !w->graphs && now - w->unagreed_at > NO_LOOP_PERIODS * guess;
+}
+
+sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess)
 {
     win_t *w = win(dev);
     if (!w)
         return SW_WINDOW_WORTH;
     if (__atomic_load_n(&w->idle_replays, __ATOMIC_RELAXED) >= IDLE_LOOPS)
         return SW_WINDOW_IDLE;
-    if (!period)
-        return SW_WINDOW_WORTH;
     pthread_mutex_lock(&w->lock);
-    sw_window_worth_t why = judge(w, now, period);
+    sw_window_worth_t why = SW_WINDOW_WORTH;
+    if (period) {
+        w->unagreed_at = 0;
+        why = judge(w, now, period);
+    } else if (loopless(w, now, guess)) {
+        why = SW_WINDOW_LOOPLESS;
+    }
     pthread_mutex_unlock(&w->lock);
     return why;
 }
