@@ -474,7 +474,8 @@ void sw_window_reclaim(bool replay)
         return;
     /* Judged only in a loop most of the memory agrees on: a window
      * judged while the loop is still being learned has served nothing
-     * yet (sw_learn_period). */
+     * yet (sw_learn_period). With none agreed on, the loop the gaps
+     * suggest says how long to wait for one (SW_WINDOW_LOOPLESS). */
     uint64_t period = sw_agreed_period(now), guess = sw_period(now);
     int dev = sw_window_here();
     if (window_ours(dev) && sw_window_worth(dev, now, period, guess) != SW_WINDOW_WORTH) {

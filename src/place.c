@@ -190,8 +190,9 @@ static uint64_t recompute_every(uint64_t period)
 uint64_t sw_period(uint64_t now)
 {
     /* sw_learn_period sorts every chunk's gap: not for every launch, but
-     * twice a loop (recompute_every), and every 8 while none is known. Launches on several threads
-     * run this at once (the gate is only shared), so the cache is read
+     * twice a loop (recompute_every), every 8 while none is known.
+     * Launches on several threads run this at once (the gate is only
+     * shared), so the cache is read
      * and written with relaxed atomics: two threads may both recompute,
      * and a thread may return a period one recomputation old, which skews
      * a prediction, never a result. */
