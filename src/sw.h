@@ -355,6 +355,8 @@ typedef struct {
 bool sw_cost_wants(const sw_cost_t *c, sw_cost_kind_t k);
 /* A sample of way k took ms (a non-positive one is ignored). */
 void sw_cost_note(sw_cost_t *c, sw_cost_kind_t k, float ms);
+/* Forgets c's samples of way k (what they timed changed). */
+void sw_cost_forget(sw_cost_t *c, sw_cost_kind_t k);
 /* A copy of `bytes` took ms: *rate, the most bytes per ms any copy over the
  * link reached, rises to it if faster. */
 void sw_cost_rate_note(double *rate, uint64_t bytes, float ms);

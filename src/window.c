@@ -139,7 +139,8 @@ typedef struct {
     uint32_t visits;     /* visits begun (visit) */
     bool first;          /* its latest use began a visit */
     sw_cost_t cost;      /* a visit read in place against a copy, timed (core/cost.c) */
-    uint64_t linked;     /* bytes its latest timed copy moved over the link (host chunks) */
+    uint64_t linked;     /* bytes its latest copy moved over the link (host chunks) */
+    uint64_t place_linked; /* its bytes on the host when its visits were timed in place */
     bool said_partly;    /* a copy found it partly on the device (said once, in the log) */
     /* The visit being timed in place, every launch of it, summed. */
     uint8_t session;     /* its number (tags its timers), 0 none */
@@ -442,6 +443,23 @@ static uint64_t copy_runs(const win_t *w, uint64_t home, CUdeviceptr copy, uint6
     return linked;
 }
 
+/* The bytes of [start, +len) on the host now: what its copy moves over
+ * the link, and what a kernel reading all of it in place reads there. */
+static uint64_t host_bytes(const win_t *w, uint64_t start, uint64_t len)
+{
+    uint64_t host = 0;
+    for (uint64_t p = start; p < start + len;) {
+        const sw_chunk_t *c = sw_table_lookup(w->table, p);
+        if (!c)
+            break;
+        uint64_t end = c->va + c->size < start + len ? c->va + c->size : start + len;
+        if (c->where == SW_ON_HOST)
+            host += end - p;
+        p = end;
+    }
+    return host;
+}
+
 bool sw_window_streamable(int dev, uint64_t start, uint64_t len)
 {
     const win_t *w = win(dev);
@@ -621,8 +639,18 @@ static void time_in_place(win_t *w, int ui, CUstream s)
 {
     unit_t *u = &w->units[ui];
     if (!u->session) {
-        if (!u->first || !sw_cost_wants(&u->cost, SW_COST_PLACE) || !can_time(w) ||
-            pending.timed || (pending.w && pending.w != w))
+        if (!u->first)
+            return;
+        /* Samples of another placement of the range time other bytes:
+         * a layer half resident reads half as much in place. */
+        uint64_t host = host_bytes(w, u->start, u->len);
+        if (host != u->place_linked) {
+            sw_cost_forget(&u->cost, SW_COST_PLACE);
+            u->place_linked = host;
+            u->cheap = false;
+        }
+        if (!sw_cost_wants(&u->cost, SW_COST_PLACE) || !can_time(w) || pending.timed ||
+            (pending.w && pending.w != w))
             return;
         u->session = ++w->sessions ? w->sessions : ++w->sessions;
         u->session_visit = u->visits;
@@ -646,11 +674,18 @@ static void time_in_place(win_t *w, int ui, CUstream s)
     hold(w);
 }
 
+/* u's time read in place over its copy's (sw_cost_ratio), where both
+ * were timed with its range placed alike; 0 otherwise. */
+static double place_ratio(const win_t *w, const unit_t *u)
+{
+    return u->place_linked == u->linked ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate) : 0;
+}
+
 /* Whether u is read in place by its costs: a visit read there was faster
  * than its copy. Said once. */
 static bool cheaper_in_place(const win_t *w, unit_t *u)
 {
-    if (!sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
+    if (u->place_linked != u->linked || !sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
         return false;
     if (!u->cheap) {
         sw_stat_add(SW_STAT_ranges_read_in_place, 1);
@@ -658,7 +693,7 @@ static bool cheaper_in_place(const win_t *w, unit_t *u)
                 "in %.1f us, its copy takes %.1f us",
                 w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
                 1e3 * u->cost.best[SW_COST_PLACE],
-                1e3 * u->cost.best[SW_COST_PLACE] / sw_cost_ratio(&u->cost, u->linked, w->copy_rate));
+                1e3 * u->cost.best[SW_COST_PLACE] / place_ratio(w, u));
     }
     u->cheap = true;
     return true;
@@ -689,8 +724,10 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
         return NULL;
     }
     sw_timer_stop(w->timers, timer, w->side);
-    if (timer >= 0)
+    if (linked != u->linked) {
+        sw_cost_forget(&u->cost, SW_COST_COPY); /* another placement: see time_in_place */
         u->linked = linked;
+    }
     if (linked < u->len && !u->said_partly) {
         sw_debug("range 0x%llx +%llu is partly on the device: %llu bytes of its copy cross "
                  "the link",
@@ -1295,7 +1332,7 @@ static double repaid(win_t *w)
     int n = 0;
     for (int i = 0; i < w->nunits; i++) {
         const unit_t *u = &w->units[i];
-        double ratio = u->live ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate) : 0;
+        double ratio = u->live ? place_ratio(w, u) : 0;
         if (ratio > 0)
             w->ratios[n++] = (float)ratio;
     }

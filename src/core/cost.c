@@ -38,6 +38,12 @@ void sw_cost_note(sw_cost_t *c, sw_cost_kind_t k, float ms)
     c->seen[k]++;
 }
 
+void sw_cost_forget(sw_cost_t *c, sw_cost_kind_t k)
+{
+    c->best[k] = 0;
+    c->seen[k] = 0;
+}
+
 void sw_cost_rate_note(double *rate, uint64_t bytes, float ms)
 {
     if (ms > 0 && (double)bytes / ms > *rate)

@@ -82,6 +82,27 @@ START_TEST(cost_wants_a_few_samples_then_no_more)
 }
 END_TEST
 
+/* A range whose placement changed (a layer half resident reads half as
+ * much in place) forgets that way's samples and takes them again. */
+START_TEST(cost_forgets_one_way_and_wants_it_again)
+{
+    sw_cost_t c = {0};
+    for (int i = 0; i < SW_COST_SAMPLES; i++) {
+        sw_cost_note(&c, SW_COST_PLACE, 0.0446f);
+        sw_cost_note(&c, SW_COST_COPY, 0.0763f);
+    }
+    ck_assert(!sw_cost_wants(&c, SW_COST_PLACE));
+    sw_cost_forget(&c, SW_COST_PLACE);
+    ck_assert(sw_cost_wants(&c, SW_COST_PLACE));
+    ck_assert(!sw_cost_wants(&c, SW_COST_COPY));
+    ck_assert_double_eq(sw_cost_ratio(&c, MiB(4), 0), 0);
+    ck_assert(!sw_cost_in_place(&c, MiB(4), 0));
+    sw_cost_note(&c, SW_COST_PLACE, 0.0891f);
+    ck_assert_float_eq(c.best[SW_COST_PLACE], 0.0891f);
+    ck_assert(!sw_cost_in_place(&c, MiB(4), 0));
+}
+END_TEST
+
 START_TEST(cost_ignores_a_sample_that_is_not_a_positive_time)
 {
     sw_cost_t c = {0};
@@ -168,6 +189,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, cost_in_place_must_win_by_the_margin);
     tcase_add_test(tc, cost_keeps_the_fastest_sample_of_each_way);
     tcase_add_test(tc, cost_wants_a_few_samples_then_no_more);
+    tcase_add_test(tc, cost_forgets_one_way_and_wants_it_again);
     tcase_add_test(tc, cost_ignores_a_sample_that_is_not_a_positive_time);
     tcase_add_test(tc, cost_a_copy_slowed_by_reads_beside_it_costs_its_bytes_at_the_best_rate);
     tcase_add_test(tc, cost_repaid_is_the_measured_bar_unless_reads_cost_more_in_place);
