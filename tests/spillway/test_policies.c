@@ -725,8 +725,8 @@ START_TEST(a_window_in_a_program_with_no_loop_is_given_back)
 {
     const char *argv[] = {swt_path("SWT_MOE"), "--experts", "32", "--active", "2", "--width",
                           "1024", "--steps", "140", NULL};
-    const char *env[] = {"SIMGPU_MEM=307MiB", "SPILLWAY_GPU_BUDGET=51MiB", "SPILLWAY_LOG=info",
-                         NULL};
+    const char *env[] = {"SIMGPU_MEM=307MiB", "SPILLWAY_GPU_BUDGET=51MiB", "SPILLWAY_REWRITE=1",
+                         "SPILLWAY_LOG=info", NULL};
     swt_run_t r;
     swt_run(&r, true, env, argv);
     swt_assert_match(&r);
