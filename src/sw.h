@@ -475,6 +475,31 @@ size_t sw_policy_fill(const sw_table_t *t, uint64_t now, uint64_t bytes,
                       bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **out,
                       size_t max);
 
+/* Packing. Residency holds whole chunks, and the granularity rounds an
+ * allocation's last chunk up: a 3.06 MiB layer takes two 2 MiB chunks,
+ * the second about half empty. Where the loop reads every chunk once, a
+ * resident byte is a byte the link need not carry each loop, so a full
+ * host chunk has the better claim on a resident place than half-empty
+ * ones. sw_chunk_data: the bytes of c its allocation asked for. */
+uint64_t sw_chunk_data(const sw_chunk_t *c);
+/* A trade that packs the device fuller: *in, the host chunk (slot < 0,
+ * not fixed) holding the most data, and the device chunks of its device
+ * (not resident or fixed) to send home in its place, emptiest first,
+ * freeing at least in's size. Every chunk in the trade is read once a
+ * loop, so data is all that tells them apart: one the loop's arguments
+ * name (its gap within 1/8 of period), or one only a pointer in device
+ * memory reaches (pointed, never named), which the window cannot stream
+ * and which is sent home only for another such. keep() holds a device
+ * chunk back (one the launch uses). A trade is made only where in holds
+ * SW_PACK_GAIN times the data the others do together (each trade costs
+ * a copy and a synchronization). Returns how many chunks go home
+ * (written to out, at most max), 0: no trade. Pure: looks, never
+ * changes. */
+#define SW_PACK_GAIN 1.25
+size_t sw_policy_pack(const sw_table_t *t, uint64_t period,
+                      bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **in,
+                      sw_chunk_t **out, size_t max);
+
 /* The link, for cost-model verdicts. */
 typedef struct {
     double h2d_gbps;      /* DMA host to device */

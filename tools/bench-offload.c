@@ -156,7 +156,10 @@ typedef struct scenario {
  * The full set.  Sizes are chosen so the whole run stays within minutes on
  * a small machine: the simulated kernels really compute, on the CPU, and
  * so does each program's host reference.  Budgets are whole layers, so the
- * bound's unit (a layer) loses nothing to rounding.  Proportions are a
+ * bound's unit (a layer) loses nothing to rounding, except in decode-3M
+ * and decode-5M: layers of 3.06 and 5.06 MiB, which the granularity rounds
+ * up to 4 and 6 MiB (and the peers do not, on simgpu), as a model's
+ * tensors are sized by its shapes, not by powers of two.  Proportions are a
  * deployment's (issue 26): every budget is at least 8 times the largest
  * allocation a scenario streams (a layer, or a 20 MiB segment), checked
  * by streamed_fits(); one buffer holding every layer is the exception its
@@ -181,6 +184,8 @@ static const scenario_t full_set[] = {
     {"decode-16M-one", FAM_DECODE, 20, 2048, 0, ONE, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 4},
     {"decode-16M-seg", FAM_DECODE, 25, 2048, 0, SEG, 1, 0, 3, 4, MiB(160), NULL, CORE, false, 0},
     {"decode-64M", FAM_DECODE, 20, 4096, 0, PL, 1, 0, 3, 3, MiB(512), NULL, CORE, false, 0},
+    {"decode-3M", FAM_DECODE, 28, 896, 0, PL, 2, 0, 3, 4, MiB(34), NULL, CORE, false, 0},
+    {"decode-5M", FAM_DECODE, 24, 1152, 0, PL, 2, 0, 3, 4, MiB(48), NULL, CORE, false, 0},
     {"decode-64M-one", FAM_DECODE, 10, 4096, 0, ONE, 2, 0, 3, 3, MiB(256), NULL, CORE, false, 8},
     {"graph-4M-seg", FAM_GRAPH, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
     {"graph-16M", FAM_GRAPH, 20, 2048, 0, PL, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 0},

@@ -367,3 +367,102 @@ uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
         n = 2;
     return (n > 2 ? 2 : n) * extent;
 }
+
+/* ---- packing ---- */
+
+uint64_t sw_chunk_data(const sw_chunk_t *c)
+{
+    uint64_t end = c->alloc->va + c->alloc->size;
+    if (end <= c->va)
+        return 0;
+    return end - c->va < c->size ? end - c->va : c->size;
+}
+
+/* A chunk's claim on a resident place, where packing may move it: 2 for
+ * one only a pointer in device memory reaches (no argument ever named it:
+ * the window cannot serve it), 1 for one the loop's arguments name (its
+ * gap within 1/8 of the period), 0 for any other, which packing leaves
+ * where it is. */
+static int claim(const sw_chunk_t *c, uint64_t period)
+{
+    const sw_sched_t s = sw_learn_state(c);
+    if (c->pointed && s.uses == 0)
+        return 2;
+    return s.gap && sw_learn_same_period(period, s.gap) ? 1 : 0;
+}
+
+typedef struct {
+    uint64_t period;
+    sw_chunk_t *in;
+    bool (*keep)(const sw_chunk_t *c, void *arg); /* the caller's */
+    void *arg;
+} pack_t;
+
+/* The better chunk to bring in: more data, then the stronger claim, then
+ * the lower address. */
+static bool fuller(const sw_chunk_t *a, const sw_chunk_t *b, uint64_t period)
+{
+    uint64_t da = sw_chunk_data(a), db = sw_chunk_data(b);
+    if (da != db)
+        return da > db;
+    int ka = claim(a, period), kb = claim(b, period);
+    return ka != kb ? ka > kb : a->va < b->va;
+}
+
+static void find_fullest(sw_alloc_t *a, void *arg)
+{
+    pack_t *p = arg;
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !claim(c, p->period))
+            continue;
+        if (!p->in || fuller(c, p->in, p->period))
+            p->in = c;
+    }
+}
+
+/* keep() for the chunks that could go home in the trade: the caller's,
+ * and every chunk the trade must not take: one of another device, one
+ * with no claim or a stronger one than in's (a chunk named by arguments
+ * never displaces one only a pointer table reaches), and one as full as
+ * in. */
+static bool not_packable(const sw_chunk_t *c, void *arg)
+{
+    const pack_t *p = arg;
+    int k = claim(c, p->period);
+    return c->alloc->dev != p->in->alloc->dev || k == 0 || k > claim(p->in, p->period) ||
+           sw_chunk_data(c) >= sw_chunk_data(p->in) || (p->keep && p->keep(c, p->arg));
+}
+
+/* Emptier first, then lower address. */
+static int emptier(const void *pa, const void *pb, void *unused)
+{
+    (void)unused;
+    const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
+    uint64_t da = sw_chunk_data(a), db = sw_chunk_data(b);
+    if (da != db)
+        return da < db ? -1 : 1;
+    return a->va < b->va ? -1 : a->va > b->va;
+}
+
+size_t sw_policy_pack(const sw_table_t *t, uint64_t period,
+                      bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **in,
+                      sw_chunk_t **out, size_t max)
+{
+    pack_t p = {.period = period, .keep = keep, .arg = arg};
+    *in = NULL;
+    if (!period || max == 0)
+        return 0;
+    sw_table_each(t, find_fullest, &p);
+    if (!p.in)
+        return 0;
+    uint64_t freed;
+    size_t n = victims_by(t, p.in->size, not_packable, &p, emptier, NULL, out, max, &freed);
+    uint64_t data = 0;
+    for (size_t i = 0; i < n; i++)
+        data += sw_chunk_data(out[i]);
+    if (freed < p.in->size || (double)data * SW_PACK_GAIN > (double)sw_chunk_data(p.in))
+        return 0;
+    *in = p.in;
+    return n;
+}

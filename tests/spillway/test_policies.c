@@ -715,6 +715,45 @@ START_TEST(a_range_partly_on_the_device_is_copied_whole_and_stays_right)
 }
 END_TEST
 
+/* Layers whose size the granularity rounds up: 24 of 3.06 MiB (896 x
+ * 896 floats, two 2 MiB chunks each, the second about half empty) on two
+ * streams under 29 MiB, and 24 of 5.06 MiB (4 MiB and 2 MiB chunks, or
+ * three of 2 MiB) under 48 MiB. Once the loop is learned full host chunks
+ * take the places of half-empty resident ones (sw_policy_pack), and the
+ * results stay right at each chunk size. Whole layers resident, the
+ * first moved 635.6 MiB over the link in 10 steps (simgpu, 2026-11-28:
+ * copies and reads in place), packed 609.6. */
+START_TEST(layers_the_granularity_rounds_up_keep_full_chunks_resident)
+{
+    static const struct {
+        const char *width, *budget, *chunk;
+        uint64_t budget_mib;
+    } runs[] = {
+        {"896", "SPILLWAY_GPU_BUDGET=29MiB", "SPILLWAY_CHUNK=auto", 29},
+        {"1152", "SPILLWAY_GPU_BUDGET=48MiB", "SPILLWAY_CHUNK=2MiB", 48},
+        {"1152", "SPILLWAY_GPU_BUDGET=48MiB", "SPILLWAY_CHUNK=4MiB", 48},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        const char *argv[] = {swt_path("SWT_MLP"), "--layers", "24", "--width", runs[i].width,
+                              "--streams", "2", "--steps", "10", NULL};
+        const char *env[] = {"SIMGPU_MEM=1GiB", runs[i].budget, runs[i].chunk,
+                             "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=debug", NULL};
+        swt_run_t r;
+        swt_run(&r, true, env, argv);
+        swt_assert_match(&r);
+        ck_assert_msg(swt_file_has(r.err, "more: fuller"), "%s %s: %s", runs[i].width,
+                      runs[i].chunk, swt_describe(&r));
+        ck_assert_msg(swt_sw(&r, "device_bytes_peak") <= runs[i].budget_mib * SWT_MIB, "%s",
+                      swt_describe(&r));
+        if (i == 0) {
+            uint64_t link = swt_sg(&r, "dma_h2d_bytes") + swt_sg(&r, "kernel_bytes_host");
+            ck_assert_msg(link < 620 * SWT_MIB, "%llu MiB over the link: %s",
+                          (unsigned long long)(link / SWT_MIB), swt_describe(&r));
+        }
+    }
+}
+END_TEST
+
 /* The bench's MoE: 32 experts of 4 MiB, two a step picked by a Zipf
  * router, under 51 MiB. The memory's gaps never agree on a loop, so the
  * window is never judged by one; kept, it copied an expert now and then,
@@ -925,6 +964,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_load_pass_before_short_loops_does_not_cost_the_window);
     tcase_add_test(tc, a_range_partly_on_the_device_is_copied_whole_and_stays_right);
     tcase_add_test(tc, a_window_in_a_program_with_no_loop_is_given_back);
+    tcase_add_test(tc, layers_the_granularity_rounds_up_keep_full_chunks_resident);
     tcase_add_test(tc, a_window_bigger_than_two_of_its_copies_is_made_anew_at_that_size);
     tcase_add_test(tc, a_window_is_judged_by_what_it_copies_in_one_loop);
     tcase_add_test(tc, a_capture_is_served_by_a_window_of_one_range);

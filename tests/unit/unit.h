@@ -53,4 +53,5 @@ Suite *popularity_suite(void);
 Suite *gate_suite(void);
 Suite *tmap_suite(void);
 Suite *cost_suite(void);
+Suite *pack_suite(void);
 #endif

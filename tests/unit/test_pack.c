@@ -1,0 +1,246 @@
+/*
+ * Packing (core/policy.c, sw_chunk_data and sw_policy_pack), black-box,
+ * from the contract in sw.h: an allocation's last chunk holds only what
+ * the allocation asked for of it; a full host chunk on the loop takes the
+ * resident places of emptier ones, emptiest first, where it brings
+ * SW_PACK_GAIN times their data; chunks off the loop, fixed, resident,
+ * of another device or kept are never sent home; a chunk only a pointer
+ * table reaches is sent home only for one with the same claim, one a
+ * table reaches and arguments name like any other.
+ *
+ * The layers are the bench's decode-3M: 3.06 MiB (896 x 896 floats), in
+ * two 2 MiB chunks, the second holding 1.06 MiB.
+ */
+#include <stdlib.h>
+
+#include "unit.h"
+
+#define MiB(n) ((uint64_t)(n) << 20)
+#define G MiB(2)
+#define LAYER (896ull * 896ull * 4ull)
+#define PERIOD 48
+#define BASE 0x7f0000000000ULL
+
+typedef struct {
+    sw_table_t *t;
+    sw_alloc_t *a[8];
+    int n;
+} tab_t;
+
+/* An allocation of `asked` bytes in chunks of the given sizes, on the
+ * loop (used every PERIOD launches), each chunk where wh[i] says. */
+static sw_alloc_t *add(tab_t *tb, uint64_t asked, const uint64_t *sizes, uint32_t n,
+                       const sw_where_t *wh)
+{
+    sw_alloc_t *a = unit_mk_alloc(BASE + (uint64_t)tb->n * MiB(64), sizes, n);
+    a->size = asked;
+    for (uint32_t i = 0; i < n; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        c->where = wh[i];
+        c->last_use = 10 + (uint64_t)tb->n;
+        c->uses = 3;
+        c->gap = PERIOD;
+    }
+    ck_assert_int_eq(sw_table_insert(tb->t, a), 0);
+    tb->a[tb->n++] = a;
+    return a;
+}
+
+/* A 3.06 MiB layer: head and tail, placed as given. */
+static sw_alloc_t *layer(tab_t *tb, sw_where_t head, sw_where_t tail)
+{
+    const uint64_t sizes[] = {G, G};
+    const sw_where_t wh[] = {head, tail};
+    return add(tb, LAYER, sizes, 2, wh);
+}
+
+static void tab_init(tab_t *tb)
+{
+    tb->t = sw_table_new(G);
+    ck_assert_ptr_nonnull(tb->t);
+    tb->n = 0;
+}
+
+static void tab_free(tab_t *tb)
+{
+    sw_table_free(tb->t);
+    for (int i = 0; i < tb->n; i++)
+        unit_free_alloc(tb->a[i]);
+}
+
+static size_t pack(tab_t *tb, keep_set_t *k, sw_chunk_t **in, sw_chunk_t **out, size_t max)
+{
+    return sw_policy_pack(tb->t, PERIOD, k ? unit_keep_listed : NULL, k, in, out, max);
+}
+
+START_TEST(pack_a_chunk_holds_what_its_allocation_asked_for)
+{
+    tab_t tb;
+    tab_init(&tb);
+    sw_alloc_t *l = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    ck_assert_uint_eq(sw_chunk_data(&l->chunks[0]), G);
+    ck_assert_uint_eq(sw_chunk_data(&l->chunks[1]), LAYER - G);
+    const uint64_t sizes[] = {MiB(4), MiB(4)};
+    const sw_where_t wh[] = {SW_ON_DEVICE, SW_ON_DEVICE};
+    sw_alloc_t *w = add(&tb, MiB(8), sizes, 2, wh);
+    ck_assert_uint_eq(sw_chunk_data(&w->chunks[1]), MiB(4));
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_a_full_host_chunk_takes_the_place_of_a_half_empty_one)
+{
+    tab_t tb;
+    tab_init(&tb);
+    sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert_ptr_eq(out[0], &res->chunks[1]);
+    /* Once traded, nothing is left to gain: the host holds a tail and a
+     * head that is no fuller than the resident ones. */
+    res->chunks[1].where = SW_ON_HOST;
+    host->chunks[0].where = SW_ON_DEVICE;
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    ck_assert_ptr_null(in);
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_trades_only_where_it_gains_enough)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* A tail holding 1.9 MiB of 2: a head brings only 5% more. */
+    const uint64_t sizes[] = {G, G};
+    const sw_where_t wh[] = {SW_ON_DEVICE, SW_ON_DEVICE};
+    add(&tb, G + MiB(19) / 10, sizes, 2, wh);
+    layer(&tb, SW_ON_HOST, SW_ON_HOST);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_frees_the_room_of_a_bigger_chunk_emptiest_first)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* 5.06 MiB layers in 4 MiB chunks: a 4 MiB head and a 2 MiB tail. */
+    const uint64_t sizes[] = {MiB(4), G};
+    const sw_where_t dev[] = {SW_ON_DEVICE, SW_ON_DEVICE}, host[] = {SW_ON_HOST, SW_ON_HOST};
+    uint64_t asked = 1152ull * 1152ull * 4ull;
+    sw_alloc_t *a = add(&tb, asked, sizes, 2, dev);
+    sw_alloc_t *b = add(&tb, asked, sizes, 2, dev);
+    sw_alloc_t *h = add(&tb, asked, sizes, 2, host);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 2);
+    ck_assert_ptr_eq(in, &h->chunks[0]);
+    ck_assert(unit_contains(out, 2, &a->chunks[1]) && unit_contains(out, 2, &b->chunks[1]));
+    /* At most max chunks go home: one tail frees too little. */
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 1), 0);
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_leaves_what_it_must_not_move)
+{
+    sw_chunk_t *in, *out[4];
+    for (int rule = 0; rule < 6; rule++) {
+        tab_t tb;
+        tab_init(&tb);
+        sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+        layer(&tb, SW_ON_HOST, SW_ON_HOST);
+        sw_chunk_t *tail = &res->chunks[1];
+        keep_set_t *k = unit_keep_none();
+        switch (rule) {
+        case 0: tail->gap = PERIOD / 2; break;     /* off the loop */
+        case 1: tail->gap = 0; break;                /* named once: no gap yet */
+        case 2: tail->fixed = true; break;
+        case 3: tail->resident = true; break;
+        case 4: res->dev = 1; break;                /* another device's */
+        case 5: k->chunks[k->n++] = tail; break;    /* the launch uses it */
+        }
+        ck_assert_msg(pack(&tb, k, &in, out, 4) == 0, "rule %d", rule);
+        free(k);
+        tab_free(&tb);
+    }
+}
+END_TEST
+
+START_TEST(pack_sends_home_a_named_chunk_a_table_also_reaches)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* A pointer table holding every layer (mlp's): named by arguments
+     * too, each is the window's to stream, a chunk like any other. */
+    sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
+    for (int i = 0; i < 2; i++)
+        res->chunks[i].pointed = host->chunks[i].pointed = true;
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert_ptr_eq(out[0], &res->chunks[1]);
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_never_sends_home_for_a_weaker_claim)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* A resident tail only a pointer table reaches (pointed, never named
+     * by an argument: no uses, no gap), and a full named head on the
+     * host: the window can stream the head, not the tail. */
+    sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
+    for (int i = 0; i < 2; i++) {
+        sw_chunk_t *c = &res->chunks[i];
+        c->pointed = true;
+        c->uses = c->gap = c->last_use = 0;
+    }
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    /* A head of the same kind on the host may take its place. */
+    for (int i = 0; i < 2; i++) {
+        sw_chunk_t *c = &host->chunks[i];
+        c->pointed = true;
+        c->uses = c->gap = c->last_use = 0;
+    }
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert_ptr_eq(out[0], &res->chunks[1]);
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_needs_a_loop)
+{
+    tab_t tb;
+    tab_init(&tb);
+    layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    layer(&tb, SW_ON_HOST, SW_ON_HOST);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(sw_policy_pack(tb.t, 0, NULL, NULL, &in, out, 4), 0);
+    ck_assert_ptr_null(in);
+    tab_free(&tb);
+}
+END_TEST
+
+Suite *pack_suite(void)
+{
+    Suite *s = suite_create("pack");
+    TCase *tc = tcase_create("pack");
+    tcase_add_test(tc, pack_a_chunk_holds_what_its_allocation_asked_for);
+    tcase_add_test(tc, pack_a_full_host_chunk_takes_the_place_of_a_half_empty_one);
+    tcase_add_test(tc, pack_trades_only_where_it_gains_enough);
+    tcase_add_test(tc, pack_frees_the_room_of_a_bigger_chunk_emptiest_first);
+    tcase_add_test(tc, pack_leaves_what_it_must_not_move);
+    tcase_add_test(tc, pack_sends_home_a_named_chunk_a_table_also_reaches);
+    tcase_add_test(tc, pack_never_sends_home_for_a_weaker_claim);
+    tcase_add_test(tc, pack_needs_a_loop);
+    suite_add_tcase(s, tc);
+    return s;
+}
