@@ -294,19 +294,12 @@ static uint64_t chunk_for(int dev, const sw_vmm_info_t *vi)
     return c;
 }
 
-/* An allocation's chunks: `chunk` bytes each (the last of them maybe
- * less), and where the size ends inside a granule, that granule as a
- * chunk of its own: the only one holding bytes nobody asked for, so
- * that packing (sw_policy_pack) can leave it home and keep the full ones
- * resident. A 3.06 MiB layer in 4 MiB chunks is 2 MiB + 2 MiB, not one
- * chunk a quarter empty. Sizes and addresses are set, the rest zero. */
 static sw_alloc_t *alloc_new(uint64_t size, uint64_t granularity, uint64_t chunk)
 {
     if (size > UINT64_MAX - granularity)
         return NULL; /* no rounding: the driver will answer */
     uint64_t reserved = sw_round_up(size, granularity);
-    uint64_t tail = size % granularity ? granularity : 0, body = reserved - tail;
-    uint32_t n = (uint32_t)((body + chunk - 1) / chunk) + (tail ? 1 : 0);
+    uint32_t n = (uint32_t)((reserved + chunk - 1) / chunk);
     sw_alloc_t *a = calloc(1, sizeof *a);
     if (!a || !(a->chunks = calloc(n, sizeof *a->chunks))) {
         free(a);
@@ -315,8 +308,6 @@ static sw_alloc_t *alloc_new(uint64_t size, uint64_t granularity, uint64_t chunk
     a->size = size;
     a->reserved = reserved;
     a->nchunks = n;
-    for (uint64_t i = 0, off = 0; i < n; off += a->chunks[i++].size)
-        a->chunks[i].size = off < body ? (body - off < chunk ? body - off : chunk) : tail;
     return a;
 }
 
@@ -339,9 +330,10 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     }
     bool synced = false, recovered = false;
     uint32_t backed = 0;
-    for (uint64_t off = 0; backed < a->nchunks; off += a->chunks[backed++].size) {
+    for (; backed < a->nchunks; backed++) {
         sw_chunk_t *c = &a->chunks[backed];
-        c->va = a->va + off;
+        c->va = a->va + (uint64_t)backed * chunk;
+        c->size = backed + 1 < a->nchunks ? chunk : a->reserved - (uint64_t)backed * chunk;
         c->alloc = a;
         c->index = backed;
         c->slot = -1;

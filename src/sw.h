@@ -483,7 +483,10 @@ size_t sw_policy_fill(const sw_table_t *t, uint64_t now, uint64_t bytes,
  * ones. sw_chunk_data: the bytes of c its allocation asked for. */
 uint64_t sw_chunk_data(const sw_chunk_t *c);
 /* A trade that packs the device fuller: *in, the host chunk (slot < 0,
- * not fixed) holding the most data, and the device chunks of its device
+ * not fixed) holding the most data, of an allocation sized like a tensor
+ * (its last granule partly filled: a round size is an allocator's
+ * segment, whose chunks may hold bytes no tensor covers), and the device
+ * chunks of its device
  * (not resident or fixed) to send home in its place, emptiest first,
  * freeing at least in's size. Every chunk in the trade is read once a
  * loop, so data is all that tells them apart: one the loop's arguments

@@ -84,8 +84,7 @@ static const opt_t opts[] = {
     O("MIN_ALLOC", "2MiB", K_SIZE, min_alloc,
       "smaller allocations pass to the driver untracked"),
     O("CHUNK", "auto", K_CHUNK, chunk,
-      "unit of demotion: tracked allocations are split into chunks of this size (a last "
-      "granule the allocation fills only in part is a chunk of its own); auto: "
+      "unit of demotion: tracked allocations are split into chunks of this size; auto: "
       "32MiB, or where a device's GPU budget is under 64MiB the largest power of two it "
       "holds eight times (at least the VMM granularity)"),
     O("DISABLE", "0", K_BOOL, disable,

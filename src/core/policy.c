@@ -409,9 +409,24 @@ static bool fuller(const sw_chunk_t *a, const sw_chunk_t *b, uint64_t period)
     return ka != kb ? ka > kb : a->va < b->va;
 }
 
+/* Whether a's size is a tensor's, as far as can be told: one a granule
+ * does not divide, as a program asks for a tensor of its own. An
+ * allocator's segment (PyTorch's 20 MiB, an odd layer alone in 8 MiB)
+ * has a round size, and bytes no tensor covers may fill its last chunks:
+ * taken for full, an 8 MiB segment's second half holding 1.06 MiB of a
+ * 5.06 MiB layer sent two layers' tails home (16 such layers, the odd
+ * ones in 8 MiB segments, under 32 MiB: 1.33x -> 1.38x its bound). */
+static bool tensor_sized(const sw_alloc_t *a)
+{
+    return a->nchunks &&
+           sw_chunk_data(&a->chunks[a->nchunks - 1]) < a->chunks[a->nchunks - 1].size;
+}
+
 static void find_fullest(sw_alloc_t *a, void *arg)
 {
     pack_t *p = arg;
+    if (!tensor_sized(a))
+        return;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
         if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !claim(c, p->period))

@@ -6,7 +6,8 @@
  * SW_PACK_GAIN times their data; chunks off the loop, fixed, resident,
  * of another device or kept are never sent home; a chunk only a pointer
  * table reaches is sent home only for one with the same claim, one a
- * table reaches and arguments name like any other.
+ * table reaches and arguments name like any other; only an allocation
+ * sized like a tensor (its last granule partly filled) brings a chunk in.
  *
  * The layers are the bench's decode-3M: 3.06 MiB (896 x 896 floats), in
  * two 2 MiB chunks, the second holding 1.06 MiB.
@@ -216,6 +217,24 @@ START_TEST(pack_never_sends_home_for_a_weaker_claim)
 }
 END_TEST
 
+START_TEST(pack_brings_in_no_chunk_of_a_round_sized_allocation)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* An allocator's 8 MiB segment holding one 5.06 MiB layer: its second
+     * chunk looks full (the segment asked for all 8 MiB) but holds 1.06
+     * MiB of the layer; a resident layer's head and tail together hold
+     * 3.06. */
+    layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    const uint64_t sizes[] = {MiB(4), MiB(4)};
+    const sw_where_t wh[] = {SW_ON_HOST, SW_ON_HOST};
+    add(&tb, MiB(8), sizes, 2, wh);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    tab_free(&tb);
+}
+END_TEST
+
 START_TEST(pack_needs_a_loop)
 {
     tab_t tb;
@@ -240,6 +259,7 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_leaves_what_it_must_not_move);
     tcase_add_test(tc, pack_sends_home_a_named_chunk_a_table_also_reaches);
     tcase_add_test(tc, pack_never_sends_home_for_a_weaker_claim);
+    tcase_add_test(tc, pack_brings_in_no_chunk_of_a_round_sized_allocation);
     tcase_add_test(tc, pack_needs_a_loop);
     suite_add_tcase(s, tc);
     return s;
