@@ -74,6 +74,26 @@ static size_t pack(tab_t *tb, keep_set_t *k, sw_chunk_t **in, sw_chunk_t **out, 
     return sw_policy_pack(tb->t, PERIOD, k ? unit_keep_listed : NULL, k, in, out, max);
 }
 
+/* Makes layer a one only a pointer table reaches: pointed, never named by
+ * an argument (no uses, no gap). */
+static void unseen(sw_alloc_t *a)
+{
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        c->pointed = true;
+        c->uses = c->gap = c->last_use = 0;
+    }
+}
+
+/* That the one trade is host's head for res's tail. */
+static void assert_head_for_tail(tab_t *tb, sw_alloc_t *host, sw_alloc_t *res)
+{
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert_ptr_eq(out[0], &res->chunks[1]);
+}
+
 START_TEST(pack_a_chunk_holds_what_its_allocation_asked_for)
 {
     tab_t tb;
@@ -95,14 +115,12 @@ START_TEST(pack_a_full_host_chunk_takes_the_place_of_a_half_empty_one)
     tab_init(&tb);
     sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
     sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
-    sw_chunk_t *in, *out[4];
-    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
-    ck_assert_ptr_eq(in, &host->chunks[0]);
-    ck_assert_ptr_eq(out[0], &res->chunks[1]);
+    assert_head_for_tail(&tb, host, res);
     /* Once traded, nothing is left to gain: the host holds a tail and a
      * head that is no fuller than the resident ones. */
     res->chunks[1].where = SW_ON_HOST;
     host->chunks[0].where = SW_ON_DEVICE;
+    sw_chunk_t *in, *out[4];
     ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
     ck_assert_ptr_null(in);
     tab_free(&tb);
@@ -180,10 +198,7 @@ START_TEST(pack_sends_home_a_named_chunk_a_table_also_reaches)
     sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
     for (int i = 0; i < 2; i++)
         res->chunks[i].pointed = host->chunks[i].pointed = true;
-    sw_chunk_t *in, *out[4];
-    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
-    ck_assert_ptr_eq(in, &host->chunks[0]);
-    ck_assert_ptr_eq(out[0], &res->chunks[1]);
+    assert_head_for_tail(&tb, host, res);
     tab_free(&tb);
 }
 END_TEST
@@ -197,22 +212,12 @@ START_TEST(pack_never_sends_home_for_a_weaker_claim)
      * host: the window can stream the head, not the tail. */
     sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
     sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
-    for (int i = 0; i < 2; i++) {
-        sw_chunk_t *c = &res->chunks[i];
-        c->pointed = true;
-        c->uses = c->gap = c->last_use = 0;
-    }
+    unseen(res);
     sw_chunk_t *in, *out[4];
     ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
     /* A head of the same kind on the host may take its place. */
-    for (int i = 0; i < 2; i++) {
-        sw_chunk_t *c = &host->chunks[i];
-        c->pointed = true;
-        c->uses = c->gap = c->last_use = 0;
-    }
-    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
-    ck_assert_ptr_eq(in, &host->chunks[0]);
-    ck_assert_ptr_eq(out[0], &res->chunks[1]);
+    unseen(host);
+    assert_head_for_tail(&tb, host, res);
     tab_free(&tb);
 }
 END_TEST
