@@ -723,7 +723,7 @@ static bool not_streamable(const sw_chunk_t *c, void *arg)
  *     link bound on simgpu (2026-11-28).
  * Called with the gate shared; returns with it shared. */
 #define TRADE_EVERY 64
-#define TRADE_RETRY 8 /* when no trade was possible: no victim qualified yet */
+#define TRADE_RETRY 8 /* after trades, or a chunk to adopt found no victim: more may follow */
 #define PACK_MAX 4    /* chunks one packing trade sends home at most */
 
 typedef struct {
