@@ -746,9 +746,18 @@ static bool used_now(const sw_chunk_t *c, void *arg)
  * on. */
 static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
 {
-    uint64_t freed, period = sw_agreed_period(now);
+    uint64_t freed, period = sw_agreed_period(now), room[SW_MAX_DEVICES];
     adopt_for_t a = {.now = now};
     *waiting = false;
+    t->adopted = false;
+    t->n = 0;
+    for (int dev = 0; dev < SW_MAX_DEVICES; dev++) {
+        room[dev] = sw_device_room(dev);
+        if (room[dev] == UINT64_MAX) /* no budget: nothing to fill */
+            room[dev] = 0;
+    }
+    if ((t->in = sw_policy_into_room(sw_tracked(), period, room)))
+        return true;
     t->adopted = true;
     if ((t->in = sw_policy_unseen(sw_tracked()))) {
         a.dev = t->in->alloc->dev;
@@ -795,7 +804,11 @@ static void trade(uint64_t now)
         for (size_t i = 0; i < t.n && moved; i++)
             moved = sw_move(t.out[i], SW_ON_HOST) == CUDA_SUCCESS;
         moved = moved && sw_move(t.in, SW_ON_DEVICE) == CUDA_SUCCESS;
-        if (moved)
+        if (moved && t.n == 0)
+            sw_debug("launch %llu: 0x%llx (%llu bytes of data) resident in free room",
+                     (unsigned long long)now, (unsigned long long)t.in->va,
+                     (unsigned long long)sw_chunk_data(t.in));
+        else if (moved)
             sw_debug("launch %llu: 0x%llx (%llu bytes of data) resident instead of 0x%llx and "
                      "%zu more: %s", (unsigned long long)now, (unsigned long long)t.in->va,
                      (unsigned long long)sw_chunk_data(t.in), (unsigned long long)t.out[0]->va,

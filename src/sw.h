@@ -502,6 +502,16 @@ uint64_t sw_chunk_data(const sw_chunk_t *c);
 size_t sw_policy_pack(const sw_table_t *t, uint64_t period,
                       bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **in,
                       sw_chunk_t **out, size_t max);
+/* The host chunk (slot < 0, not fixed) to bring into its device's free
+ * room (room[dev] bytes, 0 where none may be taken), no chunk going home:
+ * of those the loop reads (the claims above), the one holding the most
+ * data that fits. Room the window gives back when it shrinks to its
+ * copies is free until something takes it, and launches the window
+ * serves bring nothing in: 4 MiB of it stayed free for a thousand
+ * launches (4 MiB layers, the odd ones in 8 MiB segments). NULL: none.
+ * Pure. */
+sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
+                                const uint64_t room[SW_MAX_DEVICES]);
 
 /* The link, for cost-model verdicts. */
 typedef struct {

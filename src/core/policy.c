@@ -436,6 +436,36 @@ static void find_fullest(sw_alloc_t *a, void *arg)
     }
 }
 
+typedef struct {
+    uint64_t period;
+    const uint64_t *room;
+    sw_chunk_t *in;
+} fill_t;
+
+static void find_fitting(sw_alloc_t *a, void *arg)
+{
+    fill_t *f = arg;
+    if (a->dev < 0 || a->dev >= SW_MAX_DEVICES)
+        return;
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || c->size > f->room[a->dev] ||
+            !claim(c, f->period))
+            continue;
+        if (!f->in || fuller(c, f->in, f->period))
+            f->in = c;
+    }
+}
+
+sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
+                                const uint64_t room[SW_MAX_DEVICES])
+{
+    fill_t f = {.period = period, .room = room};
+    if (period)
+        sw_table_each(t, find_fitting, &f);
+    return f.in;
+}
+
 /* keep() for the chunks that could go home in the trade: the caller's,
  * and every chunk the trade must not take: one of another device, one
  * with no claim or a stronger one than in's (a chunk named by arguments

@@ -373,6 +373,53 @@ START_TEST(learn_period_is_agreed_when_most_bytes_share_it)
 }
 END_TEST
 
+/* A loop gap of a few chunks is not the loop while more bytes, touched
+ * twice or more, are still in their first visit: a fused weight read by
+ * ten kernels a layer splits its first visit, and its first chunks show
+ * 9 where the loop is 90 (tests/spillway/extent.c). Chunks touched by
+ * every launch for four of the candidate's loops wait for nothing. */
+START_TEST(learn_period_waits_for_the_bytes_still_in_their_first_visit)
+{
+    sw_alloc_t *a = mk_even(BASE, 8, G);
+    sw_table_t *t = table_of(a);
+    bool agreed = true;
+    a->chunks[0].loop = a->chunks[1].loop = 9;
+    for (uint32_t i = 2; i < 8; i++) {
+        a->chunks[i].uses = 3;
+        a->chunks[i].visit = 2;
+        a->chunks[i].last_use = 14; /* a visit of 12 launches so far */
+    }
+    ck_assert_uint_eq(sw_learn_period(t, &agreed), 0);
+    ck_assert(!agreed);
+    /* half and half: the loop gaps count */
+    for (uint32_t i = 2; i < 5; i++)
+        a->chunks[i].uses = 1;
+    a->chunks[2].loop = 9;
+    ck_assert_uint_eq(sw_learn_period(t, &agreed), 9);
+    ck_assert(agreed);
+    /* their loop comes round: 90, agreed by most bytes */
+    for (uint32_t i = 1; i < 8; i++)
+        a->chunks[i].loop = 90;
+    ck_assert_uint_eq(sw_learn_period(t, &agreed), 90);
+    ck_assert(agreed);
+    /* touched by every launch since the first: no loop to wait for */
+    for (uint32_t i = 2; i < 8; i++) {
+        a->chunks[i].loop = 0;
+        a->chunks[i].uses = 40;
+        a->chunks[i].visit = 1;
+        a->chunks[i].last_use = 40;
+    }
+    a->chunks[1].loop = 9;
+    ck_assert_uint_eq(sw_learn_period(t, &agreed), 9); /* 39 / 4 >= 9 */
+    ck_assert(agreed);
+    for (uint32_t i = 2; i < 8; i++)
+        a->chunks[i].last_use = 36; /* 35 / 4 < 9: might still show 9 */
+    ck_assert_uint_eq(sw_learn_period(t, &agreed), 0);
+    sw_table_free(t);
+    unit_free_alloc(a);
+}
+END_TEST
+
 START_TEST(learn_period_counts_gaps_within_an_eighth_as_one)
 {
     /* 19, 20, 21 (within 1/8 of 20) outweigh a 2G chunk at 30 */
@@ -1224,6 +1271,7 @@ Suite *learn_suite(void)
     add_case(s, learn_next_use_saturates_at_the_end_of_the_sequence_space);
     add_case(s, learn_period_zero_when_nothing_is_known);
     add_case(s, learn_period_is_the_gap_shared_by_the_most_bytes);
+    add_case(s, learn_period_waits_for_the_bytes_still_in_their_first_visit);
     add_case(s, learn_period_counts_gaps_within_an_eighth_as_one);
     add_case(s, learn_period_is_agreed_when_most_bytes_share_it);
     add_case(s, learn_period_ignores_chunks_without_a_gap);

@@ -7,7 +7,8 @@
  * of another device or kept are never sent home; a chunk only a pointer
  * table reaches is sent home only for one with the same claim, one a
  * table reaches and arguments name like any other; only an allocation
- * sized like a tensor (its last granule partly filled) brings a chunk in.
+ * sized like a tensor (its last granule partly filled) brings a chunk in;
+ * free room takes the fullest host chunk on the loop that fits it.
  *
  * The layers are the bench's decode-3M: 3.06 MiB (896 x 896 floats), in
  * two 2 MiB chunks, the second holding 1.06 MiB.
@@ -253,6 +254,45 @@ START_TEST(pack_needs_a_loop)
 }
 END_TEST
 
+/* Free room takes the fullest host chunk on the loop that fits it, no
+ * chunk going home; per device, and none without a loop. */
+START_TEST(pack_fills_free_room_with_the_fullest_chunk_that_fits)
+{
+    tab_t tb;
+    tab_init(&tb);
+    sw_alloc_t *a = layer(&tb, SW_ON_HOST, SW_ON_HOST);
+    const uint64_t sizes[] = {MiB(4)};
+    const sw_where_t wh[] = {SW_ON_HOST};
+    sw_alloc_t *big = add(&tb, MiB(4), sizes, 1, wh);
+    uint64_t room[SW_MAX_DEVICES] = {0};
+    ck_assert_ptr_null(sw_policy_into_room(tb.t, PERIOD, room));
+    room[0] = G;
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    room[0] = MiB(4);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &big->chunks[0]);
+    ck_assert_ptr_null(sw_policy_into_room(tb.t, 0, room));
+    /* not one off the loop, fixed, in a window slot or another device's */
+    big->chunks[0].gap = PERIOD / 2;
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    big->chunks[0].gap = PERIOD;
+    big->chunks[0].fixed = true;
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    big->chunks[0].fixed = false;
+    big->chunks[0].slot = 0;
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    big->chunks[0].slot = -1;
+    big->dev = 1;
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    room[1] = MiB(4);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &big->chunks[0]);
+    /* resident chunks are not brought in */
+    big->chunks[0].where = SW_ON_DEVICE;
+    a->chunks[0].where = a->chunks[1].where = SW_ON_DEVICE;
+    ck_assert_ptr_null(sw_policy_into_room(tb.t, PERIOD, room));
+    tab_free(&tb);
+}
+END_TEST
+
 Suite *pack_suite(void)
 {
     Suite *s = suite_create("pack");
@@ -266,6 +306,7 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_never_sends_home_for_a_weaker_claim);
     tcase_add_test(tc, pack_brings_in_no_chunk_of_a_round_sized_allocation);
     tcase_add_test(tc, pack_needs_a_loop);
+    tcase_add_test(tc, pack_fills_free_room_with_the_fullest_chunk_that_fits);
     suite_add_tcase(s, tc);
     return s;
 }
