@@ -294,12 +294,26 @@ static uint64_t chunk_for(int dev, const sw_vmm_info_t *vi)
     return c;
 }
 
+/* Whether a's last chunk of `chunk` bytes would hold more than one
+ * granule, the last of them partly filled: that granule is then a chunk
+ * of its own, so that residency can hold the rest without it. A 3.06 MiB
+ * layer in one 4 MiB chunk cost 4 MiB of budget for 3.06 of data; in
+ * a 2 MiB head and a 2 MiB tail holding 1.06, packing keeps heads
+ * resident and tails home. */
+static bool tail_split(uint64_t size, uint64_t reserved, uint64_t granularity, uint64_t chunk,
+                       uint32_t n)
+{
+    return size % granularity != 0 && reserved - (uint64_t)(n - 1) * chunk > granularity;
+}
+
 static sw_alloc_t *alloc_new(uint64_t size, uint64_t granularity, uint64_t chunk)
 {
     if (size > UINT64_MAX - granularity)
         return NULL; /* no rounding: the driver will answer */
     uint64_t reserved = sw_round_up(size, granularity);
     uint32_t n = (uint32_t)((reserved + chunk - 1) / chunk);
+    if (tail_split(size, reserved, granularity, chunk, n))
+        n++;
     sw_alloc_t *a = calloc(1, sizeof *a);
     if (!a || !(a->chunks = calloc(n, sizeof *a->chunks))) {
         free(a);
@@ -329,11 +343,18 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
         return r;
     }
     bool synced = false, recovered = false;
+    bool split = a->nchunks > (a->reserved + chunk - 1) / chunk; /* alloc_new's tail_split */
     uint32_t backed = 0;
     for (; backed < a->nchunks; backed++) {
         sw_chunk_t *c = &a->chunks[backed];
         c->va = a->va + (uint64_t)backed * chunk;
         c->size = backed + 1 < a->nchunks ? chunk : a->reserved - (uint64_t)backed * chunk;
+        if (split && backed + 1 == a->nchunks) {
+            c->va = a->va + a->reserved - vi->granularity;
+            c->size = vi->granularity;
+        } else if (split && backed + 2 == a->nchunks) {
+            c->size = a->reserved - vi->granularity - (uint64_t)backed * chunk;
+        }
         c->alloc = a;
         c->index = backed;
         c->slot = -1;
