@@ -692,27 +692,11 @@ void sw_promote_deferred(void)
     sw_gate_unwr();
 }
 
-/* What adoption's keep() is asked about: the launch, and the device of
- * the chunk to adopt, whose window would stream the victim. */
-typedef struct {
-    uint64_t now;
-    int dev;
-} adopt_for_t;
-
-/* keep() for adoption: all but a resident chunk of that device its window
- * could stream instead: one that arguments name in the loop (a known
- * gap) and that fits the window. */
-static bool not_streamable(const sw_chunk_t *c, void *arg)
-{
-    const adopt_for_t *a = arg;
-    const sw_sched_t st = sw_learn_state(c);
-    return c->alloc->dev != a->dev || c->size > sw_window_size(a->dev) || !st.gap ||
-           st.last_use == a->now;
-}
-
 /* Trades of resident places, made at most every TRADE_EVERY launches,
- * all at once under one synchronization:
- *   adoption, with the streaming window: a host chunk only a pointer
+ * all at once under one synchronization, as the core's verdicts say:
+ *   filling, with a budget: room a move left free takes the fullest host
+ *     chunk on the loop (sw_policy_into_room), nothing going home;
+ *   adoption, with the streaming window (sw_policy_adopt): a host chunk only a pointer
  *     table in device memory reaches (sw_policy_unseen) is read in place,
  *     where the window cannot serve it; it takes the resident place of a
  *     chunk the window can stream, the one used furthest ahead;
@@ -746,34 +730,23 @@ static bool used_now(const sw_chunk_t *c, void *arg)
  * on. */
 static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
 {
-    uint64_t freed, period = sw_agreed_period(now), room[SW_MAX_DEVICES];
-    adopt_for_t a = {.now = now};
-    *waiting = false;
-    t->adopted = false;
-    t->n = 0;
+    uint64_t period = sw_agreed_period(now), room[SW_MAX_DEVICES], window[SW_MAX_DEVICES];
     for (int dev = 0; dev < SW_MAX_DEVICES; dev++) {
         room[dev] = sw_device_room(dev);
         if (room[dev] == UINT64_MAX) /* no budget: nothing to fill */
             room[dev] = 0;
+        window[dev] = sw_window_size(dev);
     }
+    t->n = 0;
+    t->adopted = false;
     if ((t->in = sw_policy_into_room(sw_tracked(), period, room)))
         return true;
-    t->adopted = true;
-    if ((t->in = sw_policy_unseen(sw_tracked()))) {
-        a.dev = t->in->alloc->dev;
-        t->n = sw_policy_victims_learned(sw_tracked(), t->in->size, now, not_streamable, &a, t->out,
-                                         1, &freed);
-        /* Not where the victim holds more data than the chunk adopted
-         * (a layer's head for the tail of a table-only one): the link
-         * would carry more each loop, not less. Packing may still trade. */
-        if (t->n == 1 && freed >= t->in->size) {
-            if (sw_chunk_data(t->out[0]) <= sw_chunk_data(t->in))
-                return true;
-        } else {
-            *waiting = true;
-        }
+    t->n = sw_policy_adopt(sw_tracked(), now, window, &t->in, t->out);
+    *waiting = t->in && t->n == 0;
+    if (t->n == 1) {
+        t->adopted = true;
+        return true;
     }
-    t->adopted = false;
     t->n = period ? sw_policy_pack(sw_tracked(), period, used_now, &now, &t->in, t->out, PACK_MAX)
                   : 0;
     return t->n > 0;

@@ -460,6 +460,17 @@ sw_chunk_t *sw_policy_displace(const sw_table_t *t, const sw_chunk_t *hot, uint6
  * Pure: looks, never changes. */
 sw_chunk_t *sw_policy_unseen(const sw_table_t *t);
 
+/* Adoption: *in, sw_policy_unseen's chunk, and out[0], the resident
+ * chunk of its device the window could stream in its place: one arguments
+ * name in the loop (a known gap), not used at launch now, no bigger than
+ * window[dev] (that device's window), the one used furthest ahead
+ * (sw_policy_victims_learned), holding no more data than *in. Returns 1;
+ * or 0, with *in set where it found no such chunk at this launch (one in
+ * use now may be free at the next), NULL where there is none to adopt or
+ * the victim would hold more data. Pure: looks, never changes. */
+size_t sw_policy_adopt(const sw_table_t *t, uint64_t now, const uint64_t window[SW_MAX_DEVICES],
+                       sw_chunk_t **in, sw_chunk_t **out);
+
 /* The chunks to bring in next: host chunks (where == SW_ON_HOST, not kept,
  * slot < 0) whose predicted next use lies in (now, now + horizon],
  * soonest first (ties: lower address), as many as fit in `bytes` (a chunk

@@ -317,6 +317,44 @@ sw_chunk_t *sw_policy_unseen(const sw_table_t *t)
     return best;
 }
 
+typedef struct {
+    uint64_t now;
+    int dev;
+    uint64_t window; /* dev's window's bytes */
+} adopt_t;
+
+/* keep() for adoption: all but a resident chunk of that device its window
+ * could stream instead: one that arguments name in the loop (a known
+ * gap), not used at this launch, and that fits the window. */
+static bool not_streamable(const sw_chunk_t *c, void *arg)
+{
+    const adopt_t *a = arg;
+    const sw_sched_t st = sw_learn_state(c);
+    return c->alloc->dev != a->dev || c->size > a->window || !st.gap || st.last_use == a->now;
+}
+
+size_t sw_policy_adopt(const sw_table_t *t, uint64_t now, const uint64_t window[SW_MAX_DEVICES],
+                       sw_chunk_t **in, sw_chunk_t **out)
+{
+    uint64_t freed;
+    sw_chunk_t *c = sw_policy_unseen(t);
+    *in = c;
+    if (!c || c->alloc->dev < 0 || c->alloc->dev >= SW_MAX_DEVICES)
+        return 0;
+    adopt_t a = {now, c->alloc->dev, window[c->alloc->dev]};
+    size_t n = sw_policy_victims_learned(t, c->size, now, not_streamable, &a, out, 1, &freed);
+    if (n == 0 || freed < c->size)
+        return 0;
+    /* Not where the victim holds more data than the chunk adopted (a
+     * layer's head for the tail of a table-only one): the link would
+     * carry more each loop, not less. */
+    if (sw_chunk_data(out[0]) > sw_chunk_data(c)) {
+        *in = NULL;
+        return 0;
+    }
+    return 1;
+}
+
 sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_free,
                                         bool capturing, uint64_t period, const sw_link_t *link)
 {

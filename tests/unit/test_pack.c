@@ -293,6 +293,54 @@ START_TEST(pack_fills_free_room_with_the_fullest_chunk_that_fits)
 }
 END_TEST
 
+/* Adoption: a chunk only a pointer table reaches takes the resident place
+ * of one the window could stream, used furthest ahead; it waits where
+ * none is free at this launch. */
+START_TEST(pack_adopts_a_table_only_chunk_for_a_streamable_one)
+{
+    tab_t tb;
+    tab_init(&tb);
+    sw_alloc_t *later = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    sw_alloc_t *sooner = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
+    sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
+    unseen(host);
+    later->chunks[0].last_use = later->chunks[1].last_use = 40;   /* next use 88 */
+    sooner->chunks[0].last_use = sooner->chunks[1].last_use = 20; /* next use 68 */
+    uint64_t window[SW_MAX_DEVICES] = {MiB(8)};
+    sw_chunk_t *in, *out[1];
+    ck_assert_uint_eq(sw_policy_adopt(tb.t, 50, window, &in, out), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert(out[0] == &later->chunks[0] || out[0] == &later->chunks[1]);
+    /* not for a victim holding more data: a head for a table-only tail */
+    host->chunks[0].where = SW_ON_DEVICE;
+    later->chunks[1].where = sooner->chunks[1].where = SW_ON_HOST;
+    ck_assert_uint_eq(sw_policy_adopt(tb.t, 50, window, &in, out), 0);
+    ck_assert_ptr_null(in);
+    host->chunks[0].where = SW_ON_HOST;
+    later->chunks[1].where = sooner->chunks[1].where = SW_ON_DEVICE;
+    /* none the window could stream: too big for it, used now, no gap, or
+     * another device's */
+    for (int rule = 0; rule < 4; rule++) {
+        uint64_t w[SW_MAX_DEVICES] = {rule == 0 ? G / 2 : MiB(8)};
+        for (int k = 0; k < 2; k++) {
+            sw_alloc_t *a = k ? sooner : later;
+            for (uint32_t i = 0; i < 2; i++) {
+                a->chunks[i].last_use = rule == 1 ? 50 : 40;
+                a->chunks[i].gap = rule == 2 ? 0 : PERIOD;
+            }
+            a->dev = rule == 3 ? 1 : 0;
+        }
+        ck_assert_msg(sw_policy_adopt(tb.t, 50, w, &in, out) == 0, "rule %d", rule);
+        ck_assert_ptr_eq(in, &host->chunks[0]); /* it waits */
+    }
+    /* nothing to adopt */
+    host->chunks[0].where = host->chunks[1].where = SW_ON_DEVICE;
+    ck_assert_uint_eq(sw_policy_adopt(tb.t, 50, window, &in, out), 0);
+    ck_assert_ptr_null(in);
+    tab_free(&tb);
+}
+END_TEST
+
 Suite *pack_suite(void)
 {
     Suite *s = suite_create("pack");
@@ -307,6 +355,7 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_brings_in_no_chunk_of_a_round_sized_allocation);
     tcase_add_test(tc, pack_needs_a_loop);
     tcase_add_test(tc, pack_fills_free_room_with_the_fullest_chunk_that_fits);
+    tcase_add_test(tc, pack_adopts_a_table_only_chunk_for_a_streamable_one);
     suite_add_tcase(s, tc);
     return s;
 }
