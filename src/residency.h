@@ -233,27 +233,11 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
  * or a capture is on). Gate held exclusively, and the device synchronized
  * since the last work was issued (the safety rule's synchronization). */
 uint64_t sw_window_release(int dev);
-/* Whether dev's window is worth its room, in the loop of `period` (the
- * clocks start again where it moves). SW_WINDOW_IDLE: it served nothing
- * for a loop (no launch in the last `period` launches up to `now`,
- * counted from the first question in that period; or a graph launch
- * while no graph held a copy and nothing else was served since).
- * SW_WINDOW_UNREPAID: its latest whole loop, counted from the first
- * question in that period, copied too little to repay its room (five
- * times its size, fewer where its ranges were timed slower in place:
- * sw_cost_repaid), while no graph held a copy. SW_WINDOW_OVERSIZED:
- * that loop repaid it, but two of its longest copies would take less room
- * (sw_window_fits). None of those while no loop is agreed on (`period`
- * 0); SW_WINDOW_LOOPLESS then, once none has been for four times `guess`
- * (the loop the memory's gaps suggest, sw_period) launches, while no
- * graph held a copy: the program has no loop to copy ahead of. */
-typedef enum {
-    SW_WINDOW_WORTH,
-    SW_WINDOW_IDLE,
-    SW_WINDOW_UNREPAID,
-    SW_WINDOW_OVERSIZED,
-    SW_WINDOW_LOOPLESS
-} sw_window_worth_t;
+/* Whether dev's window is worth its room, in the loop of `period` (0:
+ * none agreed on) or, with none, the one the memory's gaps suggest
+ * (`guess`): sw_worth_judge (core/worth.c) over what it copied and
+ * served; SW_WINDOW_IDLE too after a graph launch while no graph held a
+ * copy and nothing else was served since. */
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess);
 /* Where sw_window_worth says SW_WINDOW_OVERSIZED: the longest range its
  * latest whole loop copied, rounded up to SW_WINDOW_ALIGN (a slot), two

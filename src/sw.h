@@ -396,6 +396,64 @@ bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate);
  * or two timed put the bar at 0.0 times the window's size). */
 double sw_cost_repaid(float *ratio, int n);
 
+/* ---- a streaming window's worth (core/worth.c) ---- */
+
+/* Verdicts on a window's room, in the loop of `period` (the clocks start
+ * again where it moves). SW_WINDOW_IDLE: it served nothing for
+ * SW_WINDOW_IDLE_LOOPS loops (no launch in the last `period` launches up
+ * to `now`, counted from the first question in that period).
+ * SW_WINDOW_UNREPAID: its latest whole loop, counted from the first
+ * question in that period, copied too little to repay its room (five
+ * times its size, fewer where its ranges were timed slower in place:
+ * sw_cost_repaid), while no graph held a copy. SW_WINDOW_OVERSIZED:
+ * that loop repaid it, but two of its longest copies would take less
+ * room (fits). None of those while no loop is agreed on (`period` 0);
+ * SW_WINDOW_LOOPLESS then, once none has been for
+ * SW_WINDOW_NO_LOOP_PERIODS times `guess` (the loop the memory's gaps
+ * suggest, sw_period) launches, while no graph held a copy: the program
+ * has no loop to copy ahead of. */
+typedef enum {
+    SW_WINDOW_WORTH,
+    SW_WINDOW_IDLE,
+    SW_WINDOW_UNREPAID,
+    SW_WINDOW_OVERSIZED,
+    SW_WINDOW_LOOPLESS
+} sw_window_worth_t;
+#define SW_WINDOW_IDLE_LOOPS 1      /* loops a window may serve nothing in */
+#define SW_WINDOW_NO_LOOP_PERIODS 4 /* guessed loops a window is kept with none agreed on */
+
+/* One window's clocks and counts; zero is the start. */
+typedef struct {
+    uint64_t copied;      /* bytes copied since loop_at */
+    uint64_t longest;     /* the longest range copied since loop_at */
+    uint64_t loop_at;     /* the launch the loop being counted began at; 0 not yet */
+    bool unpaid;          /* the loop before copied too little */
+    uint64_t fits;        /* the loop before's longest copy rounded up to the
+                           * slot alignment, where two take less room than the
+                           * window; else 0 */
+    uint64_t period;      /* the loop it is judged in; 0 none yet */
+    uint64_t period_at;   /* the launch that period was first asked at */
+    uint64_t unagreed_at; /* the first question since the last with no loop agreed on; 0 none */
+} sw_worth_t;
+
+/* A question, at launch now. */
+typedef struct {
+    uint64_t now, period, guess; /* period: the agreed loop, 0 none; guess: the gaps' */
+    uint64_t size;               /* the window's bytes */
+    uint64_t align;              /* a slot's alignment (a copy's room is rounded up to it) */
+    uint64_t served_at;          /* the launch it served last; 0 none */
+    bool graphs;                 /* a graph holds copies in it */
+    /* The times its size a loop must copy to repay it (SW_COST_REPAID or
+     * fewer, sw_cost_repaid), asked once a loop. */
+    double (*repaid)(void *arg);
+    void *arg;
+} sw_worth_ask_t;
+
+/* Counts a copy of len bytes into the window. */
+void sw_worth_copied(sw_worth_t *j, uint64_t len);
+/* The window's worth, as above; updates j's clocks. */
+sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q);
+
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
 
 typedef enum { SW_POLICY_LRU, SW_POLICY_LEARNED } sw_policy_kind_t;

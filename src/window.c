@@ -111,11 +111,6 @@
 #define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
 
 #define RECALL 4 /* uses a range remembers, to see it recur with the loop */
-#define IDLE_LOOPS 1 /* loops a window may serve nothing in before it is given back */
-#define NO_LOOP_PERIODS 4 /* guessed loops a window is kept with none agreed on (loopless) */
-/* A window repays its room when a loop copies at least SW_COST_REPAID
- * (core/cost.c) times its size into it, or fewer where its ranges were
- * timed slower in place than the link rates alone make them. */
 #define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
 
 typedef struct {
@@ -188,16 +183,7 @@ typedef struct {
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
     int last;            /* the unit used last, for the chain */
-    uint64_t copied;     /* bytes copied into it since loop_at */
-    uint64_t loop_at;    /* the launch the loop being counted began at; 0 not yet */
-    bool unpaid;         /* the loop before it copied too little (unrepaid) */
-    uint64_t longest;    /* the longest range copied since loop_at */
-    uint64_t fits;       /* the loop before's longest copy rounded up to
-                          * SW_WINDOW_ALIGN, where two take less room than the
-                          * window (sw_window_fits); else 0 */
-    uint64_t period;     /* the loop its worth is judged in (sw_window_worth); 0 none yet */
-    uint64_t period_at;  /* the launch that period was first asked at */
-    uint64_t unagreed_at; /* the first question since the last with no loop agreed on; 0 none */
+    sw_worth_t worth;    /* its clocks and counts (core/worth.c, sw_window_worth) */
     /* Relaxed atomics: read without the lock. */
     uint64_t served_at;  /* the launch it served last; 0 none */
     int idle_replays;    /* graph launches since it last served, while no graph held a copy */
@@ -754,9 +740,7 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
     u->entry = (int)(e - w->entries);
     w->head = at + u->len;
     __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
-    w->copied += u->len;
-    if (u->len > w->longest)
-        w->longest = u->len;
+    sw_worth_copied(&w->worth, u->len);
     sw_stats_batch_begin();
     sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
     sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);
@@ -1327,8 +1311,9 @@ static win_t *next_window(int *dev)
  * costs too: they tell what the program's kernels are, and leaving them
  * out would leave a few slow samples to speak for them. Said when timing
  * lowers it. Lock held. */
-static double repaid(win_t *w)
+static double repaid(void *arg)
 {
+    win_t *w = arg;
     int n = 0;
     for (int i = 0; i < w->nunits; i++) {
         const unit_t *u = &w->units[i];
@@ -1347,80 +1332,13 @@ static double repaid(win_t *w)
     return times;
 }
 
-/* Whether w's latest whole loop, counted from the first question once the
- * loop is known, copied less than repaid() times its size; asked again
- * before the next loop's end, the same answer. The first loop counted is
- * the one in which streaming begins (a range is copied from its second
- * visit) and adoption trades places: early enough that the room is
- * resident before the program's steps settle: judged from the fourth
- * loop and asked every 64 launches, 16 x 4 MiB layers, odd ones in 8 MiB
- * segments, under 26 MiB, got their room back in the seventh step, at
- * 1.63x the link bound timed over steps 4-7, against 1.44x keeping the
- * window and 1.21x judged from the first loop known. Not while a graph
- * holds copies: a capture's copies are made at each replay, counted
- * once. The same loop notes whether two of its longest copies would take
- * less room than the window (fits). Lock held. */
-static bool unrepaid(win_t *w, uint64_t now, uint64_t period)
-{
-    if (now < period || w->graphs)
-        return false;
-    if (!w->loop_at) {
-        w->loop_at = now;
-        w->copied = w->longest = 0;
-        return false;
-    }
-    /* A question older than the count (its launch read before another
-     * thread's began it) would see a negative loop. */
-    if (now < w->loop_at)
-        return w->unpaid;
-    if (now - w->loop_at >= period) {
-        /* Scaled down to one loop: the questions come every 16
-         * launches, so a loop and up to 15 launches more are counted
-         * (1.5 loops of 24 passed for one, and 12 x 16 MiB layers kept a
-         * window copying three times its size). Judged at the size it
-         * would have: a window made anew at two of its longest copies
-         * needs only to repay those. */
-        uint64_t slot = sw_round_up(w->longest, SW_WINDOW_ALIGN);
-        double per_loop = (double)w->copied * (double)period / (double)(now - w->loop_at);
-        w->fits = slot && 2 * slot < w->size ? slot : 0;
-        w->unpaid = per_loop < repaid(w) * (double)(w->fits ? 2 * slot : w->size);
-        w->copied = w->longest = 0;
-        w->loop_at = now;
-    }
-    return w->unpaid;
-}
-
-/* w's worth, in the loop of `period` (one most of the memory agrees on:
- * alloc.c asks with no other). A loop is judged only in the period it was
- * counted in: where the period moves (a new phase of the program), the
- * clocks start again. Lock held. */
-static sw_window_worth_t judge(win_t *w, uint64_t now, uint64_t period)
-{
-    if (!sw_learn_same_period(w->period, period)) {
-        w->period_at = now;
-        w->period = period;
-        w->loop_at = 0;
-        w->unpaid = false;
-        w->fits = 0;
-        return SW_WINDOW_WORTH;
-    }
-    uint64_t at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED);
-    if (at < w->period_at)
-        at = w->period_at;
-    if (now > at && now - at > IDLE_LOOPS * period)
-        return SW_WINDOW_IDLE;
-    if (unrepaid(w, now, period))
-        return SW_WINDOW_UNREPAID;
-    return w->fits ? SW_WINDOW_OVERSIZED : SW_WINDOW_WORTH;
-}
-
 uint64_t sw_window_fits(int dev)
 {
     win_t *w = win(dev);
     if (!w)
         return 0;
     pthread_mutex_lock(&w->lock);
-    uint64_t slot = w->fits;
+    uint64_t slot = w->worth.fits;
     pthread_mutex_unlock(&w->lock);
     return slot;
 }
@@ -1436,33 +1354,26 @@ uint64_t sw_window_capture_slot(int dev)
     return slot;
 }
 
-/* Whether w has gone NO_LOOP_PERIODS of the loop its memory's gaps
- * suggest (`guess`) with none agreed on: a program without a loop (the
- * experts of a MoE, picked by their router), whose copies cannot be made
- * ahead and wait at each launch. Counted from the first question with no
- * agreed loop since the last with one. Lock held. */
-static bool loopless(win_t *w, uint64_t now, uint64_t guess)
-{
-    if (!w->unagreed_at || now < w->unagreed_at)
-        w->unagreed_at = now;
-    return guess && !w->graphs && now - w->unagreed_at > NO_LOOP_PERIODS * guess;
-}
-
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess)
 {
     win_t *w = win(dev);
     if (!w)
         return SW_WINDOW_WORTH;
-    if (__atomic_load_n(&w->idle_replays, __ATOMIC_RELAXED) >= IDLE_LOOPS)
+    if (__atomic_load_n(&w->idle_replays, __ATOMIC_RELAXED) >= SW_WINDOW_IDLE_LOOPS)
         return SW_WINDOW_IDLE;
     pthread_mutex_lock(&w->lock);
-    sw_window_worth_t why = SW_WINDOW_WORTH;
-    if (period) {
-        w->unagreed_at = 0;
-        why = judge(w, now, period);
-    } else if (loopless(w, now, guess)) {
-        why = SW_WINDOW_LOOPLESS;
-    }
+    const sw_worth_ask_t q = {
+        .now = now,
+        .period = period,
+        .guess = guess,
+        .size = w->size,
+        .align = SW_WINDOW_ALIGN,
+        .served_at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED),
+        .graphs = w->graphs,
+        .repaid = repaid,
+        .arg = w,
+    };
+    sw_window_worth_t why = sw_worth_judge(&w->worth, &q);
     pthread_mutex_unlock(&w->lock);
     return why;
 }

@@ -54,4 +54,5 @@ Suite *gate_suite(void);
 Suite *tmap_suite(void);
 Suite *cost_suite(void);
 Suite *pack_suite(void);
+Suite *worth_suite(void);
 #endif

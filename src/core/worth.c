@@ -1,0 +1,107 @@
+/*
+ * Whether a streaming window is worth its room, judged loop by loop.
+ *
+ * The window's room is budget the resident set does not have: every byte
+ * of it, resident, would save a byte of link each loop. The window keeps
+ * it while it copies enough in a loop to repay it (ask->repaid times its
+ * size), serves anything at all, and finds a loop to copy ahead of. The
+ * mechanism (window.c) counts what it copies and asks; this file keeps
+ * the clocks and gives the verdict. Pure: no CUDA, no locks (the caller
+ * holds its window's).
+ */
+#include "../sw.h"
+
+void sw_worth_copied(sw_worth_t *j, uint64_t len)
+{
+    j->copied += len;
+    if (len > j->longest)
+        j->longest = len;
+}
+
+/*
+ * Whether the latest whole loop, counted from the first question once the
+ * loop is known, copied less than repaid() times the window's size; asked
+ * again before the next loop's end, the same answer. The first loop
+ * counted is the one in which streaming begins (a range is copied from
+ * its second visit) and adoption trades places: early enough that the
+ * room is resident before the program's steps settle: judged from the
+ * fourth loop and asked every 64 launches, 16 x 4 MiB layers, odd ones in
+ * 8 MiB segments, under 26 MiB, got their room back in the seventh step,
+ * at 1.63x the link bound timed over steps 4-7, against 1.44x keeping the
+ * window and 1.21x judged from the first loop known. Not while a graph
+ * holds copies: a capture's copies are made at each replay, counted once.
+ * The same loop notes whether two of its longest copies would take less
+ * room than the window (fits).
+ */
+static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
+{
+    if (q->now < q->period || q->graphs)
+        return false;
+    if (!j->loop_at) {
+        j->loop_at = q->now;
+        j->copied = j->longest = 0;
+        return false;
+    }
+    /* A question older than the count (its launch read before another
+     * thread's began it) would see a negative loop. */
+    if (q->now < j->loop_at)
+        return j->unpaid;
+    if (q->now - j->loop_at >= q->period) {
+        /* Scaled down to one loop: the questions come every 16 launches,
+         * so a loop and up to 15 launches more are counted (1.5 loops of
+         * 24 passed for one, and 12 x 16 MiB layers kept a window copying
+         * three times its size). Judged at the size it would have: a
+         * window made anew at two of its longest copies needs only to
+         * repay those. */
+        uint64_t slot = (j->longest + q->align - 1) / q->align * q->align;
+        double per_loop =
+            (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
+        j->fits = slot && 2 * slot < q->size ? slot : 0;
+        j->unpaid = per_loop < q->repaid(q->arg) * (double)(j->fits ? 2 * slot : q->size);
+        j->copied = j->longest = 0;
+        j->loop_at = q->now;
+    }
+    return j->unpaid;
+}
+
+/* In the loop of q->period. A loop is judged only in the period it was
+ * counted in: where the period moves (a new phase of the program), the
+ * clocks start again. */
+static sw_window_worth_t judge(sw_worth_t *j, const sw_worth_ask_t *q)
+{
+    if (!sw_learn_same_period(j->period, q->period)) {
+        j->period_at = q->now;
+        j->period = q->period;
+        j->loop_at = 0;
+        j->unpaid = false;
+        j->fits = 0;
+        return SW_WINDOW_WORTH;
+    }
+    uint64_t at = q->served_at < j->period_at ? j->period_at : q->served_at;
+    if (q->now > at && q->now - at > SW_WINDOW_IDLE_LOOPS * q->period)
+        return SW_WINDOW_IDLE;
+    if (unrepaid(j, q))
+        return SW_WINDOW_UNREPAID;
+    return j->fits ? SW_WINDOW_OVERSIZED : SW_WINDOW_WORTH;
+}
+
+/* Whether SW_WINDOW_NO_LOOP_PERIODS of the loop the memory's gaps suggest
+ * (q->guess) went by with none agreed on: a program without a loop (the
+ * experts of a MoE, picked by their router), whose copies cannot be made
+ * ahead and wait at each launch. Counted from the first question with no
+ * agreed loop since the last with one. */
+static bool loopless(sw_worth_t *j, const sw_worth_ask_t *q)
+{
+    if (!j->unagreed_at || q->now < j->unagreed_at)
+        j->unagreed_at = q->now;
+    return q->guess && !q->graphs && q->now - j->unagreed_at > SW_WINDOW_NO_LOOP_PERIODS * q->guess;
+}
+
+sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q)
+{
+    if (q->period) {
+        j->unagreed_at = 0;
+        return judge(j, q);
+    }
+    return loopless(j, q) ? SW_WINDOW_LOOPLESS : SW_WINDOW_WORTH;
+}

@@ -1,0 +1,131 @@
+/*
+ * A streaming window's worth (core/worth.c), black-box, from the contract
+ * in sw.h: kept while it serves something every loop, copies enough in
+ * one to repay its room and finds a loop to copy ahead of; judged only in
+ * a loop it was counted in, and not while a graph holds its copies.
+ */
+#include "unit.h"
+
+#define MiB(n) ((uint64_t)(n) << 20)
+#define PERIOD 100
+
+static double five(void *arg)
+{
+    (void)arg;
+    return 5.0;
+}
+
+/* A question at launch now, in the agreed loop period (0 none), about a
+ * 16 MiB window last serving at served. */
+static sw_worth_ask_t ask(uint64_t now, uint64_t period, uint64_t served)
+{
+    return (sw_worth_ask_t){.now = now, .period = period, .guess = PERIOD, .size = MiB(16),
+                            .align = 64 << 10, .served_at = served, .repaid = five};
+}
+
+static sw_window_worth_t judge_at(sw_worth_t *j, uint64_t now, uint64_t served)
+{
+    sw_worth_ask_t q = ask(now, PERIOD, served);
+    return sw_worth_judge(j, &q);
+}
+
+START_TEST(worth_kept_while_it_repays_its_room)
+{
+    sw_worth_t j = {0};
+    ck_assert_int_eq(judge_at(&j, 200, 190), SW_WINDOW_WORTH); /* the period is new */
+    ck_assert_int_eq(judge_at(&j, 210, 205), SW_WINDOW_WORTH); /* the loop's count begins */
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(&j, MiB(8)); /* 96 MiB: six times 16 */
+    ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_WORTH);
+    /* the next loop copies four times its size: not enough */
+    for (int i = 0; i < 8; i++)
+        sw_worth_copied(&j, MiB(8));
+    ck_assert_int_eq(judge_at(&j, 350, 345), SW_WINDOW_WORTH); /* within the loop: as before */
+    ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_UNREPAID);
+    ck_assert_int_eq(judge_at(&j, 420, 415), SW_WINDOW_UNREPAID); /* until the next loop's end */
+}
+END_TEST
+
+START_TEST(worth_oversized_where_two_of_its_longest_copies_would_do)
+{
+    sw_worth_t j = {0};
+    judge_at(&j, 200, 190);
+    judge_at(&j, 210, 205);
+    for (int i = 0; i < 24; i++)
+        sw_worth_copied(&j, MiB(3)); /* 72 MiB: twelve times two 3 MiB slots */
+    ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.fits, MiB(3));
+    /* a copy half the window: two take all of it */
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(&j, MiB(8));
+    ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_WORTH);
+    ck_assert_uint_eq(j.fits, 0);
+}
+END_TEST
+
+START_TEST(worth_idle_after_a_loop_serving_nothing)
+{
+    sw_worth_t j = {0};
+    judge_at(&j, 200, 0);
+    ck_assert_int_eq(judge_at(&j, 290, 0), SW_WINDOW_WORTH); /* counted from the period's start */
+    ck_assert_int_eq(judge_at(&j, 301, 0), SW_WINDOW_IDLE);
+    ck_assert_int_eq(judge_at(&j, 301, 250), SW_WINDOW_WORTH);
+    /* a new period starts the clocks again */
+    sw_worth_ask_t q = ask(600, 2 * PERIOD, 250);
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    q.now = 750;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    q.now = 801;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_IDLE);
+}
+END_TEST
+
+START_TEST(worth_not_judged_while_a_graph_holds_copies)
+{
+    sw_worth_t j = {0};
+    judge_at(&j, 200, 190);
+    sw_worth_ask_t q = ask(210, PERIOD, 205);
+    q.graphs = true;
+    sw_worth_judge(&j, &q);
+    q.now = 400;
+    q.served_at = 395;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH); /* nothing copied, not unrepaid */
+}
+END_TEST
+
+START_TEST(worth_loopless_after_four_guessed_loops)
+{
+    sw_worth_t j = {0};
+    sw_worth_ask_t q = ask(100, 0, 0);
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    q.now = 100 + SW_WINDOW_NO_LOOP_PERIODS * PERIOD;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    q.now++;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_LOOPLESS);
+    q.graphs = true;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    q.graphs = false;
+    q.guess = 0;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    /* an agreed loop restarts the count */
+    q = ask(1000, PERIOD, 990);
+    sw_worth_judge(&j, &q);
+    q = ask(1001, 0, 990);
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    q.now = 1001 + SW_WINDOW_NO_LOOP_PERIODS * PERIOD + 1;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_LOOPLESS);
+}
+END_TEST
+
+Suite *worth_suite(void)
+{
+    Suite *s = suite_create("worth");
+    TCase *tc = tcase_create("worth");
+    tcase_add_test(tc, worth_kept_while_it_repays_its_room);
+    tcase_add_test(tc, worth_oversized_where_two_of_its_longest_copies_would_do);
+    tcase_add_test(tc, worth_idle_after_a_loop_serving_nothing);
+    tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
+    tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
+    suite_add_tcase(s, tc);
+    return s;
+}
