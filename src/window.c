@@ -660,18 +660,25 @@ static void time_in_place(win_t *w, int ui, CUstream s)
     hold(w);
 }
 
+/* Whether u's two ways were timed with its range placed as it is now
+ * (the bytes its copy carries over the link, linked). */
+static bool placed_alike(const unit_t *u)
+{
+    return u->place_linked == u->linked;
+}
+
 /* u's time read in place over its copy's (sw_cost_ratio), where both
  * were timed with its range placed alike; 0 otherwise. */
 static double place_ratio(const win_t *w, const unit_t *u)
 {
-    return u->place_linked == u->linked ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate) : 0;
+    return placed_alike(u) ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate) : 0;
 }
 
 /* Whether u is read in place by its costs: a visit read there was faster
  * than its copy. Said once. */
 static bool cheaper_in_place(const win_t *w, unit_t *u)
 {
-    if (u->place_linked != u->linked || !sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
+    if (!placed_alike(u) || !sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
         return false;
     if (!u->cheap) {
         sw_stat_add(SW_STAT_ranges_read_in_place, 1);

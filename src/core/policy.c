@@ -431,7 +431,10 @@ static int claim(const sw_chunk_t *c, uint64_t period)
 
 typedef struct {
     uint64_t period;
+    const uint64_t *room; /* sw_policy_into_room's, per device; NULL: packing */
     sw_chunk_t *in;
+    int in_claim;         /* claim(in), once found */
+    uint64_t in_data;     /* sw_chunk_data(in), once found */
     bool (*keep)(const sw_chunk_t *c, void *arg); /* the caller's */
     void *arg;
 } pack_t;
@@ -460,48 +463,30 @@ static bool tensor_sized(const sw_alloc_t *a)
            sw_chunk_data(&a->chunks[a->nchunks - 1]) < a->chunks[a->nchunks - 1].size;
 }
 
+/* The fullest host chunk on the loop: for packing, of an allocation sized
+ * like a tensor; for free room, of any that fits its device's room. */
 static void find_fullest(sw_alloc_t *a, void *arg)
 {
     pack_t *p = arg;
-    if (!tensor_sized(a))
+    if (p->room ? a->dev < 0 || a->dev >= SW_MAX_DEVICES : !tensor_sized(a))
         return;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !claim(c, p->period))
+        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !claim(c, p->period) ||
+            (p->room && c->size > p->room[a->dev]))
             continue;
         if (!p->in || fuller(c, p->in, p->period))
             p->in = c;
     }
 }
 
-typedef struct {
-    uint64_t period;
-    const uint64_t *room;
-    sw_chunk_t *in;
-} fill_t;
-
-static void find_fitting(sw_alloc_t *a, void *arg)
-{
-    fill_t *f = arg;
-    if (a->dev < 0 || a->dev >= SW_MAX_DEVICES)
-        return;
-    for (uint32_t i = 0; i < a->nchunks; i++) {
-        sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || c->size > f->room[a->dev] ||
-            !claim(c, f->period))
-            continue;
-        if (!f->in || fuller(c, f->in, f->period))
-            f->in = c;
-    }
-}
-
 sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
                                 const uint64_t room[SW_MAX_DEVICES])
 {
-    fill_t f = {.period = period, .room = room};
+    pack_t p = {.period = period, .room = room};
     if (period)
-        sw_table_each(t, find_fitting, &f);
-    return f.in;
+        sw_table_each(t, find_fullest, &p);
+    return p.in;
 }
 
 /* keep() for the chunks that could go home in the trade: the caller's,
@@ -513,8 +498,8 @@ static bool not_packable(const sw_chunk_t *c, void *arg)
 {
     const pack_t *p = arg;
     int k = claim(c, p->period);
-    return c->alloc->dev != p->in->alloc->dev || k == 0 || k > claim(p->in, p->period) ||
-           sw_chunk_data(c) >= sw_chunk_data(p->in) || (p->keep && p->keep(c, p->arg));
+    return c->alloc->dev != p->in->alloc->dev || k == 0 || k > p->in_claim ||
+           sw_chunk_data(c) >= p->in_data || (p->keep && p->keep(c, p->arg));
 }
 
 /* Emptier first, then lower address. */
@@ -539,12 +524,14 @@ size_t sw_policy_pack(const sw_table_t *t, uint64_t period,
     sw_table_each(t, find_fullest, &p);
     if (!p.in)
         return 0;
+    p.in_claim = claim(p.in, period);
+    p.in_data = sw_chunk_data(p.in);
     uint64_t freed;
     size_t n = victims_by(t, p.in->size, not_packable, &p, emptier, NULL, out, max, &freed);
     uint64_t data = 0;
     for (size_t i = 0; i < n; i++)
         data += sw_chunk_data(out[i]);
-    if (freed < p.in->size || (double)data * SW_PACK_GAIN > (double)sw_chunk_data(p.in))
+    if (freed < p.in->size || (double)data * SW_PACK_GAIN > (double)p.in_data)
         return 0;
     *in = p.in;
     return n;
