@@ -283,11 +283,23 @@ typedef struct {
     uint64_t gap, bytes, span;
 } gapw_t;
 
+/* The first GAPS_HELD entries live in the struct: the period is asked
+ * every 8 launches while none is known, and a few chunks should not cost
+ * an allocation each time. */
+#define GAPS_HELD 32
+
 typedef struct {
-    gapw_t *v;
+    gapw_t *v; /* held, or allocated once it outgrows it */
     size_t n, cap;
     bool oom;
+    gapw_t held[GAPS_HELD];
 } gaps_t;
+
+static void gaps_free(gaps_t *gs)
+{
+    if (gs->v != gs->held)
+        free(gs->v);
+}
 
 static void collect_gaps(sw_alloc_t *a, void *arg)
 {
@@ -298,12 +310,14 @@ static void collect_gaps(sw_alloc_t *a, void *arg)
         if (s.loop == 0 && s.uses < 2)
             continue;
         if (gs->n == gs->cap) {
-            size_t cap = gs->cap ? gs->cap * 2 : 256;
-            gapw_t *v = realloc(gs->v, cap * sizeof *v);
+            size_t cap = gs->cap < 256 ? 256 : gs->cap * 2;
+            gapw_t *v = realloc(gs->v == gs->held ? NULL : gs->v, cap * sizeof *v);
             if (!v) {
                 gs->oom = true;
                 return;
             }
+            if (gs->v == gs->held)
+                memcpy(v, gs->held, sizeof gs->held);
             gs->v = v;
             gs->cap = cap;
         }
@@ -364,14 +378,15 @@ static uint64_t waiting_bytes(const gaps_t *gs, size_t nwait, uint64_t period)
  */
 uint64_t sw_learn_period(const sw_table_t *t, bool *agreed)
 {
-    gaps_t gs = {0};
+    gaps_t gs = {.cap = GAPS_HELD};
+    gs.v = gs.held;
     sw_table_each(t, collect_gaps, &gs);
     /* A partial table could name the wrong period; unknown is safe (the
      * callers then assume one use per period). */
     if (agreed)
         *agreed = false;
     if (gs.oom || gs.n == 0) {
-        free(gs.v);
+        gaps_free(&gs);
         return 0;
     }
     qsort(gs.v, gs.n, sizeof *gs.v, by_gap);
@@ -397,7 +412,7 @@ uint64_t sw_learn_period(const sw_table_t *t, bool *agreed)
         }
     }
     if (best == 0) {
-        free(gs.v);
+        gaps_free(&gs);
         return 0;
     }
     /* the lower median by bytes: the first gap with half the window below */
@@ -413,7 +428,7 @@ uint64_t sw_learn_period(const sw_table_t *t, bool *agreed)
         period = 0;
     else if (agreed)
         *agreed = best > all - best;
-    free(gs.v);
+    gaps_free(&gs);
     return period;
 }
 

@@ -484,7 +484,10 @@ sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
                                 const uint64_t room[SW_MAX_DEVICES])
 {
     pack_t p = {.period = period, .room = room};
-    if (period)
+    bool any = false;
+    for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
+        any |= room[dev] != 0;
+    if (period && any) /* a full budget, the usual case, walks nothing */
         sw_table_each(t, find_fullest, &p);
     return p.in;
 }
