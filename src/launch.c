@@ -696,10 +696,11 @@ void sw_promote_deferred(void)
  * all at once under one synchronization, as the core's verdicts say:
  *   filling, with a budget: room a move left free takes the fullest host
  *     chunk on the loop (sw_policy_into_room), nothing going home;
- *   adoption, with the streaming window (sw_policy_adopt): a host chunk only a pointer
- *     table in device memory reaches (sw_policy_unseen) is read in place,
- *     where the window cannot serve it; it takes the resident place of a
- *     chunk the window can stream, the one used furthest ahead;
+ *   adoption, with the streaming window (sw_policy_adopt): a host chunk
+ *     only a pointer table in device memory reaches (sw_policy_unseen) is
+ *     read in place, where the window cannot serve it; it takes the
+ *     resident place of a chunk the window can stream, the one used
+ *     furthest ahead;
  *   packing, with a budget: a full host chunk takes the resident places
  *     of emptier ones, the tails of allocations the granularity rounds up
  *     (sw_policy_pack): 24 layers of 5.06 MiB under 48 MiB, each a 4 MiB
@@ -739,6 +740,7 @@ static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
     }
     t->n = 0;
     t->adopted = false;
+    *waiting = false;
     if ((t->in = sw_policy_into_room(sw_tracked(), period, room)))
         return true;
     t->n = sw_policy_adopt(sw_tracked(), now, window, &t->in, t->out);

@@ -307,7 +307,10 @@ uint64_t sw_learn_next_use(const sw_chunk_t *c, uint64_t now);
 uint32_t sw_learn_heat(const sw_chunk_t *c, uint64_t now);
 /* The learned period of the launch loop: the gap shared by the most bytes
  * among chunks with a known gap (gaps within 1/8 of each other count as
- * one), 0 when none is known. *agreed (if not NULL): whether those bytes
+ * one), 0 when none is known, or while those chunks hold fewer bytes than
+ * the chunks touched twice or more that are still in their first visit
+ * (and whose visit is not four such periods long: a chunk every launch
+ * touches has no loop to show). *agreed (if not NULL): whether those bytes
  * are more than half the bytes with a known gap. They are not while the
  * loop is still being learned: after a pass over the weights at another
  * rhythm than the steps' (a kernel writing each layer once at load), the
