@@ -41,12 +41,6 @@
     X(cuDeviceCanAccessPeer) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxSynchronize_v2) \
     X(cuStreamGetCtx) X(cuGraphKernelNodeGetParams_v2) X(cuEventElapsedTime_v2)
 
-/* v rounded up to a multiple of a (a > 0): sizes to granularities. */
-static inline uint64_t sw_round_up(uint64_t v, uint64_t a)
-{
-    return (v + a - 1) / a * a;
-}
-
 /* ---- the one table of real driver entry points (driver.c) ---- */
 typedef struct {
 #define SW_HOOK(ret, sym, params, call) ret (*sym) params;

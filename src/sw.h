@@ -399,6 +399,13 @@ bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate);
  * or two timed put the bar at 0.0 times the window's size). */
 double sw_cost_repaid(float *ratio, int n);
 
+/* v rounded up to a multiple of a (a > 0): sizes to granularities, a
+ * copy's room to a window slot's alignment. */
+static inline uint64_t sw_round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
 /* ---- a streaming window's worth (core/worth.c) ---- */
 
 /* Verdicts on a window's room, in the loop of `period` (the clocks start

@@ -53,7 +53,7 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
          * three times its size). Judged at the size it would have: a
          * window made anew at two of its longest copies needs only to
          * repay those. */
-        uint64_t slot = (j->longest + q->align - 1) / q->align * q->align;
+        uint64_t slot = sw_round_up(j->longest, q->align);
         double per_loop =
             (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
         j->fits = slot && 2 * slot < q->size ? slot : 0;
