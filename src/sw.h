@@ -459,8 +459,16 @@ typedef struct {
     void *arg;
 } sw_worth_ask_t;
 
-/* Counts a copy of len bytes into the window. */
-void sw_worth_copied(sw_worth_t *j, uint64_t len);
+/* Counts a copy of len bytes into the window; toward repaying its room
+ * only where it repays: made ahead of the launch that reads it, or of a
+ * range that reads slower in place than the link rates make it. A copy
+ * made at the launch that needs it waits for the work before it, so the
+ * link idles through every kernel; it saves only the difference between
+ * a copy's rate and an in-place read's, less spillway's checks around
+ * it (a window of one 8 MiB copy beside 5.06 MiB layers, odd ones in
+ * 8 MiB segments, copied 56 MiB a loop this way: 1.56x the link bound
+ * where, given back, 1.27x). */
+void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays);
 /* The window's worth, as above; updates j's clocks. */
 sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q);
 
@@ -567,7 +575,10 @@ uint64_t sw_chunk_data(const sw_chunk_t *c);
  * segment, whose chunks may hold bytes no tensor covers), and the device
  * chunks of its device
  * (not resident or fixed) to send home in its place, emptiest first,
- * freeing at least in's size. Every chunk in the trade is read once a
+ * freeing at least in's size. In a round-sized allocation a chunk past
+ * the last tensor start learned there counts as data only what the
+ * longest distance between two of its starts reaches past the last: the
+ * rest may be slack, and is sent home first. Every chunk in the trade is read once a
  * loop, so data is all that tells them apart: one the loop's arguments
  * name (its gap within 1/8 of period), or one only a pointer in device
  * memory reaches (pointed, never named), which the window cannot stream

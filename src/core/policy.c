@@ -317,6 +317,55 @@ sw_chunk_t *sw_policy_unseen(const sw_table_t *t)
     return best;
 }
 
+/* ---- the data a chunk holds: adoption and packing ---- */
+
+uint64_t sw_chunk_data(const sw_chunk_t *c)
+{
+    uint64_t end = c->alloc->va + c->alloc->size;
+    if (end <= c->va)
+        return 0;
+    return end - c->va < c->size ? end - c->va : c->size;
+}
+
+/* Whether a's size is a tensor's, as far as can be told: one a granule
+ * does not divide, as a program asks for a tensor of its own. An
+ * allocator's segment (PyTorch's 20 MiB, an odd layer alone in 8 MiB)
+ * has a round size, and bytes no tensor covers may fill its last chunks:
+ * taken for full, an 8 MiB segment's second half holding 1.06 MiB of a
+ * 5.06 MiB layer sent two layers' tails home (16 such layers, the odd
+ * ones in 8 MiB segments, under 32 MiB: 1.33x -> 1.38x its bound). */
+static bool tensor_sized(const sw_alloc_t *a)
+{
+    return a->nchunks &&
+           sw_chunk_data(&a->chunks[a->nchunks - 1]) < a->chunks[a->nchunks - 1].size;
+}
+
+/* The bytes of c a tensor surely holds. All its data in an allocation
+ * sized like a tensor; in a round-sized one (an allocator's segment) a
+ * chunk starting past the last tensor start learned holds the tail of
+ * that tensor and then, maybe, bytes no tensor covers: counted only as
+ * far as the longest distance between two starts learned there reaches
+ * past the last. Taken for full, the second half of an 8 MiB segment
+ * holding 1.06 MiB of a 5.06 MiB layer stayed resident where a full
+ * chunk of another layer read in place (16 such layers, the odd ones
+ * in 8 MiB segments, under 32 MiB: 26.1 MiB of data resident). */
+static uint64_t sure_data(const sw_chunk_t *c)
+{
+    const sw_alloc_t *a = c->alloc;
+    uint64_t data = sw_chunk_data(c);
+    uint64_t last = a->nbounds ? a->bounds[a->nbounds - 1] : a->va;
+    if (tensor_sized(a) || c->va <= last)
+        return data;
+    uint64_t spacing = 0;
+    for (uint32_t i = 1; i < a->nbounds; i++)
+        if (a->bounds[i] - a->bounds[i - 1] > spacing)
+            spacing = a->bounds[i] - a->bounds[i - 1];
+    uint64_t reach = last + spacing > c->va ? last + spacing - c->va : 0;
+    return reach < data ? reach : data;
+}
+
+/* ---- adoption ---- */
+
 typedef struct {
     uint64_t now;
     int dev;
@@ -408,14 +457,6 @@ uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
 
 /* ---- packing ---- */
 
-uint64_t sw_chunk_data(const sw_chunk_t *c)
-{
-    uint64_t end = c->alloc->va + c->alloc->size;
-    if (end <= c->va)
-        return 0;
-    return end - c->va < c->size ? end - c->va : c->size;
-}
-
 /* A chunk's claim on a resident place, where packing may move it: 2 for
  * one only a pointer in device memory reaches (no argument ever named it:
  * the window cannot serve it), 1 for one the loop's arguments name (its
@@ -434,7 +475,7 @@ typedef struct {
     const uint64_t *room; /* sw_policy_into_room's, per device; NULL: packing */
     sw_chunk_t *in;
     int in_claim;         /* claim(in), once found */
-    uint64_t in_data;     /* sw_chunk_data(in), once found */
+    uint64_t in_data;     /* sure_data(in), once found */
     bool (*keep)(const sw_chunk_t *c, void *arg); /* the caller's */
     void *arg;
 } pack_t;
@@ -443,24 +484,11 @@ typedef struct {
  * the lower address. */
 static bool fuller(const sw_chunk_t *a, const sw_chunk_t *b, uint64_t period)
 {
-    uint64_t da = sw_chunk_data(a), db = sw_chunk_data(b);
+    uint64_t da = sure_data(a), db = sure_data(b);
     if (da != db)
         return da > db;
     int ka = claim(a, period), kb = claim(b, period);
     return ka != kb ? ka > kb : a->va < b->va;
-}
-
-/* Whether a's size is a tensor's, as far as can be told: one a granule
- * does not divide, as a program asks for a tensor of its own. An
- * allocator's segment (PyTorch's 20 MiB, an odd layer alone in 8 MiB)
- * has a round size, and bytes no tensor covers may fill its last chunks:
- * taken for full, an 8 MiB segment's second half holding 1.06 MiB of a
- * 5.06 MiB layer sent two layers' tails home (16 such layers, the odd
- * ones in 8 MiB segments, under 32 MiB: 1.33x -> 1.38x its bound). */
-static bool tensor_sized(const sw_alloc_t *a)
-{
-    return a->nchunks &&
-           sw_chunk_data(&a->chunks[a->nchunks - 1]) < a->chunks[a->nchunks - 1].size;
 }
 
 /* The fullest host chunk on the loop: for packing, of an allocation sized
@@ -502,7 +530,7 @@ static bool not_packable(const sw_chunk_t *c, void *arg)
     const pack_t *p = arg;
     int k = claim(c, p->period);
     return c->alloc->dev != p->in->alloc->dev || k == 0 || k > p->in_claim ||
-           sw_chunk_data(c) >= p->in_data || (p->keep && p->keep(c, p->arg));
+           sure_data(c) >= p->in_data || (p->keep && p->keep(c, p->arg));
 }
 
 /* Emptier first, then lower address. */
@@ -510,7 +538,7 @@ static int emptier(const void *pa, const void *pb, void *unused)
 {
     (void)unused;
     const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
-    uint64_t da = sw_chunk_data(a), db = sw_chunk_data(b);
+    uint64_t da = sure_data(a), db = sure_data(b);
     if (da != db)
         return da < db ? -1 : 1;
     return a->va < b->va ? -1 : a->va > b->va;
@@ -528,12 +556,12 @@ size_t sw_policy_pack(const sw_table_t *t, uint64_t period,
     if (!p.in)
         return 0;
     p.in_claim = claim(p.in, period);
-    p.in_data = sw_chunk_data(p.in);
+    p.in_data = sure_data(p.in);
     uint64_t freed;
     size_t n = victims_by(t, p.in->size, not_packable, &p, emptier, NULL, out, max, &freed);
     uint64_t data = 0;
     for (size_t i = 0; i < n; i++)
-        data += sw_chunk_data(out[i]);
+        data += sure_data(out[i]);
     if (freed < p.in->size || (double)data * SW_PACK_GAIN > (double)p.in_data)
         return 0;
     *in = p.in;

@@ -11,9 +11,10 @@
  */
 #include "../sw.h"
 
-void sw_worth_copied(sw_worth_t *j, uint64_t len)
+void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays)
 {
-    j->copied += len;
+    if (repays)
+        j->copied += len;
     if (len > j->longest)
         j->longest = len;
 }

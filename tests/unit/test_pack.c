@@ -8,6 +8,8 @@
  * table reaches is sent home only for one with the same claim, one a
  * table reaches and arguments name like any other; only an allocation
  * sized like a tensor (its last granule partly filled) brings a chunk in;
+ * in a round-sized one, a chunk past its last tensor start counts only
+ * what the longest distance between its starts reaches;
  * free room takes the fullest host chunk on the loop that fits it.
  *
  * The layers are the bench's decode-3M: 3.06 MiB (896 x 896 floats), in
@@ -241,6 +243,37 @@ START_TEST(pack_brings_in_no_chunk_of_a_round_sized_allocation)
 }
 END_TEST
 
+START_TEST(pack_sends_home_first_a_segment_chunk_past_its_last_tensor)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* An 8 MiB segment holding one 5.06 MiB layer, all of it resident:
+     * its second chunk, past the only tensor start learned there, may be
+     * mostly slack (it holds 1.06 MiB); a full 4 MiB head of a layer of
+     * its own is on the host. */
+    const uint64_t sizes[] = {MiB(4), MiB(4)};
+    const sw_where_t wh[] = {SW_ON_DEVICE, SW_ON_DEVICE};
+    sw_alloc_t *seg = add(&tb, MiB(8), sizes, 2, wh);
+    ck_assert_int_eq(sw_segment_note(seg, seg->va), 0);
+    const uint64_t lsizes[] = {MiB(4), G};
+    const sw_where_t host[] = {SW_ON_HOST, SW_ON_HOST};
+    sw_alloc_t *h = add(&tb, 1152ull * 1152ull * 4ull, lsizes, 2, host);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &h->chunks[0]);
+    ck_assert_ptr_eq(out[0], &seg->chunks[1]);
+    /* Two tensors 3 MiB apart: the last one, from 3 MiB, is taken to
+     * reach 6 MiB, so 2 of the chunk's 4 MiB are sure: still a trade. */
+    ck_assert_int_eq(sw_segment_note(seg, seg->va + MiB(3)), 0);
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(out[0], &seg->chunks[1]);
+    /* A tensor starting in it: its bytes are data, as full as the head. */
+    ck_assert_int_eq(sw_segment_note(seg, seg->va + MiB(5)), 0);
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    tab_free(&tb);
+}
+END_TEST
+
 START_TEST(pack_needs_a_loop)
 {
     tab_t tb;
@@ -353,6 +386,7 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_sends_home_a_named_chunk_a_table_also_reaches);
     tcase_add_test(tc, pack_never_sends_home_for_a_weaker_claim);
     tcase_add_test(tc, pack_brings_in_no_chunk_of_a_round_sized_allocation);
+    tcase_add_test(tc, pack_sends_home_first_a_segment_chunk_past_its_last_tensor);
     tcase_add_test(tc, pack_needs_a_loop);
     tcase_add_test(tc, pack_fills_free_room_with_the_fullest_chunk_that_fits);
     tcase_add_test(tc, pack_adopts_a_table_only_chunk_for_a_streamable_one);

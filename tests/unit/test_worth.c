@@ -35,11 +35,11 @@ START_TEST(worth_kept_while_it_repays_its_room)
     ck_assert_int_eq(judge_at(&j, 200, 190), SW_WINDOW_WORTH); /* the period is new */
     ck_assert_int_eq(judge_at(&j, 210, 205), SW_WINDOW_WORTH); /* the loop's count begins */
     for (int i = 0; i < 12; i++)
-        sw_worth_copied(&j, MiB(8)); /* 96 MiB: six times 16 */
+        sw_worth_copied(&j, MiB(8), true); /* 96 MiB: six times 16 */
     ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_WORTH);
     /* the next loop copies four times its size: not enough */
     for (int i = 0; i < 8; i++)
-        sw_worth_copied(&j, MiB(8));
+        sw_worth_copied(&j, MiB(8), true);
     ck_assert_int_eq(judge_at(&j, 350, 345), SW_WINDOW_WORTH); /* within the loop: as before */
     ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_UNREPAID);
     ck_assert_int_eq(judge_at(&j, 420, 415), SW_WINDOW_UNREPAID); /* until the next loop's end */
@@ -52,12 +52,12 @@ START_TEST(worth_oversized_where_two_of_its_longest_copies_would_do)
     judge_at(&j, 200, 190);
     judge_at(&j, 210, 205);
     for (int i = 0; i < 24; i++)
-        sw_worth_copied(&j, MiB(3)); /* 72 MiB: twelve times two 3 MiB slots */
+        sw_worth_copied(&j, MiB(3), true); /* 72 MiB: twelve times two 3 MiB slots */
     ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.fits, MiB(3));
     /* a copy half the window: two take all of it */
     for (int i = 0; i < 12; i++)
-        sw_worth_copied(&j, MiB(8));
+        sw_worth_copied(&j, MiB(8), true);
     ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_WORTH);
     ck_assert_uint_eq(j.fits, 0);
 }
