@@ -749,7 +749,8 @@ static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
         t->adopted = true;
         return true;
     }
-    t->n = period ? sw_policy_pack(sw_tracked(), period, used_now, &now, &t->in, t->out, PACK_MAX)
+    t->n = period ? sw_policy_pack(sw_tracked(), period, window, used_now, &now, &t->in, t->out,
+                                   PACK_MAX)
                   : 0;
     return t->n > 0;
 }

@@ -460,14 +460,17 @@ typedef struct {
 } sw_worth_ask_t;
 
 /* Counts a copy of len bytes into the window; toward repaying its room
- * only where it repays: made ahead of the launch that reads it, or of a
- * range that reads slower in place than the link rates make it. A copy
- * made at the launch that needs it waits for the work before it, so the
- * link idles through every kernel; it saves only the difference between
- * a copy's rate and an in-place read's, less spillway's checks around
- * it (a window of one 8 MiB copy beside 5.06 MiB layers, odd ones in
- * 8 MiB segments, copied 56 MiB a loop this way: 1.56x the link bound
- * where, given back, 1.27x). */
+ * only where it repays: one the window could make ahead of the launch
+ * that reads it (made ahead, or of at most half the window's size: its
+ * first copies wait until the order of ranges is learned), or of a range
+ * that reads slower in place than the link rates make it. A window too
+ * small to hold a copy beside the next makes each at the launch that
+ * needs it, after the work before it, so the link idles through every
+ * kernel; it saves only the difference between a copy's rate and an
+ * in-place read's, less spillway's checks around it (a window of one
+ * 8 MiB copy beside 5.06 MiB layers, odd ones in 8 MiB segments, copied
+ * 56 MiB a loop this way: 1.56x the link bound where, given back,
+ * 1.27x). */
 void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays);
 /* The window's worth, as above; updates j's clocks. */
 sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q);
@@ -582,14 +585,15 @@ uint64_t sw_chunk_data(const sw_chunk_t *c);
  * loop, so data is all that tells them apart: one the loop's arguments
  * name (its gap within 1/8 of period), or one only a pointer in device
  * memory reaches (pointed, never named), which the window cannot stream
- * and which is sent home only for another such. keep() holds a device
+ * and which is sent home only for another such where its device has a
+ * window (window[dev] bytes: then a named chunk may stream instead). keep() holds a device
  * chunk back (one the launch uses). A trade is made only where in holds
  * SW_PACK_GAIN times the data the others do together (each trade costs
  * a copy and a synchronization). Returns how many chunks go home
  * (written to out, at most max), 0: no trade. Pure: looks, never
  * changes. */
 #define SW_PACK_GAIN 1.25
-size_t sw_policy_pack(const sw_table_t *t, uint64_t period,
+size_t sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[SW_MAX_DEVICES],
                       bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **in,
                       sw_chunk_t **out, size_t max);
 /* The host chunk (slot < 0, not fixed) to bring into its device's free

@@ -340,27 +340,56 @@ static bool tensor_sized(const sw_alloc_t *a)
            sw_chunk_data(&a->chunks[a->nchunks - 1]) < a->chunks[a->nchunks - 1].size;
 }
 
+/* The longest distance between two tensor starts a learned in a row;
+ * 0 with fewer than two. */
+static uint64_t spacing(const sw_alloc_t *a)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 1; i < a->nbounds; i++)
+        if (a->bounds[i] - a->bounds[i - 1] > most)
+            most = a->bounds[i] - a->bounds[i - 1];
+    return most;
+}
+
+static void find_longest(sw_alloc_t *a, void *arg)
+{
+    uint64_t *longest = arg, n = tensor_sized(a) ? a->size : spacing(a);
+    if (n > *longest)
+        *longest = n;
+}
+
+/* The longest tensor the table shows: an allocation sized like one, or
+ * the distance between two starts learned in a row. 0: none shown. */
+static uint64_t longest_tensor(const sw_table_t *t)
+{
+    uint64_t longest = 0;
+    sw_table_each(t, find_longest, &longest);
+    return longest;
+}
+
 /* The bytes of c a tensor surely holds. All its data in an allocation
- * sized like a tensor; in a round-sized one (an allocator's segment) a
- * chunk starting past the last tensor start learned holds the tail of
- * that tensor and then, maybe, bytes no tensor covers: counted only as
- * far as the longest distance between two starts learned there reaches
- * past the last. Taken for full, the second half of an 8 MiB segment
- * holding 1.06 MiB of a 5.06 MiB layer stayed resident where a full
- * chunk of another layer read in place (16 such layers, the odd ones
- * in 8 MiB segments, under 32 MiB: 26.1 MiB of data resident). */
-static uint64_t sure_data(const sw_chunk_t *c)
+ * sized like a tensor, or of whose tensors nothing is known. In a
+ * round-sized one (an allocator's segment, or a tensor of a round size)
+ * the last tensor learned is taken to end as far past its start as the
+ * longest distance between two of the allocation's starts, or with one
+ * start learned, as the longest tensor the table shows (`longest`;
+ * none shown: the allocation is taken for one tensor, as a 64 MiB layer
+ * is); the bytes after it may be slack. Taken for full, the second half
+ * of an 8 MiB segment holding 1.06 MiB of a 5.06 MiB layer stayed
+ * resident where a full chunk of another layer read in place (16 such
+ * layers, the odd ones in 8 MiB segments, under 32 MiB: 26.1 MiB of data
+ * resident). */
+static uint64_t sure_data(const sw_chunk_t *c, uint64_t longest)
 {
     const sw_alloc_t *a = c->alloc;
     uint64_t data = sw_chunk_data(c);
-    uint64_t last = a->nbounds ? a->bounds[a->nbounds - 1] : a->va;
-    if (tensor_sized(a) || c->va <= last)
+    if (tensor_sized(a) || a->nbounds == 0)
         return data;
-    uint64_t spacing = 0;
-    for (uint32_t i = 1; i < a->nbounds; i++)
-        if (a->bounds[i] - a->bounds[i - 1] > spacing)
-            spacing = a->bounds[i] - a->bounds[i - 1];
-    uint64_t reach = last + spacing > c->va ? last + spacing - c->va : 0;
+    uint64_t reach = a->nbounds > 1 ? spacing(a) : longest;
+    if (reach == 0)
+        return data;
+    uint64_t end = a->bounds[a->nbounds - 1] + reach;
+    reach = end > c->va ? end - c->va : 0;
     return reach < data ? reach : data;
 }
 
@@ -459,14 +488,17 @@ uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
 
 /* A chunk's claim on a resident place, where packing may move it: 2 for
  * one only a pointer in device memory reaches (no argument ever named it:
- * the window cannot serve it), 1 for one the loop's arguments name (its
- * gap within 1/8 of the period), 0 for any other, which packing leaves
- * where it is. */
-static int claim(const sw_chunk_t *c, uint64_t period)
+ * the window cannot serve it) where its device has a window (window[dev]
+ * bytes; NULL: every device), 1 for one the loop's arguments name (its
+ * gap within 1/8 of the period) or such a chunk of a device without one,
+ * where every host chunk is read in place alike, 0 for any other, which
+ * packing leaves where it is. */
+static int claim(const sw_chunk_t *c, uint64_t period, const uint64_t *window)
 {
     const sw_sched_t s = sw_learn_state(c);
+    int dev = c->alloc->dev;
     if (c->pointed && s.uses == 0)
-        return 2;
+        return !window || (dev >= 0 && dev < SW_MAX_DEVICES && window[dev]) ? 2 : 1;
     return s.gap && sw_learn_same_period(period, s.gap) ? 1 : 0;
 }
 
@@ -474,36 +506,45 @@ typedef struct {
     uint64_t period;
     const uint64_t *room; /* sw_policy_into_room's, per device; NULL: packing */
     sw_chunk_t *in;
+    const uint64_t *window; /* bytes of each device's window; NULL: every device has one */
     int in_claim;         /* claim(in), once found */
     uint64_t in_data;     /* sure_data(in), once found */
+    uint64_t longest;     /* longest_tensor(), for sure_data */
     bool (*keep)(const sw_chunk_t *c, void *arg); /* the caller's */
     void *arg;
 } pack_t;
 
-/* The better chunk to bring in: more data, then the stronger claim, then
- * the lower address. */
-static bool fuller(const sw_chunk_t *a, const sw_chunk_t *b, uint64_t period)
+/* The better chunk to bring in: the denser (sure data over size: a
+ * trade sends home chunks as big as it is), then more data, then the
+ * stronger claim, then the lower address. By data alone, a 20 MiB
+ * segment holding 18 MiB was proposed ahead of full 8 MiB heads of
+ * layers, and no trade paid for it, where a head for four half-empty
+ * tails did (24 layers of 9 MiB, the odd ones in 20 MiB segments). */
+static bool fuller(const sw_chunk_t *a, const sw_chunk_t *b, const pack_t *p)
 {
-    uint64_t da = sure_data(a), db = sure_data(b);
+    uint64_t da = sure_data(a, p->longest), db = sure_data(b, p->longest);
+    double fa = (double)da * (double)b->size, fb = (double)db * (double)a->size;
+    if (fa != fb)
+        return fa > fb;
     if (da != db)
         return da > db;
-    int ka = claim(a, period), kb = claim(b, period);
+    int ka = claim(a, p->period, p->window), kb = claim(b, p->period, p->window);
     return ka != kb ? ka > kb : a->va < b->va;
 }
 
-/* The fullest host chunk on the loop: for packing, of an allocation sized
- * like a tensor; for free room, of any that fits its device's room. */
+/* The host chunk on the loop holding the most sure data: for free room,
+ * of those that fit its device's room. */
 static void find_fullest(sw_alloc_t *a, void *arg)
 {
     pack_t *p = arg;
-    if (p->room ? a->dev < 0 || a->dev >= SW_MAX_DEVICES : !tensor_sized(a))
+    if (p->room && (a->dev < 0 || a->dev >= SW_MAX_DEVICES))
         return;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !claim(c, p->period) ||
+        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !claim(c, p->period, p->window) ||
             (p->room && c->size > p->room[a->dev]))
             continue;
-        if (!p->in || fuller(c, p->in, p->period))
+        if (!p->in || fuller(c, p->in, p))
             p->in = c;
     }
 }
@@ -515,53 +556,58 @@ sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
     bool any = false;
     for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
         any |= room[dev] != 0;
-    if (period && any) /* a full budget, the usual case, walks nothing */
+    if (period && any) { /* a full budget, the usual case, walks nothing */
+        p.longest = longest_tensor(t);
         sw_table_each(t, find_fullest, &p);
+    }
     return p.in;
 }
 
 /* keep() for the chunks that could go home in the trade: the caller's,
- * and every chunk the trade must not take: one of another device, one
- * with no claim or a stronger one than in's (a chunk named by arguments
- * never displaces one only a pointer table reaches), and one as full as
- * in. */
+ * and every chunk the trade must not take: one of another device, one a
+ * remapping slot holds (its address maps the slot, not its own handle:
+ * moved, it took another chunk's bytes, SPILLWAY_REWRITE=0 over 64 MiB
+ * layers), one with no claim or a stronger one than in's (a chunk named
+ * by arguments never displaces one only a pointer table reaches), and
+ * one as full as in. */
 static bool not_packable(const sw_chunk_t *c, void *arg)
 {
     const pack_t *p = arg;
-    int k = claim(c, p->period);
-    return c->alloc->dev != p->in->alloc->dev || k == 0 || k > p->in_claim ||
-           sure_data(c) >= p->in_data || (p->keep && p->keep(c, p->arg));
+    int k = claim(c, p->period, p->window);
+    return c->alloc->dev != p->in->alloc->dev || c->slot >= 0 || k == 0 || k > p->in_claim ||
+           sure_data(c, p->longest) >= p->in_data || (p->keep && p->keep(c, p->arg));
 }
 
 /* Emptier first, then lower address. */
-static int emptier(const void *pa, const void *pb, void *unused)
+static int emptier(const void *pa, const void *pb, void *longestp)
 {
-    (void)unused;
+    uint64_t longest = *(const uint64_t *)longestp;
     const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
-    uint64_t da = sure_data(a), db = sure_data(b);
+    uint64_t da = sure_data(a, longest), db = sure_data(b, longest);
     if (da != db)
         return da < db ? -1 : 1;
     return a->va < b->va ? -1 : a->va > b->va;
 }
 
-size_t sw_policy_pack(const sw_table_t *t, uint64_t period,
+size_t sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[SW_MAX_DEVICES],
                       bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **in,
                       sw_chunk_t **out, size_t max)
 {
-    pack_t p = {.period = period, .keep = keep, .arg = arg};
+    pack_t p = {.period = period, .window = window, .keep = keep, .arg = arg};
     *in = NULL;
     if (!period || max == 0)
         return 0;
+    p.longest = longest_tensor(t);
     sw_table_each(t, find_fullest, &p);
     if (!p.in)
         return 0;
-    p.in_claim = claim(p.in, period);
-    p.in_data = sure_data(p.in);
+    p.in_claim = claim(p.in, period, window);
+    p.in_data = sure_data(p.in, p.longest);
     uint64_t freed;
-    size_t n = victims_by(t, p.in->size, not_packable, &p, emptier, NULL, out, max, &freed);
+    size_t n = victims_by(t, p.in->size, not_packable, &p, emptier, &p.longest, out, max, &freed);
     uint64_t data = 0;
     for (size_t i = 0; i < n; i++)
-        data += sure_data(out[i]);
+        data += sure_data(out[i], p.longest);
     if (freed < p.in->size || (double)data * SW_PACK_GAIN > (double)p.in_data)
         return 0;
     *in = p.in;

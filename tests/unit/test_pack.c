@@ -6,10 +6,11 @@
  * SW_PACK_GAIN times their data; chunks off the loop, fixed, resident,
  * of another device or kept are never sent home; a chunk only a pointer
  * table reaches is sent home only for one with the same claim, one a
- * table reaches and arguments name like any other; only an allocation
- * sized like a tensor (its last granule partly filled) brings a chunk in;
- * in a round-sized one, a chunk past its last tensor start counts only
- * what the longest distance between its starts reaches;
+ * table reaches and arguments name like any other; in a round-sized
+ * allocation (an allocator's segment), a chunk past its last tensor start
+ * counts only what the longest distance between its starts reaches, or
+ * with one start the longest tensor the table shows (none: all of it),
+ * and the densest chunk is brought in first;
  * free room takes the fullest host chunk on the loop that fits it.
  *
  * The layers are the bench's decode-3M: 3.06 MiB (896 x 896 floats), in
@@ -24,6 +25,9 @@
 #define LAYER (896ull * 896ull * 4ull)
 #define PERIOD 48
 #define BASE 0x7f0000000000ULL
+
+/* Every device the tests use has a streaming window. */
+static const uint64_t with_window[SW_MAX_DEVICES] = {MiB(8), MiB(8)};
 
 typedef struct {
     sw_table_t *t;
@@ -74,7 +78,7 @@ static void tab_free(tab_t *tb)
 
 static size_t pack(tab_t *tb, keep_set_t *k, sw_chunk_t **in, sw_chunk_t **out, size_t max)
 {
-    return sw_policy_pack(tb->t, PERIOD, k ? unit_keep_listed : NULL, k, in, out, max);
+    return sw_policy_pack(tb->t, PERIOD, with_window, k ? unit_keep_listed : NULL, k, in, out, max);
 }
 
 /* Makes layer a one only a pointer table reaches: pointed, never named by
@@ -169,7 +173,7 @@ END_TEST
 START_TEST(pack_leaves_what_it_must_not_move)
 {
     sw_chunk_t *in, *out[4];
-    for (int rule = 0; rule < 6; rule++) {
+    for (int rule = 0; rule < 7; rule++) {
         tab_t tb;
         tab_init(&tb);
         sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
@@ -183,6 +187,7 @@ START_TEST(pack_leaves_what_it_must_not_move)
         case 3: tail->resident = true; break;
         case 4: res->dev = 1; break;                /* another device's */
         case 5: k->chunks[k->n++] = tail; break;    /* the launch uses it */
+        case 6: tail->slot = 0; break;               /* a remapping slot holds it */
         }
         ck_assert_msg(pack(&tb, k, &in, out, 4) == 0, "rule %d", rule);
         free(k);
@@ -218,6 +223,12 @@ START_TEST(pack_never_sends_home_for_a_weaker_claim)
     unseen(res);
     sw_chunk_t *in, *out[4];
     ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    /* Without a window on that device every host chunk is read in place
+     * alike: the head takes the tail's place. */
+    const uint64_t none[SW_MAX_DEVICES] = {0};
+    ck_assert_uint_eq(sw_policy_pack(tb.t, PERIOD, none, NULL, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert_ptr_eq(out[0], &res->chunks[1]);
     /* A head of the same kind on the host may take its place. */
     unseen(host);
     assert_head_for_tail(&tb, host, res);
@@ -225,7 +236,7 @@ START_TEST(pack_never_sends_home_for_a_weaker_claim)
 }
 END_TEST
 
-START_TEST(pack_brings_in_no_chunk_of_a_round_sized_allocation)
+START_TEST(pack_brings_in_no_chunk_past_a_segments_last_tensor)
 {
     tab_t tb;
     tab_init(&tb);
@@ -235,8 +246,32 @@ START_TEST(pack_brings_in_no_chunk_of_a_round_sized_allocation)
      * 3.06. */
     layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
     const uint64_t sizes[] = {MiB(4), MiB(4)};
-    const sw_where_t wh[] = {SW_ON_HOST, SW_ON_HOST};
-    add(&tb, MiB(8), sizes, 2, wh);
+    const sw_where_t wh[] = {SW_ON_DEVICE, SW_ON_HOST};
+    sw_alloc_t *seg = add(&tb, MiB(8), sizes, 2, wh);
+    ck_assert_int_eq(sw_segment_note(seg, seg->va), 0);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    /* The chunk the tensor starts in counts as far as the longest tensor
+     * the table shows reaches, the layer's 3.06 MiB: no fuller than the
+     * layer's two chunks. */
+    seg->chunks[0].where = SW_ON_HOST;
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_takes_a_round_allocation_of_one_tensor_for_full)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* 8 MiB layers (a round size, one start each) and nothing that shows
+     * a shorter tensor: a layer's second chunk is as full as its first. */
+    const uint64_t sizes[] = {MiB(4), MiB(4)};
+    const sw_where_t dev[] = {SW_ON_DEVICE, SW_ON_DEVICE}, host[] = {SW_ON_HOST, SW_ON_HOST};
+    sw_alloc_t *a = add(&tb, MiB(8), sizes, 2, dev);
+    sw_alloc_t *b = add(&tb, MiB(8), sizes, 2, host);
+    ck_assert_int_eq(sw_segment_note(a, a->va), 0);
+    ck_assert_int_eq(sw_segment_note(b, b->va), 0);
     sw_chunk_t *in, *out[4];
     ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
     tab_free(&tb);
@@ -274,6 +309,34 @@ START_TEST(pack_sends_home_first_a_segment_chunk_past_its_last_tensor)
 }
 END_TEST
 
+START_TEST(pack_brings_in_the_densest_chunk_first)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* 9 MiB layers: an 8 MiB head and a 2 MiB tail holding 1 MiB. Four
+     * tails resident; on the host a head, and a 20 MiB segment of two
+     * layers (18 MiB sure) that no trade pays for (its room is 20 MiB,
+     * four tails and two heads holding 20). */
+    const uint64_t lsizes[] = {MiB(8), G};
+    const sw_where_t dev[] = {SW_ON_DEVICE, SW_ON_DEVICE}, host[] = {SW_ON_HOST, SW_ON_HOST};
+    sw_alloc_t *tails[4];
+    for (int i = 0; i < 4; i++)
+        tails[i] = add(&tb, MiB(9), lsizes, 2, dev);
+    const uint64_t ssizes[] = {MiB(20)};
+    const sw_where_t shost[] = {SW_ON_HOST};
+    sw_alloc_t *seg = add(&tb, MiB(20), ssizes, 1, shost);
+    ck_assert_int_eq(sw_segment_note(seg, seg->va), 0);
+    ck_assert_int_eq(sw_segment_note(seg, seg->va + MiB(9)), 0);
+    sw_alloc_t *h = add(&tb, MiB(9), lsizes, 2, host);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 4);
+    ck_assert_ptr_eq(in, &h->chunks[0]);
+    for (int i = 0; i < 4; i++)
+        ck_assert(unit_contains(out, 4, &tails[i]->chunks[1]));
+    tab_free(&tb);
+}
+END_TEST
+
 START_TEST(pack_needs_a_loop)
 {
     tab_t tb;
@@ -281,7 +344,7 @@ START_TEST(pack_needs_a_loop)
     layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
     layer(&tb, SW_ON_HOST, SW_ON_HOST);
     sw_chunk_t *in, *out[4];
-    ck_assert_uint_eq(sw_policy_pack(tb.t, 0, NULL, NULL, &in, out, 4), 0);
+    ck_assert_uint_eq(sw_policy_pack(tb.t, 0, with_window, NULL, NULL, &in, out, 4), 0);
     ck_assert_ptr_null(in);
     tab_free(&tb);
 }
@@ -385,8 +448,10 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_leaves_what_it_must_not_move);
     tcase_add_test(tc, pack_sends_home_a_named_chunk_a_table_also_reaches);
     tcase_add_test(tc, pack_never_sends_home_for_a_weaker_claim);
-    tcase_add_test(tc, pack_brings_in_no_chunk_of_a_round_sized_allocation);
+    tcase_add_test(tc, pack_brings_in_no_chunk_past_a_segments_last_tensor);
+    tcase_add_test(tc, pack_takes_a_round_allocation_of_one_tensor_for_full);
     tcase_add_test(tc, pack_sends_home_first_a_segment_chunk_past_its_last_tensor);
+    tcase_add_test(tc, pack_brings_in_the_densest_chunk_first);
     tcase_add_test(tc, pack_needs_a_loop);
     tcase_add_test(tc, pack_fills_free_room_with_the_fullest_chunk_that_fits);
     tcase_add_test(tc, pack_adopts_a_table_only_chunk_for_a_streamable_one);
