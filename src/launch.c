@@ -705,17 +705,15 @@ void sw_promote_deferred(void)
  *     of emptier ones, the tails of allocations the granularity rounds up
  *     (sw_policy_pack): 24 layers of 5.06 MiB under 48 MiB, each a 4 MiB
  *     chunk and a 2 MiB one half empty, went from 1.20x to 1.14x their
- *     link bound on simgpu (2026-11-28).
+ *     link bound on simgpu (2026-11-28); or full host chunks together
+ *     take the place of one emptier chunk bigger than each.
  * Called with the gate shared; returns with it shared. */
 #define TRADE_EVERY 64
 #define TRADE_RETRY 8 /* after trades, or a chunk to adopt found no victim: more may follow */
-#define PACK_MAX 4    /* chunks one packing trade sends home at most */
 
 typedef struct {
-    sw_chunk_t *in;             /* comes to the device */
-    sw_chunk_t *out[PACK_MAX];  /* go home, out[0..n) */
-    size_t n;
-    bool adopted;               /* adoption's, else packing's */
+    sw_pack_t moves;            /* out[0..nout) go home, then in[0..nin) come */
+    bool adopted;               /* adoption's, else packing's or free room's */
 } trade_t;
 
 /* keep() for packing: a chunk the launch at *arg uses stays. */
@@ -738,21 +736,22 @@ static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
             room[dev] = 0;
         window[dev] = sw_window_size(dev);
     }
-    t->n = 0;
+    sw_pack_t *m = &t->moves;
+    m->nin = m->nout = 0;
     t->adopted = false;
     *waiting = false;
-    if ((t->in = sw_policy_into_room(sw_tracked(), period, room)))
+    if ((m->in[0] = sw_policy_into_room(sw_tracked(), period, room))) {
+        m->nin = 1;
         return true;
-    t->n = sw_policy_adopt(sw_tracked(), now, window, &t->in, t->out);
-    *waiting = t->in && t->n == 0;
-    if (t->n == 1) {
+    }
+    m->nout = sw_policy_adopt(sw_tracked(), now, window, &m->in[0], m->out);
+    *waiting = m->in[0] && m->nout == 0;
+    if (m->nout == 1) {
+        m->nin = 1;
         t->adopted = true;
         return true;
     }
-    t->n = period ? sw_policy_pack(sw_tracked(), period, window, used_now, &now, &t->in, t->out,
-                                   PACK_MAX)
-                  : 0;
-    return t->n > 0;
+    return period && sw_policy_pack(sw_tracked(), period, window, used_now, &now, m, SW_PACK_MAX);
 }
 
 static void trade(uint64_t now)
@@ -777,18 +776,21 @@ static void trade(uint64_t now)
     while (moved && !sw_capturing() && next_trade(now, &t, &waiting) &&
            (synced || sw_safe_sync() == CUDA_SUCCESS)) {
         synced = true;
-        for (size_t i = 0; i < t.n && moved; i++)
-            moved = sw_move(t.out[i], SW_ON_HOST) == CUDA_SUCCESS;
-        moved = moved && sw_move(t.in, SW_ON_DEVICE) == CUDA_SUCCESS;
-        if (moved && t.n == 0)
+        const sw_pack_t *m = &t.moves;
+        for (size_t i = 0; i < m->nout && moved; i++)
+            moved = sw_move(m->out[i], SW_ON_HOST) == CUDA_SUCCESS;
+        for (size_t i = 0; i < m->nin && moved; i++)
+            moved = sw_move(m->in[i], SW_ON_DEVICE) == CUDA_SUCCESS;
+        if (moved && m->nout == 0)
             sw_debug("launch %llu: 0x%llx (%llu bytes of data) resident in free room",
-                     (unsigned long long)now, (unsigned long long)t.in->va,
-                     (unsigned long long)sw_chunk_data(t.in));
+                     (unsigned long long)now, (unsigned long long)m->in[0]->va,
+                     (unsigned long long)sw_chunk_data(m->in[0]));
         else if (moved)
-            sw_debug("launch %llu: 0x%llx (%llu bytes of data) resident instead of 0x%llx and "
-                     "%zu more: %s", (unsigned long long)now, (unsigned long long)t.in->va,
-                     (unsigned long long)sw_chunk_data(t.in), (unsigned long long)t.out[0]->va,
-                     t.n - 1, t.adopted ? "reached through a pointer table" : "fuller");
+            sw_debug("launch %llu: 0x%llx (%llu bytes of data) and %zu more resident instead of "
+                     "0x%llx and %zu more: %s", (unsigned long long)now,
+                     (unsigned long long)m->in[0]->va, (unsigned long long)sw_chunk_data(m->in[0]),
+                     m->nin - 1, (unsigned long long)m->out[0]->va, m->nout - 1,
+                     t.adopted ? "reached through a pointer table" : "fuller");
     }
     /* Trades made, more may wait for chunks this launch uses: asked again
      * soon, as a chunk to adopt that found no victim. */

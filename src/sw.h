@@ -572,30 +572,37 @@ size_t sw_policy_fill(const sw_table_t *t, uint64_t now, uint64_t bytes,
  * host chunk has the better claim on a resident place than half-empty
  * ones. sw_chunk_data: the bytes of c its allocation asked for. */
 uint64_t sw_chunk_data(const sw_chunk_t *c);
-/* A trade that packs the device fuller: *in, the host chunk (slot < 0,
- * not fixed) holding the most data, of an allocation sized like a tensor
- * (its last granule partly filled: a round size is an allocator's
- * segment, whose chunks may hold bytes no tensor covers), and the device
- * chunks of its device
- * (not resident or fixed) to send home in its place, emptiest first,
- * freeing at least in's size. In a round-sized allocation a chunk past
- * the last tensor start learned there counts as data only what the
- * longest distance between two of its starts reaches past the last: the
- * rest may be slack, and is sent home first. Every chunk in the trade is read once a
- * loop, so data is all that tells them apart: one the loop's arguments
- * name (its gap within 1/8 of period), or one only a pointer in device
- * memory reaches (pointed, never named), which the window cannot stream
- * and which is sent home only for another such where its device has a
- * window (window[dev] bytes: then a named chunk may stream instead). keep() holds a device
- * chunk back (one the launch uses). A trade is made only where in holds
- * SW_PACK_GAIN times the data the others do together (each trade costs
- * a copy and a synchronization). Returns how many chunks go home
- * (written to out, at most max), 0: no trade. Pure: looks, never
- * changes. */
+/* A trade that packs the device fuller: in[], host chunks (slot < 0, not
+ * fixed) to bring in, and out[], device chunks of their device (not
+ * resident, fixed or in a remapping slot) to send home first, freeing
+ * at least the room the others take. Every chunk in the trade is read
+ * once a loop, so data is all that tells them apart, counted as a tensor
+ * surely holds it: in an allocation of a round size (an allocator's
+ * segment) a chunk past the last tensor start learned counts only as far
+ * as the longest distance between two of its starts reaches past the
+ * last, or with one start, the longest tensor the table shows (none: all
+ * of it): the rest may be slack. Either the densest host chunk comes in
+ * for the emptiest device chunks, or, where that pays nothing, the
+ * densest host chunks that fit in the emptiest device chunk's room come
+ * in for it, where its device has no window. A chunk may go home for
+ * another only where that one has the same claim or a stronger: one the
+ * loop's arguments name (its gap within 1/8 of period), or one only a
+ * pointer in device memory reaches (pointed, never named), which the
+ * window cannot stream, stronger where its device has a window
+ * (window[dev] bytes: a named chunk may stream instead). keep() holds a device chunk back (one the launch uses). A
+ * trade is made only where what comes in holds SW_PACK_GAIN times the
+ * data of what goes home (each trade costs a copy and a
+ * synchronization). At most max (<= SW_PACK_MAX) chunks either way.
+ * Returns whether there is a trade. Pure: looks, never changes. */
 #define SW_PACK_GAIN 1.25
-size_t sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[SW_MAX_DEVICES],
-                      bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_chunk_t **in,
-                      sw_chunk_t **out, size_t max);
+#define SW_PACK_MAX 4
+typedef struct {
+    sw_chunk_t *in[SW_PACK_MAX], *out[SW_PACK_MAX];
+    size_t nin, nout;
+} sw_pack_t;
+bool sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[SW_MAX_DEVICES],
+                    bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_pack_t *trade,
+                    size_t max);
 /* The host chunk (slot < 0, not fixed) to bring into its device's free
  * room (room[dev] bytes, 0 where none may be taken), no chunk going home:
  * of those the loop reads (the claims above), the one holding the most

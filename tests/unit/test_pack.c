@@ -10,7 +10,8 @@
  * allocation (an allocator's segment), a chunk past its last tensor start
  * counts only what the longest distance between its starts reaches, or
  * with one start the longest tensor the table shows (none: all of it),
- * and the densest chunk is brought in first;
+ * and the densest chunk is brought in first; where no one chunk pays,
+ * the densest that fit together take an emptier bigger chunk's room;
  * free room takes the fullest host chunk on the loop that fits it.
  *
  * The layers are the bench's decode-3M: 3.06 MiB (896 x 896 floats), in
@@ -76,9 +77,26 @@ static void tab_free(tab_t *tb)
         unit_free_alloc(tb->a[i]);
 }
 
+/* A trade of one chunk in: how many go home (written to out), with *in
+ * the one that comes; 0 and NULL: none; 100 + n: n chunks come in. */
+static size_t pack_in(tab_t *tb, const uint64_t *window, keep_set_t *k, sw_chunk_t **in,
+                      sw_chunk_t **out, size_t max, uint64_t period)
+{
+    sw_pack_t m;
+    *in = NULL;
+    if (!sw_policy_pack(tb->t, period, window, k ? unit_keep_listed : NULL, k, &m, max))
+        return 0;
+    if (m.nin != 1)
+        return 100 + m.nin;
+    *in = m.in[0];
+    for (size_t i = 0; i < m.nout; i++)
+        out[i] = m.out[i];
+    return m.nout;
+}
+
 static size_t pack(tab_t *tb, keep_set_t *k, sw_chunk_t **in, sw_chunk_t **out, size_t max)
 {
-    return sw_policy_pack(tb->t, PERIOD, with_window, k ? unit_keep_listed : NULL, k, in, out, max);
+    return pack_in(tb, with_window, k, in, out, max, PERIOD);
 }
 
 /* Makes layer a one only a pointer table reaches: pointed, never named by
@@ -226,7 +244,7 @@ START_TEST(pack_never_sends_home_for_a_weaker_claim)
     /* Without a window on that device every host chunk is read in place
      * alike: the head takes the tail's place. */
     const uint64_t none[SW_MAX_DEVICES] = {0};
-    ck_assert_uint_eq(sw_policy_pack(tb.t, PERIOD, none, NULL, NULL, &in, out, 4), 1);
+    ck_assert_uint_eq(pack_in(&tb, none, NULL, &in, out, 4, PERIOD), 1);
     ck_assert_ptr_eq(in, &host->chunks[0]);
     ck_assert_ptr_eq(out[0], &res->chunks[1]);
     /* A head of the same kind on the host may take its place. */
@@ -337,6 +355,42 @@ START_TEST(pack_brings_in_the_densest_chunk_first)
 }
 END_TEST
 
+START_TEST(pack_gathers_full_chunks_into_an_emptier_bigger_ones_room)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* An 8 MiB segment in one chunk, holding one 5.06 MiB layer (its
+     * length shown by the layers of their own), resident; on the host the
+     * 4 MiB heads of two such layers. No head alone is worth the segment's
+     * room; together they bring 8 MiB for its 5.06. */
+    const uint64_t ssizes[] = {MiB(8)};
+    const sw_where_t sdev[] = {SW_ON_DEVICE};
+    sw_alloc_t *seg = add(&tb, MiB(8), ssizes, 1, sdev);
+    ck_assert_int_eq(sw_segment_note(seg, seg->va), 0);
+    const uint64_t lsizes[] = {MiB(4), G};
+    const sw_where_t host[] = {SW_ON_HOST, SW_ON_HOST};
+    uint64_t asked = 1152ull * 1152ull * 4ull;
+    sw_alloc_t *a = add(&tb, asked, lsizes, 2, host);
+    sw_alloc_t *b = add(&tb, asked, lsizes, 2, host);
+    const uint64_t none[SW_MAX_DEVICES] = {0};
+    sw_pack_t m;
+    ck_assert(sw_policy_pack(tb.t, PERIOD, none, NULL, NULL, &m, 4));
+    ck_assert_uint_eq(m.nout, 1);
+    ck_assert_ptr_eq(m.out[0], &seg->chunks[0]);
+    ck_assert_uint_eq(m.nin, 2);
+    ck_assert(unit_contains(m.in, 2, &a->chunks[0]) && unit_contains(m.in, 2, &b->chunks[0]));
+    /* One head alone brings too little, a kept segment stays, and where
+     * the device has a window, which may stream the segment, none. */
+    ck_assert(!sw_policy_pack(tb.t, PERIOD, none, NULL, NULL, &m, 1));
+    keep_set_t *k = unit_keep_none();
+    k->chunks[k->n++] = &seg->chunks[0];
+    ck_assert(!sw_policy_pack(tb.t, PERIOD, none, unit_keep_listed, k, &m, 4));
+    free(k);
+    ck_assert(!sw_policy_pack(tb.t, PERIOD, with_window, NULL, NULL, &m, 4));
+    tab_free(&tb);
+}
+END_TEST
+
 START_TEST(pack_needs_a_loop)
 {
     tab_t tb;
@@ -344,7 +398,7 @@ START_TEST(pack_needs_a_loop)
     layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
     layer(&tb, SW_ON_HOST, SW_ON_HOST);
     sw_chunk_t *in, *out[4];
-    ck_assert_uint_eq(sw_policy_pack(tb.t, 0, with_window, NULL, NULL, &in, out, 4), 0);
+    ck_assert_uint_eq(pack_in(&tb, with_window, NULL, &in, out, 4, 0), 0);
     ck_assert_ptr_null(in);
     tab_free(&tb);
 }
@@ -452,6 +506,7 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_takes_a_round_allocation_of_one_tensor_for_full);
     tcase_add_test(tc, pack_sends_home_first_a_segment_chunk_past_its_last_tensor);
     tcase_add_test(tc, pack_brings_in_the_densest_chunk_first);
+    tcase_add_test(tc, pack_gathers_full_chunks_into_an_emptier_bigger_ones_room);
     tcase_add_test(tc, pack_needs_a_loop);
     tcase_add_test(tc, pack_fills_free_room_with_the_fullest_chunk_that_fits);
     tcase_add_test(tc, pack_adopts_a_table_only_chunk_for_a_streamable_one);
