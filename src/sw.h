@@ -192,6 +192,11 @@ typedef struct sw_alloc {
      * distinct, inside [va, va + size). */
     uint64_t *bounds;
     uint32_t nbounds, capbounds;
+    uint64_t spacing;           /* the longest distance between two starts in
+                                 * a row (0 with fewer than two), kept by
+                                 * sw_segment_note: policy weighs it per chunk
+                                 * compared, where a walk over thousands of
+                                 * starts would be paid each time */
     /* Runs of chunks stamped together (core/learn.c): disjoint, each at
      * least two chunks long. */
     sw_run_t runs[SW_RUNS];

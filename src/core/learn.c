@@ -453,6 +453,18 @@ static uint32_t upper(const sw_alloc_t *a, uint64_t p)
     return lo;
 }
 
+/* The longest distance between two of n sorted starts in a row. Walked
+ * again at each new start (as the memmove before it walks them): a start
+ * between two splits their distance, which may have been the longest. */
+static uint64_t longest_spacing(const uint64_t *bounds, uint32_t n)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (bounds[i] - bounds[i - 1] > most)
+            most = bounds[i] - bounds[i - 1];
+    return most;
+}
+
 int sw_segment_note(sw_alloc_t *a, uint64_t p)
 {
     /* Outside a, p is not a start of a's memory: refused, nothing changes. */
@@ -475,6 +487,7 @@ int sw_segment_note(sw_alloc_t *a, uint64_t p)
     }
     memmove(&a->bounds[i + 1], &a->bounds[i], (a->nbounds - i) * sizeof *a->bounds);
     a->bounds[i] = p;
+    a->spacing = longest_spacing(a->bounds, a->nbounds + 1);
     /* Read without the caller's lock by sw_segment_count. */
     __atomic_store_n(&a->nbounds, a->nbounds + 1, __ATOMIC_RELAXED);
     return 0;
@@ -496,6 +509,7 @@ void sw_segment_free(sw_alloc_t *a)
     free(a->bounds);
     a->bounds = NULL;
     a->nbounds = a->capbounds = 0;
+    a->spacing = 0;
 }
 
 uint64_t sw_parts(uint64_t start, uint64_t len, uint64_t lo, uint64_t hi)

@@ -31,11 +31,18 @@ typedef struct {
     bool oom;
 } cands_t;
 
+/* A device chunk policy may send home: not one the program asked to keep,
+ * nor one that never moves. */
+static bool could_go_home(const sw_chunk_t *c)
+{
+    return c->where == SW_ON_DEVICE && !c->resident && !c->fixed;
+}
+
 static bool wanted(const cands_t *cs, const sw_chunk_t *c)
 {
     if (cs->host)
         return c->where == SW_ON_HOST && c->slot < 0;
-    return c->where == SW_ON_DEVICE && !c->resident && !c->fixed;
+    return could_go_home(c);
 }
 
 static void collect(sw_alloc_t *a, void *arg)
@@ -340,20 +347,9 @@ static bool tensor_sized(const sw_alloc_t *a)
            sw_chunk_data(&a->chunks[a->nchunks - 1]) < a->chunks[a->nchunks - 1].size;
 }
 
-/* The longest distance between two tensor starts a learned in a row;
- * 0 with fewer than two. */
-static uint64_t spacing(const sw_alloc_t *a)
-{
-    uint64_t most = 0;
-    for (uint32_t i = 1; i < a->nbounds; i++)
-        if (a->bounds[i] - a->bounds[i - 1] > most)
-            most = a->bounds[i] - a->bounds[i - 1];
-    return most;
-}
-
 static void find_longest(sw_alloc_t *a, void *arg)
 {
-    uint64_t *longest = arg, n = tensor_sized(a) ? a->size : spacing(a);
+    uint64_t *longest = arg, n = tensor_sized(a) ? a->size : a->spacing;
     if (n > *longest)
         *longest = n;
 }
@@ -383,9 +379,9 @@ static uint64_t sure_data(const sw_chunk_t *c, uint64_t longest)
 {
     const sw_alloc_t *a = c->alloc;
     uint64_t data = sw_chunk_data(c);
-    if (tensor_sized(a) || a->nbounds == 0)
+    if (tensor_sized(a) || a->nbounds == 0 || c->va + c->size <= a->bounds[a->nbounds - 1])
         return data;
-    uint64_t reach = a->nbounds > 1 ? spacing(a) : longest;
+    uint64_t reach = a->nbounds > 1 ? a->spacing : longest;
     if (reach == 0)
         return data;
     uint64_t end = a->bounds[a->nbounds - 1] + reach;
@@ -605,8 +601,8 @@ static void find_emptiest(sw_alloc_t *a, void *arg)
     const pack_t *p = g->p;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_DEVICE || c->resident || c->fixed || c->slot >= 0 ||
-            !claim(c, p->period, p->window) || (p->keep && p->keep(c, p->arg)))
+        if (!could_go_home(c) || c->slot >= 0 || !claim(c, p->period, p->window) ||
+            (p->keep && p->keep(c, p->arg)))
             continue;
         if (!g->out || fuller(g->out, c, p))
             g->out = c;

@@ -881,15 +881,22 @@ static sw_alloc_t *seg_alloc(uint64_t size)
     return a;
 }
 
+/* Also checks the kept spacing against its definition: the longest
+ * distance between two starts in a row. */
 static void assert_sorted_distinct_inside(const sw_alloc_t *a)
 {
+    uint64_t most = 0;
     ck_assert_uint_le(a->nbounds, a->capbounds);
     for (uint32_t i = 0; i < a->nbounds; i++) {
         ck_assert_uint_ge(a->bounds[i], a->va);
         ck_assert_uint_lt(a->bounds[i], a->va + a->size);
-        if (i)
+        if (i) {
             ck_assert_uint_lt(a->bounds[i - 1], a->bounds[i]);
+            if (a->bounds[i] - a->bounds[i - 1] > most)
+                most = a->bounds[i] - a->bounds[i - 1];
+        }
     }
+    ck_assert_uint_eq(a->spacing, most);
 }
 
 START_TEST(segment_end_without_notes_is_the_allocation_end)
