@@ -1,9 +1,9 @@
 /*
- * mlp: the demo workload for spillway.  A stack of square layers whose
- * weights are the bulk of device memory and are read once per step, the
- * way a decoder's weights are: the case spillway exists for.  A model
- * bigger than device memory fails here with CUDA_ERROR_OUT_OF_MEMORY;
- * under spillway it should run and still match.
+ * mlp: the demo workload for spillway.  A stack of layers (square, or of
+ * mixed sizes with --widths) whose weights are the bulk of device memory
+ * and are read once per step, the way a decoder's weights are: the case
+ * spillway exists for.  A model bigger than device memory fails here with
+ * CUDA_ERROR_OUT_OF_MEMORY; under spillway it should run and still match.
  *
  * Every step's output is compared bit for bit with a host reference, so a
  * weight that was moved, copied or remapped wrongly shows up as a
@@ -13,9 +13,10 @@
  *   mlp: layers=8 width=1024 steps=4 batch=1 kernel=gemv buffers=per-layer
  *        streams=1 graph=no train=no weights=32.0MiB route=direct
  *        checksum=0x... result=match
- * (on one line; with --offload, offload=uva|prefetch resident=K follows
- * route=; with --time W, step_ns=<virtual ns per step after W warm-up
- * steps> is appended) and exits with one of the MLP_EXIT_* statuses (mlp.h).
+ * (on one line; with --widths, widths=A,B,... in place of width=; with
+ * --offload, offload=uva|prefetch resident=K follows route=; with --time W,
+ * step_ns=<virtual ns per step after W warm-up steps> is appended) and
+ * exits with one of the MLP_EXIT_* statuses (mlp.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,6 +34,10 @@ static void usage(FILE *f)
             "  --layers L       number of layers (default 8, 1..65536)\n"
             "  --width W        layer width; each layer is W x W floats\n"
             "                   (default 1024, 1..65536)\n"
+            "  --widths A,B,... layers of mixed sizes: the dimensions d_0..d_L cycle\n"
+            "                   through the list, d_l = list[l %% n] (1..16 entries,\n"
+            "                   each 1..65536); layer l is a d_(l+1) x d_l matrix, from\n"
+            "                   d_l floats a vector to d_(l+1) (not with --width)\n"
             "  --steps S        forward passes (default 4, 1..1000000)\n"
             "  --batch B        B vectors per step through sg_gemm_f32\n"
             "                   (default: 1 vector through the three gemv forms)\n"
@@ -93,6 +98,39 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
     return 0;
 }
 
+/* --widths' list "A,B,..." into o->widths and o->nwidths; 0 on success,
+ * -1 with what was wrong in why. */
+static int parse_widths(const char *s, mlp_opts_t *o, char *why, size_t size)
+{
+    uint32_t n = 0;
+
+    for (;;) {
+        size_t len = strcspn(s, ",");
+        char entry[8]; /* "65536" fits; a longer entry is bad anyway */
+
+        if (n == MLP_WIDTHS_MAX) {
+            snprintf(why, size, "more than %d entries", MLP_WIDTHS_MAX);
+            return -1;
+        }
+        if (len == 0) {
+            snprintf(why, size, "entry %u is empty", n + 1);
+            return -1;
+        }
+        snprintf(entry, sizeof(entry), "%.*s", (int)len, s);
+        if (len >= sizeof(entry) || parse_u32(entry, 1, 65536, &o->widths[n]) != 0) {
+            snprintf(why, size, "entry %u, '%.*s', is not a number from 1 to 65536", n + 1,
+                     (int)len, s);
+            return -1;
+        }
+        n++;
+        if (s[len] == '\0')
+            break;
+        s += len + 1;
+    }
+    o->nwidths = n;
+    return 0;
+}
+
 static const char *offload_name(mlp_offload_mode_t m)
 {
     return m == MLP_OFFLOAD_UVA ? "uva" : m == MLP_OFFLOAD_PREFETCH ? "prefetch" : "none";
@@ -138,12 +176,13 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
  * reported through *done). */
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
-    enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS, OPT_ODD,
-           OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_ROUTE, OPT_TIME,
-           OPT_OFFLOAD, OPT_RESIDENT, OPT_HELP };
+    enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_WIDTHS, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
+           OPT_ODD, OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_ROUTE,
+           OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT, OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
         {"width", required_argument, NULL, OPT_WIDTH},
+        {"widths", required_argument, NULL, OPT_WIDTHS},
         {"steps", required_argument, NULL, OPT_STEPS},
         {"batch", required_argument, NULL, OPT_BATCH},
         {"one-buffer", no_argument, NULL, OPT_ONE},
@@ -161,13 +200,15 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"help", no_argument, NULL, OPT_HELP},
         {NULL, 0, NULL, 0},
     };
-    bool resident_given = false;
+    bool resident_given = false, width_given = false;
     int c;
 
     *done = 0;
-    *o = (mlp_opts_t){.layers = 8, .width = 1024, .steps = 4, .batch = 1, .streams = 1};
+    *o = (mlp_opts_t){.layers = 8, .widths = {1024}, .nwidths = 1, .steps = 4, .batch = 1,
+                      .streams = 1};
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         const char *bad = NULL;
+        char why[80] = "";
 
         switch (c) {
         case OPT_LAYERS:
@@ -175,8 +216,15 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
                 bad = "--layers";
             break;
         case OPT_WIDTH:
-            if (parse_u32(optarg, 1, 65536, &o->width) != 0)
+            if (parse_u32(optarg, 1, 65536, &o->widths[0]) != 0)
                 bad = "--width";
+            o->nwidths = 1;
+            width_given = true;
+            break;
+        case OPT_WIDTHS:
+            if (parse_widths(optarg, o, why, sizeof(why)) != 0)
+                bad = "--widths";
+            o->widths_given = true;
             break;
         case OPT_STEPS:
             if (parse_u32(optarg, 1, 1000000, &o->steps) != 0)
@@ -249,13 +297,19 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
             return MLP_EXIT_USAGE;
         }
         if (bad != NULL) {
-            fprintf(stderr, "mlp: bad value for %s: '%s'\n", bad, optarg);
+            fprintf(stderr, "mlp: bad value for %s: '%s'%s%s\n", bad, optarg,
+                    why[0] != '\0' ? ": " : "", why);
             usage(stderr);
             return MLP_EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "mlp: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return MLP_EXIT_USAGE;
+    }
+    if (width_given && o->widths_given) {
+        fprintf(stderr, "mlp: --width and --widths both give the layers' widths; give one\n");
         usage(stderr);
         return MLP_EXIT_USAGE;
     }
@@ -318,7 +372,7 @@ static void host_free(host_bufs_t *h)
  * difference.  Returns 1 if they differ. */
 static int compare(const mlp_opts_t *o, uint32_t step, const float *got, const float *want)
 {
-    size_t n = mlp_act_floats(o);
+    size_t n = mlp_batch_floats(o, o->layers), dim = mlp_dim(o, o->layers);
 
     if (memcmp(got, want, n * sizeof(float)) == 0)
         return 0;
@@ -330,7 +384,7 @@ static int compare(const mlp_opts_t *o, uint32_t step, const float *got, const f
         if (g != w) {
             fprintf(stderr,
                     "mlp: step %u: output[%zu][%zu] = %.9g (0x%08x), reference %.9g (0x%08x)\n",
-                    step, i / o->width, i % o->width, got[i], g, want[i], w);
+                    step, i / dim, i % dim, got[i], g, want[i], w);
             break;
         }
     }
@@ -341,7 +395,7 @@ static int compare(const mlp_opts_t *o, uint32_t step, const float *got, const f
 static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *checksum,
                int *mismatch, double *step_ns)
 {
-    size_t act_bytes = mlp_act_floats(o) * sizeof(float);
+    size_t out_bytes = mlp_batch_floats(o, o->layers) * sizeof(float);
     int st;
 
     /* Device first: a model that does not fit fails on cuMemAlloc before
@@ -362,7 +416,7 @@ static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *che
             mlp_update(o, h->weights, h->grad);
         if (compare(o, s, h->out, h->ref) && !*mismatch)
             *mismatch = 1;
-        *checksum = mlp_fnv1a(*checksum, h->out, act_bytes);
+        *checksum = mlp_fnv1a(*checksum, h->out, out_bytes);
     }
     if (o->timed) {
         double ns = 0;
@@ -374,6 +428,21 @@ static int run(const mlp_opts_t *o, mlp_gpu_t **g, host_bufs_t *h, uint64_t *che
     return MLP_EXIT_MATCH;
 }
 
+/* The result line's "width=W", or "widths=A,B,..." when --widths was
+ * given, into buf. */
+static void format_widths(const mlp_opts_t *o, char *buf, size_t size)
+{
+    int n;
+
+    if (!o->widths_given) {
+        snprintf(buf, size, "width=%u", o->widths[0]);
+        return;
+    }
+    n = snprintf(buf, size, "widths=%u", o->widths[0]);
+    for (uint32_t i = 1; i < o->nwidths && n > 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - n, ",%u", o->widths[i]);
+}
+
 int main(int argc, char **argv)
 {
     mlp_opts_t o;
@@ -382,7 +451,7 @@ int main(int argc, char **argv)
     uint64_t checksum = 0;
     double step_ns = 0;
     int mismatch = 0, done, st;
-    char buffers[32];
+    char buffers[32], widths[8 + 6 * MLP_WIDTHS_MAX]; /* "widths=" and each "65536," */
 
     st = parse_args(argc, argv, &o, &done);
     if (st != 0 || done)
@@ -397,11 +466,12 @@ int main(int argc, char **argv)
                  o.segment_mib);
     else
         snprintf(buffers, sizeof(buffers), "%s", o.one_buffer ? "one" : "per-layer");
-    printf("mlp: layers=%u width=%u steps=%u batch=%u kernel=%s buffers=%s streams=%u "
+    format_widths(&o, widths, sizeof(widths));
+    printf("mlp: layers=%u %s steps=%u batch=%u kernel=%s buffers=%s streams=%u "
            "graph=%s train=%s weights=%.1fMiB route=%s",
-           o.layers, o.width, o.steps, o.batch, o.gemm ? "gemm" : "gemv", buffers, o.streams,
+           o.layers, widths, o.steps, o.batch, o.gemm ? "gemm" : "gemv", buffers, o.streams,
            o.graph ? "yes" : "no", o.train ? "yes" : "no",
-           (double)mlp_layer_floats(&o) * o.layers * sizeof(float) / (1024.0 * 1024.0),
+           (double)mlp_layer_offset(&o, o.layers) * sizeof(float) / (1024.0 * 1024.0),
            o.route_loader ? "loader" : "direct");
     if (o.offload != MLP_OFFLOAD_NONE)
         printf(" offload=%s resident=%u", offload_name(o.offload), o.resident);

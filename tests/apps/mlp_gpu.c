@@ -6,18 +6,20 @@
  *
  * Device buffers:
  *
- *   act[0], act[1]   batch x width floats each; layer i reads act[i % 2]
- *                    and writes act[(i + 1) % 2].  The input goes to
- *                    act[0], the output is act[layers % 2].
- *   weights          layers x width x width floats, either one cuMemAlloc
- *                    per layer (the default: each layer can move alone),
- *                    one for all (--one-buffer: layers share an allocation)
- *                    or packed into segments (--segments: see
- *                    alloc_segments()).
+ *   act[0], act[1]   batch x the widest dimension's floats each; layer i
+ *                    reads act[i % 2] (batch x d_i floats) and writes
+ *                    act[(i + 1) % 2] (batch x d_{i+1}).  The input goes
+ *                    to act[0], the output is act[layers % 2].
+ *   weights          each layer's d_{i+1} x d_i floats (mlp.h), either one
+ *                    cuMemAlloc per layer (the default: each layer can
+ *                    move alone), one for all (--one-buffer: layers share
+ *                    an allocation) or packed into segments (--segments:
+ *                    see alloc_segments()).
  *   table            the layers' weight addresses, read by
  *                    sg_gemv_table_f32 from device memory: a use of the
  *                    weights that no launch argument reveals.
- *   grad             --train only: the fixed matrix G of the update.
+ *   grad             --train only: the fixed matrix G of the update, the
+ *                    size of the largest layer.
  *   ws               --workspace only: scratch that each layer's
  *                    sg_fill_u32 writes 4 KiB of (the next 4 KiB each
  *                    layer, round the allocation), as a GEMM library
@@ -165,7 +167,7 @@ static int load_kernels(mlp_gpu_t *g)
  * does each even layer with --odd-segments (a model whose fused layers
  * share segments and whose others do not).
  */
-static int alloc_segments(mlp_gpu_t *g, size_t layer_bytes)
+static int alloc_segments(mlp_gpu_t *g)
 {
     const size_t align = 512;
     size_t seg_bytes = (size_t)g->o->segment_mib << 20, used = 0;
@@ -173,6 +175,7 @@ static int alloc_segments(mlp_gpu_t *g, size_t layer_bytes)
 
     for (uint32_t l = 0; l < g->o->layers; l++) {
         size_t off = (used + align - 1) / align * align;
+        size_t layer_bytes = mlp_layer_floats(g->o, l) * sizeof(float);
 
         if (layer_bytes > seg_bytes || (g->o->odd_segments && l % 2 == 0)) {
             CK(g->d.MemAlloc(&g->alloc[g->nalloc], layer_bytes), "cuMemAlloc",
@@ -200,7 +203,7 @@ static int alloc_buffers(mlp_gpu_t *g)
 {
     const mlp_opts_t *o = g->o;
     size_t act_bytes = mlp_act_floats(o) * sizeof(float);
-    size_t layer_bytes = mlp_layer_floats(o) * sizeof(float);
+    size_t grad_bytes = mlp_max_layer_floats(o, 0) * sizeof(float);
 
     if (o->workspace_mib != 0)
         CK(g->d.MemAlloc(&g->ws, (size_t)o->workspace_mib << 20), "cuMemAlloc",
@@ -212,8 +215,8 @@ static int alloc_buffers(mlp_gpu_t *g)
         CK(g->d.MemAlloc(&g->table, o->layers * sizeof(CUdeviceptr)), "cuMemAlloc",
            "weight table, %u entries", o->layers);
     if (o->train)
-        CK(g->d.MemAlloc(&g->grad, layer_bytes), "cuMemAlloc", "update matrix G, %.1fMiB",
-           mlp_mib(layer_bytes));
+        CK(g->d.MemAlloc(&g->grad, grad_bytes), "cuMemAlloc", "update matrix G, %.1fMiB",
+           mlp_mib(grad_bytes));
 
     g->weight = calloc(o->layers, sizeof(CUdeviceptr));
     g->alloc = calloc(o->layers, sizeof(CUdeviceptr));
@@ -224,17 +227,19 @@ static int alloc_buffers(mlp_gpu_t *g)
     if (o->offload != MLP_OFFLOAD_NONE)
         return mlp_offload_open(&g->off, &g->d, o, g->weight);
     if (o->segment_mib != 0)
-        return alloc_segments(g, layer_bytes);
+        return alloc_segments(g);
     if (o->one_buffer) {
-        size_t bytes = layer_bytes * o->layers;
+        size_t bytes = mlp_layer_offset(o, o->layers) * sizeof(float);
 
         CK(g->d.MemAlloc(&g->alloc[0], bytes), "cuMemAlloc", "weights of all %u layers, %.1fMiB",
            o->layers, mlp_mib(bytes));
         g->nalloc = 1;
         for (uint32_t l = 0; l < o->layers; l++)
-            g->weight[l] = g->alloc[0] + (CUdeviceptr)l * layer_bytes;
+            g->weight[l] = g->alloc[0] + mlp_layer_offset(o, l) * sizeof(float);
     } else {
         for (uint32_t l = 0; l < o->layers; l++) {
+            size_t layer_bytes = mlp_layer_floats(o, l) * sizeof(float);
+
             CK(g->d.MemAlloc(&g->alloc[l], layer_bytes), "cuMemAlloc",
                "weights of layer %u, %.1fMiB", l, mlp_mib(layer_bytes));
             g->nalloc = l + 1;
@@ -283,10 +288,11 @@ int mlp_gpu_open(mlp_gpu_t **out, const mlp_opts_t *o)
     return alloc_buffers(g);
 }
 
+/* A kernel of layer `layer`: grid_x covers the layer's output rows. */
 static int launch(mlp_gpu_t *g, CUstream s, CUfunction f, const char *name, uint32_t layer,
                   unsigned grid_y, void **params)
 {
-    unsigned grid_x = (g->o->width + BLOCK - 1) / BLOCK;
+    unsigned grid_x = (mlp_dim(g->o, layer + 1) + BLOCK - 1) / BLOCK;
 
     CK(g->d.LaunchKernel(f, grid_x, grid_y, 1, BLOCK, 1, 1, 0, s, params, NULL),
        "cuLaunchKernel", "%s, layer %u", name, layer);
@@ -316,26 +322,26 @@ static int item_done(mlp_gpu_t *g, uint32_t k, CUstream s)
 static int enqueue_matrix(mlp_gpu_t *g, uint32_t l, CUstream s)
 {
     const mlp_opts_t *o = g->o;
-    uint32_t n = o->width, batch = o->batch;
+    uint32_t rows = mlp_dim(o, l + 1), cols = mlp_dim(o, l), batch = o->batch;
     CUdeviceptr x = g->act[l % 2], y = g->act[(l + 1) % 2];
 
     if (o->gemm) {
-        void *p[] = {&g->weight[l], &x, &y, &n, &n, &batch};
+        void *p[] = {&g->weight[l], &x, &y, &rows, &cols, &batch};
 
         return launch(g, s, g->gemm, "sg_gemm_f32", l, batch, p);
     }
     if (l % 3 == 0) {
-        void *p[] = {&g->weight[l], &x, &y, &n, &n};
+        void *p[] = {&g->weight[l], &x, &y, &rows, &cols};
 
         return launch(g, s, g->gemv, "sg_gemv_f32", l, 1, p);
     }
     if (l % 3 == 1) {
-        struct gemv_args a = {g->weight[l], x, y, n, n};
+        struct gemv_args a = {g->weight[l], x, y, rows, cols};
         void *p[] = {&a};
 
         return launch(g, s, g->gemv_struct, "sg_gemv_struct_f32", l, 1, p);
     }
-    void *p[] = {&g->table, &l, &x, &y, &n, &n};
+    void *p[] = {&g->table, &l, &x, &y, &rows, &cols};
 
     return launch(g, s, g->gemv_table, "sg_gemv_table_f32", l, 1, p);
 }
@@ -344,7 +350,7 @@ static int enqueue_matrix(mlp_gpu_t *g, uint32_t l, CUstream s)
 static int enqueue_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
 {
     const mlp_opts_t *o = g->o;
-    uint64_t count = mlp_act_floats(o);
+    uint64_t count = mlp_batch_floats(o, l + 1);
     CUdeviceptr y = g->act[(l + 1) % 2];
     void *relu_p[] = {&y, &count};
     int st = enqueue_matrix(g, l, s);
@@ -372,11 +378,12 @@ static int enqueue_offload_layer(mlp_gpu_t *g, uint32_t l, CUstream s)
     return st != 0 ? st : mlp_offload_after_layer(g->off, l, s);
 }
 
-/* --train: layer l's W = MLP_TRAIN_RATE * G + W, in place, on stream s. */
+/* --train: layer l's W = MLP_TRAIN_RATE * G + W, in place, on stream s,
+ * over the first floats of G that the layer has. */
 static int enqueue_update(mlp_gpu_t *g, uint32_t l, CUstream s)
 {
     float a = MLP_TRAIN_RATE;
-    uint64_t count = mlp_layer_floats(g->o);
+    uint64_t count = mlp_layer_floats(g->o, l);
     void *p[] = {&a, &g->grad, &g->weight[l], &count};
     unsigned grid_x = (unsigned)((count + BLOCK - 1) / BLOCK);
 
@@ -445,13 +452,13 @@ static int capture(mlp_gpu_t *g)
 int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
 {
     const mlp_opts_t *o = g->o;
-    size_t layer_floats = mlp_layer_floats(o);
     int st;
 
     if (g->off != NULL && (st = mlp_offload_upload(g->off, weights)) != 0)
         return st;
     for (uint32_t l = 0; g->off == NULL && l < o->layers; l++)
-        CK(g->d.MemcpyHtoD(g->weight[l], weights + l * layer_floats, layer_floats * sizeof(float)),
+        CK(g->d.MemcpyHtoD(g->weight[l], weights + mlp_layer_offset(o, l),
+                           mlp_layer_floats(o, l) * sizeof(float)),
            "cuMemcpyHtoD", "weights of layer %u", l);
     /* simgpu reads the table when a table launch is issued (so must a
      * tracker that wants to know what it touches): write it synchronously
@@ -460,8 +467,8 @@ int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
         CK(g->d.MemcpyHtoD(g->table, g->weight, o->layers * sizeof(CUdeviceptr)), "cuMemcpyHtoD",
            "weight table");
     if (o->train)
-        CK(g->d.MemcpyHtoD(g->grad, grad, layer_floats * sizeof(float)), "cuMemcpyHtoD",
-           "update matrix G");
+        CK(g->d.MemcpyHtoD(g->grad, grad, mlp_max_layer_floats(o, 0) * sizeof(float)),
+           "cuMemcpyHtoD", "update matrix G");
     /* --load-pass: each layer's matrix kernel once, in layer order, on the
      * legacy stream after the copies: a pass over the weights at another
      * rhythm than the steps' (one launch a layer instead of two or three),
@@ -481,7 +488,8 @@ int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
 int mlp_gpu_step(mlp_gpu_t *g, const float *in, float *out)
 {
     const mlp_opts_t *o = g->o;
-    size_t bytes = mlp_act_floats(o) * sizeof(float);
+    size_t in_bytes = mlp_batch_floats(o, 0) * sizeof(float);
+    size_t out_bytes = mlp_batch_floats(o, o->layers) * sizeof(float);
     uint32_t step = g->steps_done++;
     int st;
 
@@ -496,14 +504,15 @@ int mlp_gpu_step(mlp_gpu_t *g, const float *in, float *out)
     }
     /* With --graph this writes into the buffer the graph captured: the
      * replay reads whatever is there when it runs. */
-    CK(g->d.MemcpyHtoDAsync(g->act[0], in, bytes, g->stream[0]), "cuMemcpyHtoDAsync", "input");
+    CK(g->d.MemcpyHtoDAsync(g->act[0], in, in_bytes, g->stream[0]), "cuMemcpyHtoDAsync",
+       "input");
     if (o->graph)
         CK(g->d.GraphLaunch(g->exec, g->stream[0]), "cuGraphLaunch", "%s", pass_name(g));
     else if ((st = enqueue_kernels(g)) != 0)
         return st;
     /* enqueue_kernels() ended with stream 0 waiting for all of the step's
      * work, so one synchronize of stream 0 covers both streams. */
-    CK(g->d.MemcpyDtoHAsync(out, g->act[o->layers % 2], bytes, g->stream[0]),
+    CK(g->d.MemcpyDtoHAsync(out, g->act[o->layers % 2], out_bytes, g->stream[0]),
        "cuMemcpyDtoHAsync", "output");
     if (o->timed && step == o->steps - 1)
         CK(g->d.EventRecord(g->mark[1], g->stream[0]), "cuEventRecord", "end of step %u", step);

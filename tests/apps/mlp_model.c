@@ -38,38 +38,47 @@ static float unit(uint64_t h)
     return (float)(h >> 40) * (1.0f / 8388608.0f) - 1.0f;
 }
 
+/* m = a rows x cols matrix, element (r, c) unit(hash of key, r and c) * scale. */
+static void fill_matrix(float *m, uint64_t key, uint64_t rows, uint64_t cols, float scale)
+{
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++)
+            m[r * cols + c] = unit(mix64(key ^ (r << 32 | c))) * scale;
+}
+
 float *mlp_weights_new(const mlp_opts_t *o)
 {
-    size_t per_layer = mlp_layer_floats(o);
-    /* Uniform in [-s, s) has variance s^2/3; with s = sqrt(6/W) a layer
-     * doubles the second moment and the ReLU halves it again, so the
-     * activations neither vanish nor blow up however deep the model. */
-    float scale = sqrtf(6.0f / (float)o->width);
-    float *w = malloc(per_layer * o->layers * sizeof(float));
+    float *w = malloc(mlp_layer_offset(o, o->layers) * sizeof(float));
 
     if (w == NULL)
         return NULL;
-    for (uint64_t l = 0; l < o->layers; l++) {
-        float *wl = w + l * per_layer;
-        uint64_t lkey = mix64(WEIGHT_SALT ^ l);
+    for (uint32_t l = 0; l < o->layers; l++) {
+        uint32_t cols = mlp_dim(o, l);
+        /* Uniform in [-s, s) has variance s^2/3; with s = sqrt(6/cols) a
+         * layer doubles the second moment and the ReLU halves it again, so
+         * the activations neither vanish nor blow up however deep the
+         * model, whatever its widths. */
+        float scale = sqrtf(6.0f / (float)cols);
 
-        for (uint64_t r = 0; r < o->width; r++)
-            for (uint64_t c = 0; c < o->width; c++)
-                wl[r * o->width + c] = unit(mix64(lkey ^ (r << 32 | c))) * scale;
+        fill_matrix(w + mlp_layer_offset(o, l), mix64(WEIGHT_SALT ^ l), mlp_dim(o, l + 1), cols,
+                    scale);
     }
     return w;
 }
 
+/* Shaped as the first of the largest layers, so that with one width it is
+ * the W x W matrix it always was. */
 float *mlp_grad_new(const mlp_opts_t *o)
 {
-    float *g = malloc(mlp_layer_floats(o) * sizeof(float));
-    uint64_t key = mix64(GRAD_SALT);
+    size_t floats = mlp_max_layer_floats(o, 0);
+    float *g = malloc(floats * sizeof(float));
+    uint32_t l = 0;
 
     if (g == NULL)
         return NULL;
-    for (uint64_t r = 0; r < o->width; r++)
-        for (uint64_t c = 0; c < o->width; c++)
-            g[r * o->width + c] = unit(mix64(key ^ (r << 32 | c)));
+    while (mlp_layer_floats(o, l) != floats)
+        l++;
+    fill_matrix(g, mix64(GRAD_SALT), mlp_dim(o, l + 1), mlp_dim(o, l), 1.0f);
     return g;
 }
 
@@ -77,33 +86,28 @@ float *mlp_grad_new(const mlp_opts_t *o)
  * is built with -ffp-contract=off). */
 void mlp_update(const mlp_opts_t *o, float *weights, const float *grad)
 {
-    size_t per_layer = mlp_layer_floats(o);
-
     for (uint32_t l = 0; l < o->layers; l++) {
-        float *w = weights + l * per_layer;
+        float *w = weights + mlp_layer_offset(o, l);
+        size_t n = mlp_layer_floats(o, l);
 
-        for (size_t i = 0; i < per_layer; i++)
+        for (size_t i = 0; i < n; i++)
             w[i] = MLP_TRAIN_RATE * grad[i] + w[i];
     }
 }
 
 void mlp_input(const mlp_opts_t *o, uint32_t step, float *x)
 {
-    uint64_t skey = mix64(INPUT_SALT ^ step);
-
-    for (uint64_t b = 0; b < o->batch; b++)
-        for (uint64_t c = 0; c < o->width; c++)
-            x[b * o->width + c] = unit(mix64(skey ^ (b << 32 | c)));
+    fill_matrix(x, mix64(INPUT_SALT ^ step), o->batch, mlp_dim(o, 0), 1.0f);
 }
 
-/* y = W x for one vector, summed as the contract sums. */
-static void gemv(const float *w, const float *x, float *y, uint32_t n)
+/* y = W x for one vector, W rows x cols, summed as the contract sums. */
+static void gemv(const float *w, const float *x, float *y, uint32_t rows, uint32_t cols)
 {
-    for (uint32_t r = 0; r < n; r++) {
+    for (uint32_t r = 0; r < rows; r++) {
         float acc = 0.0f;
 
-        for (uint32_t c = 0; c < n; c++)
-            acc += w[(size_t)r * n + c] * x[c];
+        for (uint32_t c = 0; c < cols; c++)
+            acc += w[(size_t)r * cols + c] * x[c];
         y[r] = acc;
     }
 }
@@ -123,18 +127,19 @@ static void relu(float *x, size_t n)
 void mlp_reference(const mlp_opts_t *o, const float *weights, const float *in,
                    float *out, float *tmp)
 {
-    size_t per_layer = mlp_layer_floats(o), act = mlp_act_floats(o);
     const float *x = in;
 
     for (uint32_t l = 0; l < o->layers; l++) {
+        uint32_t rows = mlp_dim(o, l + 1), cols = mlp_dim(o, l);
         /* Ping-pong so that the last layer writes into out, like the
          * device, which alternates between two activation buffers. */
         float *y = ((o->layers - 1 - l) % 2 == 0) ? out : tmp;
 
+        /* sg_gemm_f32's layout: vector b at b * cols in x, b * rows in y. */
         for (uint32_t b = 0; b < o->batch; b++)
-            gemv(weights + l * per_layer, x + (size_t)b * o->width,
-                 y + (size_t)b * o->width, o->width);
-        relu(y, act);
+            gemv(weights + mlp_layer_offset(o, l), x + (size_t)b * cols, y + (size_t)b * rows,
+                 rows, cols);
+        relu(y, mlp_batch_floats(o, l + 1));
         x = y;
     }
 }

@@ -12,7 +12,8 @@
  *             place over the link (simgpu charges them as zero-copy reads),
  *             as vLLM's UVA offloader does.
  *   prefetch  cuMemAllocHost, copied a layer ahead into two device buffers
- *             sized for one layer, as vLLM's prefetch offloader does: the
+ *             sized for the largest offloaded layer (each copy moves only
+ *             its own layer's bytes), as vLLM's prefetch offloader does: the
  *             j-th offloaded layer always uses buffer j % 2, so its weight
  *             address (in launch arguments and in the gemv table) never
  *             changes.  A non-blocking side stream copies layer j + 1 while
@@ -36,7 +37,6 @@ struct mlp_offload {
     const mlp_opts_t *o;
     uint32_t first;      /* the first offloaded layer: o->resident */
     uint32_t noff;       /* offloaded layers: layers - first */
-    size_t layer_bytes;
     CUdeviceptr *dev;    /* `first` entries: resident layers' cuMemAlloc */
     void **host;         /* `noff` entries: offloaded layers' pinned memory */
     CUdeviceptr buf[2];  /* prefetch: offloaded layer j is copied into buf[j % 2] */
@@ -57,31 +57,40 @@ static bool is_prefetch(const mlp_offload_t *f)
     return f != NULL && f->o->offload == MLP_OFFLOAD_PREFETCH && f->noff > 0;
 }
 
+static size_t layer_bytes(const mlp_offload_t *f, uint32_t l)
+{
+    return mlp_layer_floats(f->o, l) * sizeof(float);
+}
+
 /* Offloaded layer j's pinned memory, and the address its kernels read. */
 static int alloc_host_layer(mlp_offload_t *f, uint32_t j, CUdeviceptr *weight)
 {
     uint32_t l = f->first + j;
+    size_t bytes = layer_bytes(f, l);
 
     if (f->o->offload == MLP_OFFLOAD_UVA) {
-        CK(f->d->MemHostAlloc(&f->host[j], f->layer_bytes, CU_MEMHOSTALLOC_DEVICEMAP),
-           "cuMemHostAlloc", "weights of layer %u, %.1fMiB, mapped", l, mlp_mib(f->layer_bytes));
+        CK(f->d->MemHostAlloc(&f->host[j], bytes, CU_MEMHOSTALLOC_DEVICEMAP), "cuMemHostAlloc",
+           "weights of layer %u, %.1fMiB, mapped", l, mlp_mib(bytes));
         CK(f->d->MemHostGetDevicePointer(weight, f->host[j], 0), "cuMemHostGetDevicePointer",
            "weights of layer %u", l);
     } else {
-        CK(f->d->MemAllocHost(&f->host[j], f->layer_bytes), "cuMemAllocHost",
-           "weights of layer %u, %.1fMiB", l, mlp_mib(f->layer_bytes));
+        CK(f->d->MemAllocHost(&f->host[j], bytes), "cuMemAllocHost", "weights of layer %u, %.1fMiB",
+           l, mlp_mib(bytes));
         *weight = f->buf[j % 2];
     }
     return MLP_EXIT_MATCH;
 }
 
 /* prefetch: the buffers (only as many as there are offloaded layers, at
- * most two), the side stream and its events. */
+ * most two, each big enough for the largest of them), the side stream and
+ * its events. */
 static int open_prefetch(mlp_offload_t *f)
 {
+    size_t bytes = mlp_max_layer_floats(f->o, f->first) * sizeof(float);
+
     for (uint32_t b = 0; b < 2 && b < f->noff; b++)
-        CK(f->d->MemAlloc(&f->buf[b], f->layer_bytes), "cuMemAlloc",
-           "prefetch buffer %u, %.1fMiB", b, mlp_mib(f->layer_bytes));
+        CK(f->d->MemAlloc(&f->buf[b], bytes), "cuMemAlloc", "prefetch buffer %u, %.1fMiB", b,
+           mlp_mib(bytes));
     /* Non-blocking: the copies need no order with the legacy stream (the
      * source is pinned memory the CPU wrote, the buffers are only ever
      * written here), and they must not wait for it. */
@@ -111,7 +120,6 @@ int mlp_offload_open(mlp_offload_t **out, const sg_drv_t *d, const mlp_opts_t *o
     f->o = o;
     f->first = o->resident;
     f->noff = o->layers - o->resident;
-    f->layer_bytes = mlp_layer_floats(o) * sizeof(float);
     f->dev = calloc(f->first + 1, sizeof(CUdeviceptr));
     f->host = calloc(f->noff + 1, sizeof(void *));
     if (f->dev == NULL || f->host == NULL) {
@@ -121,8 +129,8 @@ int mlp_offload_open(mlp_offload_t **out, const sg_drv_t *d, const mlp_opts_t *o
     /* Device memory first, in the order a plain run allocates it, so that
      * a budget too small for K layers fails on a layer's cuMemAlloc. */
     for (uint32_t l = 0; l < f->first; l++) {
-        CK(d->MemAlloc(&f->dev[l], f->layer_bytes), "cuMemAlloc",
-           "weights of layer %u, %.1fMiB", l, mlp_mib(f->layer_bytes));
+        CK(d->MemAlloc(&f->dev[l], layer_bytes(f, l)), "cuMemAlloc",
+           "weights of layer %u, %.1fMiB", l, mlp_mib(layer_bytes(f, l)));
         weight[l] = f->dev[l];
     }
     if (is_prefetch(f) && (st = open_prefetch(f)) != 0)
@@ -135,14 +143,14 @@ int mlp_offload_open(mlp_offload_t **out, const sg_drv_t *d, const mlp_opts_t *o
 
 int mlp_offload_upload(mlp_offload_t *f, const float *weights)
 {
-    size_t floats = mlp_layer_floats(f->o);
-
     for (uint32_t l = 0; l < f->first; l++)
-        CK(f->d->MemcpyHtoD(f->dev[l], weights + l * floats, f->layer_bytes), "cuMemcpyHtoD",
-           "weights of layer %u", l);
+        CK(f->d->MemcpyHtoD(f->dev[l], weights + mlp_layer_offset(f->o, l),
+                            layer_bytes(f, l)),
+           "cuMemcpyHtoD", "weights of layer %u", l);
     /* Pinned memory is the process's own: no queued work reads it yet. */
     for (uint32_t j = 0; j < f->noff; j++)
-        memcpy(f->host[j], weights + (size_t)(f->first + j) * floats, f->layer_bytes);
+        memcpy(f->host[j], weights + mlp_layer_offset(f->o, f->first + j),
+               layer_bytes(f, f->first + j));
     return MLP_EXIT_MATCH;
 }
 
@@ -154,7 +162,7 @@ static int copy_ahead(mlp_offload_t *f, uint32_t j)
 
     CK(f->d->StreamWaitEvent(f->side, f->used[b], 0), "cuStreamWaitEvent",
        "copy of layer %u waits until buffer %u is read", l, b);
-    CK(f->d->MemcpyHtoDAsync(f->buf[b], f->host[j], f->layer_bytes, f->side),
+    CK(f->d->MemcpyHtoDAsync(f->buf[b], f->host[j], layer_bytes(f, l), f->side),
        "cuMemcpyHtoDAsync", "prefetch of layer %u into buffer %u", l, b);
     CK(f->d->EventRecord(f->copied[b], f->side), "cuEventRecord", "layer %u copied", l);
     return MLP_EXIT_MATCH;
