@@ -275,23 +275,44 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
 }
 
 
-/* The chunk allocations on dev are cut to: SPILLWAY_CHUNK; left at its
- * default where dev's budget could not hold two such chunks, the largest
- * power of two (at least the granularity) the budget holds eight times.
- * A chunk that big beside the budget strands room no whole chunk fits in:
- * a 16 MiB budget kept only the 8 MiB tail of a 40 MiB buffer resident
- * (the bench's decode-1M-one). The remapping window's slots are chunks:
- * not there. */
-static uint64_t chunk_for(int dev, const sw_vmm_info_t *vi)
+/* The largest power of two, at least the granularity and at most the
+ * default chunk, that budget holds `share` times. */
+static uint64_t chunk_held(uint64_t budget, uint64_t share, const sw_vmm_info_t *vi)
+{
+    uint64_t c = vi->granularity;
+    while (2 * c <= budget / share && 2 * c <= vi->chunk)
+        c *= 2;
+    return c;
+}
+
+/* The chunks an allocation of `size` bytes on dev is cut to:
+ * SPILLWAY_CHUNK; left at its default, one chunk where the allocation
+ * fits in the default's 32 MiB, or where dev's budget could not hold two
+ * of those, in the largest power of two the budget holds eight times: a
+ * tensor of its own moves whole, in one copy and one set of VMM calls
+ * (about 60 us a handle on an H100; in 2 MiB chunks, MoE's 4 MiB experts
+ * each moved twice: 1.57x a step early on). A bigger allocation (a
+ * buffer of many tensors; under a budget below 64 MiB, a segment too) is
+ * cut to the largest power of two the budget holds 64 times, so that
+ * residency follows the tensors in it: whole chunks are held, and a
+ * chunk big beside the budget strands room a tensor only partly fills
+ * (a 16 MiB budget kept only the 8 MiB tail of a 40 MiB buffer resident;
+ * 36 MiB over layers of 4.5 to 7 MiB, the odd ones alone in 8 MiB
+ * segments, held 4.75 MiB of slack in 4 MiB chunks: 1.27x the bound, in
+ * 2 MiB ones 1.18x). Not for SPILLWAY_POLICY=lru, which brings chunks
+ * back on demand, one fault each: one buffer of 4 MiB layers took 1.7x
+ * as long a step in 2 MiB chunks. The remapping window's slots are
+ * chunks: not there. */
+static uint64_t chunk_for(int dev, uint64_t size, const sw_vmm_info_t *vi)
 {
     uint64_t budget;
     if (sw_opts()->chunk_given || !sw_opts()->rewrite || !sw_dev_budget(dev, &budget) ||
-        budget == 0 || budget >= 2 * vi->chunk)
+        budget == 0)
         return vi->chunk;
-    uint64_t c = vi->granularity;
-    while (2 * c <= budget / 8 && 2 * c < vi->chunk)
-        c *= 2;
-    return c;
+    uint64_t whole = budget >= 2 * vi->chunk ? vi->chunk : chunk_held(budget, 8, vi);
+    if (size <= whole || sw_opts()->policy != SW_POLICY_LEARNED)
+        return whole;
+    return chunk_held(budget, 64, vi);
 }
 
 /* Whether a's last chunk of `chunk` bytes would hold more than one
@@ -328,7 +349,7 @@ static sw_alloc_t *alloc_new(uint64_t size, uint64_t granularity, uint64_t chunk
 /* The tracked path, on device dev; gate held exclusively. */
 static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *vi, int dev)
 {
-    uint64_t chunk = chunk_for(dev, vi);
+    uint64_t chunk = chunk_for(dev, bytesize, vi);
     sw_alloc_t *a = alloc_new(bytesize, vi->granularity, chunk);
     if (!a)
         return CUDA_ERROR_NOT_SUPPORTED;

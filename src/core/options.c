@@ -85,8 +85,10 @@ static const opt_t opts[] = {
       "smaller allocations pass to the driver untracked"),
     O("CHUNK", "auto", K_CHUNK, chunk,
       "unit of demotion: tracked allocations are split into chunks of this size; auto: "
-      "32MiB, or where a device's GPU budget is under 64MiB the largest power of two it "
-      "holds eight times (at least the VMM granularity)"),
+      "an allocation of at most 32MiB is one chunk (where a device's GPU budget is under "
+      "64MiB, of at most the largest power of two it holds eight times), a bigger one is "
+      "cut to the largest power of two the budget holds 64 times (at least the VMM "
+      "granularity, at most 32MiB)"),
     O("DISABLE", "0", K_BOOL, disable,
       "pass every call straight to the driver"),
     C("LOG", "warn", log_level, log_levels,

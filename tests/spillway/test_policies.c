@@ -240,13 +240,17 @@ END_TEST
  * it at every launch and sent it home after each (the H200's one-buffer
  * decode, 2026-11-27: 77 ms a step where reading the weights in place
  * took 26). It must be promoted instead. Ten 16 MiB layers under a 64 MiB
- * budget; mlp --workspace: 4 MiB, 4 KiB of it written after each layer.
- * The counters of steps 5 to 8 are those of 8 steps less those of 4. */
+ * budget, in one buffer cut to 32 MiB chunks (in the 2 MiB ones `auto`
+ * cuts it to, colder chunks of weights go home first and the workspace
+ * never leaves); mlp --workspace: 4 MiB, 4 KiB of it written after each
+ * layer. The counters of steps 5 to 8 are those of 8 steps less those of
+ * 4. */
 static void run_workspace(swt_run_t *r, const char *layout, bool workspace, const char *steps)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "10", "--width", "2048", "--steps",
                           steps, layout, workspace ? "--workspace" : NULL, "4", NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=64MiB", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=64MiB", "SPILLWAY_CHUNK=32MiB",
+                         NULL};
     swt_run(r, true, env, argv);
     swt_assert_match(r);
     ck_assert_msg(swt_sw(r, "tracked_bytes_peak") > 64 * SWT_MIB, "%s", swt_describe(r));
