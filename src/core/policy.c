@@ -482,6 +482,13 @@ uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
 
 /* ---- packing ---- */
 
+/* Whether dev has a streaming window (window[dev] bytes; NULL: every
+ * device has one). */
+static bool has_window(const uint64_t *window, int dev)
+{
+    return !window || (dev >= 0 && dev < SW_MAX_DEVICES && window[dev]);
+}
+
 /* A chunk's claim on a resident place, where packing may move it: 2 for
  * one only a pointer in device memory reaches (no argument ever named it:
  * the window cannot serve it) where its device has a window (window[dev]
@@ -492,9 +499,8 @@ uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
 static int claim(const sw_chunk_t *c, uint64_t period, const uint64_t *window)
 {
     const sw_sched_t s = sw_learn_state(c);
-    int dev = c->alloc->dev;
     if (c->pointed && s.uses == 0)
-        return !window || (dev >= 0 && dev < SW_MAX_DEVICES && window[dev]) ? 2 : 1;
+        return has_window(window, c->alloc->dev) ? 2 : 1;
     return s.gap && sw_learn_same_period(period, s.gap) ? 1 : 0;
 }
 
@@ -640,8 +646,7 @@ static bool gather(const sw_table_t *t, pack_t *p, sw_pack_t *trade, size_t max)
 {
     gather_t g = {.p = p};
     sw_table_each(t, find_emptiest, &g);
-    int dev = g.out ? g.out->alloc->dev : -1;
-    if (!g.out || (p->window && dev >= 0 && dev < SW_MAX_DEVICES && p->window[dev]))
+    if (!g.out || has_window(p->window, g.out->alloc->dev))
         return false;
     g.out_claim = claim(g.out, p->period, p->window);
     cands_t cs = {.keep = not_gatherable, .arg = &g, .host = true};
