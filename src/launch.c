@@ -287,6 +287,10 @@ typedef struct {
     uint64_t host_bytes;           /* what the kernel would read in place */
 } marks_t;
 
+/* Guards every allocation's learned segment starts (sw_alloc_t's bounds,
+ * nbounds, spacing): launches on several threads note them at once, and
+ * a trade's policy reads them (next_trade), where a note's realloc
+ * would pull the array from under it. */
 static pthread_mutex_t segment_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Notes c for this launch's promotion and statistics, once per launch
@@ -722,6 +726,26 @@ static bool used_now(const sw_chunk_t *c, void *arg)
     return sw_learn_state(c).last_use == *(const uint64_t *)arg;
 }
 
+/* next_trade's questions to policy, which reads the learned segment
+ * starts: segment_lock held. */
+static bool ask_policy(uint64_t now, uint64_t period, const uint64_t *room, const uint64_t *window,
+                       trade_t *t, bool *waiting)
+{
+    sw_pack_t *m = &t->moves;
+    if ((m->in[0] = sw_policy_into_room(sw_tracked(), period, room))) {
+        m->nin = 1;
+        return true;
+    }
+    m->nout = sw_policy_adopt(sw_tracked(), now, window, &m->in[0], m->out);
+    *waiting = m->in[0] && m->nout == 0;
+    if (m->nout == 1) {
+        m->nin = 1;
+        t->adopted = true;
+        return true;
+    }
+    return period && sw_policy_pack(sw_tracked(), period, window, used_now, &now, m, SW_PACK_MAX);
+}
+
 /* The next trade, asked under any hold of the gate; false: none, and
  * *waiting says whether a chunk to adopt found no victim at this launch
  * (another launch has other chunks not in use). A chunk adopted trades
@@ -740,18 +764,10 @@ static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
     m->nin = m->nout = 0;
     t->adopted = false;
     *waiting = false;
-    if ((m->in[0] = sw_policy_into_room(sw_tracked(), period, room))) {
-        m->nin = 1;
-        return true;
-    }
-    m->nout = sw_policy_adopt(sw_tracked(), now, window, &m->in[0], m->out);
-    *waiting = m->in[0] && m->nout == 0;
-    if (m->nout == 1) {
-        m->nin = 1;
-        t->adopted = true;
-        return true;
-    }
-    return period && sw_policy_pack(sw_tracked(), period, window, used_now, &now, m, SW_PACK_MAX);
+    pthread_mutex_lock(&segment_lock);
+    bool any = ask_policy(now, period, room, window, t, waiting);
+    pthread_mutex_unlock(&segment_lock);
+    return any;
 }
 
 static void trade(uint64_t now)
