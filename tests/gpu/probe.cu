@@ -760,6 +760,231 @@ static int sec_vmm_cost(int iters)
   return 0;
 }
 
+/* ---- --vmm-batch: one call over several mappings; calls beside a kernel ----- */
+
+#define BATCH_HANDLES 8
+
+/* A reservation of BATCH_HANDLES adjacent handles of one granule each, as
+ * spillway cuts an allocation into chunks. */
+struct batch {
+  CUdeviceptr va;
+  size_t g;  /* granule: each handle's size */
+  CUmemGenericAllocationHandle h[BATCH_HANDLES];
+  int nh;
+};
+
+static void batch_free(struct batch *b)
+{
+  for (int i = 0; i < b->nh; i++)
+    CU(cuMemRelease(b->h[i]));
+  if (b->va)
+    CU(cuMemAddressFree(b->va, b->g * BATCH_HANDLES));
+  memset(b, 0, sizeof *b);
+}
+
+static bool batch_make(struct batch *b, CUmemLocationType type, int id)
+{
+  CUmemAllocationProp prop = vmm_prop(type, id);
+
+  memset(b, 0, sizeof *b);
+  if (!CU(cuMemGetAllocationGranularity(&b->g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) ||
+      !CU(cuMemAddressReserve(&b->va, b->g * BATCH_HANDLES, 0, 0, 0)))
+    return false;
+  for (; b->nh < BATCH_HANDLES; b->nh++)
+    if (!CU(cuMemCreate(&b->h[b->nh], b->g, &prop, 0))) {
+      batch_free(b);
+      return false;
+    }
+  return true;
+}
+
+static bool batch_map(const struct batch *b)
+{
+  for (int i = 0; i < BATCH_HANDLES; i++)
+    if (!CU(cuMemMap(b->va + i * b->g, b->g, 0, b->h[i], 0)))
+      return false;
+  return true;
+}
+
+/* Unmaps each mapping by itself; the time taken, in µs. */
+static double batch_unmap_each(const struct batch *b)
+{
+  double t0 = now_us();
+
+  for (int i = 0; i < BATCH_HANDLES; i++)
+    CU(cuMemUnmap(b->va + i * b->g, b->g));
+  return now_us() - t0;
+}
+
+/*
+ * Whether cuMemSetAccess and cuMemUnmap take a range of several mappings,
+ * and what one call costs against one per mapping (spillway calls
+ * cuMemSetAccess once per chunk it moves; PyTorch's expandable segments
+ * call it once over several handles). Medians of `reps` cycles, µs.
+ */
+static void vmm_batch(const char *loc, CUmemLocationType type, int id, int reps)
+{
+  CUmemAccessDesc acc = device_rw();
+  struct batch b;
+  double *each = (double *)calloc(reps, sizeof(double));
+  double *range = (double *)calloc(reps, sizeof(double));
+  double *un_each = (double *)calloc(reps, sizeof(double));
+  double *un_range = (double *)calloc(reps, sizeof(double));
+  CUresult set_r = CUDA_SUCCESS, unmap_r = CUDA_SUCCESS;
+  char k[128];
+  int n = 0;
+
+  if (!each || !range || !un_each || !un_range || !batch_make(&b, type, id))
+    goto out;
+  snprintf(k, sizeof k, "vmm_batch.%s.handles", loc);
+  kv(k, "%d", BATCH_HANDLES);
+  snprintf(k, sizeof k, "vmm_batch.%s.handle_bytes", loc);
+  kv(k, "%zu", b.g);
+  for (int i = -2; i < reps; i++) {  /* two untimed cycles first */
+    double t0, dt_each, dt_range, dt_un_each, dt_un_range = 0;
+
+    if (!batch_map(&b))
+      break;
+    t0 = now_us();
+    for (int j = 0; j < BATCH_HANDLES; j++)
+      if (!CU(cuMemSetAccess(b.va + j * b.g, b.g, &acc, 1)))
+        goto unmap;
+    dt_each = now_us() - t0;
+    dt_un_each = batch_unmap_each(&b);
+    if (!batch_map(&b))
+      break;
+    t0 = now_us();
+    set_r = cuMemSetAccess(b.va, b.g * BATCH_HANDLES, &acc, 1);
+    dt_range = now_us() - t0;
+    t0 = now_us();
+    unmap_r = cuMemUnmap(b.va, b.g * BATCH_HANDLES);
+    dt_un_range = now_us() - t0;
+    if (unmap_r != CUDA_SUCCESS)
+      batch_unmap_each(&b);
+    if (set_r != CUDA_SUCCESS)
+      break;
+    if (i >= 0) {
+      each[n] = dt_each;
+      range[n] = dt_range;
+      un_each[n] = dt_un_each;
+      un_range[n] = dt_un_range;
+      n++;
+    }
+    continue;
+  unmap:
+    batch_unmap_each(&b);
+    break;
+  }
+  snprintf(k, sizeof k, "vmm_batch.%s.set_access_range_result", loc);
+  kv(k, "%s", cu_name(set_r));
+  snprintf(k, sizeof k, "vmm_batch.%s.unmap_range_result", loc);
+  kv(k, "%s", cu_name(unmap_r));
+  snprintf(k, sizeof k, "vmm_batch.%s.samples", loc);
+  kv(k, "%d", n);
+  if (n > 0) {
+    snprintf(k, sizeof k, "vmm_batch.%s.set_access_each_us", loc);
+    kv(k, "%.1f", median(each, n));
+    snprintf(k, sizeof k, "vmm_batch.%s.set_access_range_us", loc);
+    kv(k, "%.1f", median(range, n));
+    snprintf(k, sizeof k, "vmm_batch.%s.unmap_each_us", loc);
+    kv(k, "%.1f", median(un_each, n));
+    snprintf(k, sizeof k, "vmm_batch.%s.unmap_range_us", loc);
+    kv(k, "%.1f", median(un_range, n));
+  }
+  batch_free(&b);
+out:
+  free(each);
+  free(range);
+  free(un_each);
+  free(un_range);
+}
+
+/*
+ * Whether cuMemMap, cuMemSetAccess and cuMemUnmap of a range no kernel
+ * uses wait for a kernel running on another stream (simgpu takes
+ * cuMemSetAccess to wait for all queued device work, and each of
+ * spillway's moves makes two): each call's time while a kernel reads other
+ * memory for `budget_ms`.
+ */
+static void vmm_beside_kernel(unsigned budget_ms)
+{
+  CUmemAccessDesc acc = device_rw();
+  struct batch b;
+  struct vmm busy;
+  volatile int *started = NULL;
+  unsigned *out = NULL;
+  cudaStream_t s = NULL;
+  double t_start, t0, t_map, t_set, t_unmap;
+  CUresult r_map, r_set, r_unmap;
+
+  if (!batch_make(&b, CU_MEM_LOCATION_TYPE_DEVICE, g_dev))
+    return;
+  if (vmm_alloc(&busy, CU_MEM_LOCATION_TYPE_DEVICE, g_dev, 64 * MiB) != CUDA_SUCCESS) {
+    batch_free(&b);
+    return;
+  }
+  if (!CU(cuMemsetD32(busy.va, 1, busy.size / 4)) || !CU(cuCtxSynchronize()) ||
+      !RT(cudaHostAlloc((void **)&started, sizeof(int), cudaHostAllocMapped)) ||
+      !RT(cudaMalloc(&out, (size_t)g_sms * 2 * 256 * sizeof(unsigned))) ||
+      !RT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))
+    goto out;
+  *started = 0;
+  kv("vmm_batch.beside_kernel.kernel_ms", "%u", budget_ms);
+  t0 = now_us();
+  k_spin_read<<<g_sms * 2, 256, 0, s>>>((const unsigned *)busy.va, busy.size / 4,
+                                         budget_ms * 1000000ull, started, out);
+  if (!RT(cudaGetLastError()))
+    goto out;
+  while (!*started && now_us() - t0 < 10e6)
+    ;
+  if (!*started) {
+    printf("# the kernel did not start within 10 s\n");
+    goto out;
+  }
+  t_start = now_us();
+  t0 = now_us();
+  r_map = cuMemMap(b.va, b.g, 0, b.h[0], 0);
+  t_map = now_us() - t0;
+  t0 = now_us();
+  r_set = r_map == CUDA_SUCCESS ? cuMemSetAccess(b.va, b.g, &acc, 1) : r_map;
+  t_set = now_us() - t0;
+  t0 = now_us();
+  r_unmap = r_map == CUDA_SUCCESS ? cuMemUnmap(b.va, b.g) : r_map;
+  t_unmap = now_us() - t0;
+  kv("vmm_batch.beside_kernel.stream_query_after", "%s", cu_name(cuStreamQuery(s)));
+  kv("vmm_batch.beside_kernel.map_result", "%s", cu_name(r_map));
+  kv("vmm_batch.beside_kernel.map_us", "%.1f", t_map);
+  kv("vmm_batch.beside_kernel.set_access_result", "%s", cu_name(r_set));
+  kv("vmm_batch.beside_kernel.set_access_us", "%.1f", t_set);
+  kv("vmm_batch.beside_kernel.unmap_result", "%s", cu_name(r_unmap));
+  kv("vmm_batch.beside_kernel.unmap_us", "%.1f", t_unmap);
+  /* A call waited for the kernel if the three together outlasted most of it. */
+  kv("vmm_batch.beside_kernel.waited_for_kernel", "%s",
+     (now_us() - t_start) / 1e3 >= budget_ms * 0.8 ? "yes" : "no");
+  RT(cudaStreamSynchronize(s));
+out:
+  if (s)
+    RT(cudaStreamDestroy(s));
+  if (out)
+    RT(cudaFree(out));
+  if (started)
+    RT(cudaFreeHost((void *)started));
+  vmm_free(&busy);
+  batch_free(&b);
+}
+
+static int sec_vmm_batch(int reps)
+{
+  if (!init_cuda())
+    return 1;
+  printf("# %d adjacent handles of one granule: one call over them all against one each,"
+         " medians of %d cycles\n", BATCH_HANDLES, reps);
+  vmm_batch("device", CU_MEM_LOCATION_TYPE_DEVICE, g_dev, reps);
+  vmm_batch("host", CU_MEM_LOCATION_TYPE_HOST, 0, reps);
+  vmm_beside_kernel(500);
+  return 0;
+}
+
 /* ---- --bandwidth ------------------------------------------------------------ */
 
 static void report_copy(const char *key, size_t bytes, double ms)
@@ -1370,6 +1595,8 @@ static void usage(void)
           "  --granularity      VMM attributes, granularities, host VMM use\n"
           "  --numa-create      cuMemCreate with HOST_NUMA id 0 (may crash old drivers)\n"
           "  --vmm-cost[=N]     host time of each VMM call, median of N (100)\n"
+          "  --vmm-batch[=N]    one cuMemSetAccess/cuMemUnmap over 8 mappings against\n"
+          "                     one each (median of N, 30); VMM calls beside a kernel\n"
           "  --bandwidth        DMA and zero-copy kernel bandwidth, alone and together\n"
           "  --alloc-range      what cuMemGetAddressRange says of an odd-sized cuMemAlloc\n"
           "  --gemm             cuBLAS rate with a device vs host-backed weight\n"
@@ -1377,7 +1604,8 @@ static void usage(void)
           "  --runtime-calls    phases for trace_preload (run under LD_PRELOAD)\n"
           "  --unmap-in-flight[=device|host]  unmap a range a kernel reads (kills\n"
           "                     the context: run alone, last)\n"
-          "  --all              info params granularity vmm-cost bandwidth gemm alloc-range\n");
+          "  --all              info params granularity vmm-cost vmm-batch bandwidth gemm\n"
+          "                     alloc-range\n");
 }
 
 static int run_section(const char *arg)
@@ -1397,6 +1625,10 @@ static int run_section(const char *arg)
     return sec_vmm_cost(100);
   if (!strncmp(arg, "--vmm-cost=", 11) && atoi(arg + 11) > 0)
     return sec_vmm_cost(atoi(arg + 11));
+  if (!strcmp(arg, "--vmm-batch"))
+    return sec_vmm_batch(30);
+  if (!strncmp(arg, "--vmm-batch=", 12) && atoi(arg + 12) > 0)
+    return sec_vmm_batch(atoi(arg + 12));
   if (!strcmp(arg, "--bandwidth"))
     return sec_bandwidth();
   if (!strcmp(arg, "--gemm"))
@@ -1418,7 +1650,7 @@ static int run_section(const char *arg)
 int main(int argc, char **argv)
 {
   static const char *const all[] = { "--info", "--params", "--granularity",
-                                     "--vmm-cost", "--bandwidth", "--gemm",
+                                     "--vmm-cost", "--vmm-batch", "--bandwidth", "--gemm",
                                      "--alloc-range" };
   int rc = 0;
 

@@ -119,6 +119,7 @@ run alloc_range 30 "$probe" --alloc-range
 run unmap_device 30 "$probe" --unmap-in-flight=device
 run unmap_host 30 "$probe" --unmap-in-flight=host
 run vmm_cost 60 "$probe" --vmm-cost
+run vmm_batch 30 "$probe" --vmm-batch
 run bandwidth 120 "$probe" --bandwidth
 run gemm 120 "$probe" --gemm
 run gemm_batch 120 "$probe" --gemm-batch
