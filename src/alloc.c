@@ -130,7 +130,7 @@ static void make_window(int dev)
     if (sw_opts()->rewrite)
         made = sw_window_setup(dev, size, slot, sw_tracked());
     else if (dev == sw_dev_home())
-        made = sw_prefetch_setup(budget);
+        made = sw_remap_setup(budget);
     sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
 }
 
@@ -263,7 +263,7 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
         sw_place_gone(c);
         sw_drop_copy(c);
         if (c->slot >= 0 || c->mirrored) {
-            sw_prefetch_forget(c);
+            sw_remap_forget(c);
             sw_vmm_release(c->handle);
         } else {
             sw_vmm_unback(c);

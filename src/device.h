@@ -47,7 +47,7 @@ void sw_vmm_unreserve(CUdeviceptr va, uint64_t size);
 CUresult sw_vmm_back(sw_chunk_t *c, sw_where_t where);
 /* Unmaps and releases c's backing. */
 void sw_vmm_unback(sw_chunk_t *c);
-/* The primitives prefetch.c builds on. map_at maps h at [va, va+size)
+/* The primitives remap.c builds on. map_at maps h at [va, va+size)
  * with device access, or leaves nothing mapped. */
 CUresult sw_vmm_map(CUdeviceptr va, uint64_t size, uint64_t h);
 CUresult sw_vmm_unmap(CUdeviceptr va, uint64_t size);

@@ -91,7 +91,7 @@ const sw_options_t *sw_opts(void);
 void sw_capture_begun(CUresult r);
 void sw_capture_over(void);
 /* Some stream of the process is capturing (a count of captures begun and
- * not ended); prefetch.c's stream_capturing asks about one stream. */
+ * not ended); remap.c's stream_capturing asks about one stream. */
 bool sw_capturing(void);
 
 #endif

@@ -550,7 +550,7 @@ static bool promote_learned(sw_chunk_t *c, uint64_t period, keep_t *k, bool *syn
 static void bring_in(marks_t *m)
 {
     const sw_options_t *o = sw_opts();
-    if (!sw_prefetch_on() &&
+    if (!sw_remap_on() &&
         !worth_moving(m, o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0))
         return;
     sw_gate_unrd();
@@ -558,8 +558,8 @@ static void bring_in(marks_t *m)
     if (sw_capturing()) {
         /* A capture began since the check on the launch path: it must see
          * no synchronization (see "capture" below). */
-    } else if (sw_prefetch_on()) {
-        sw_prefetch_commit(m->host_va, m->nhost, m->seq);
+    } else if (sw_remap_on()) {
+        sw_remap_commit(m->host_va, m->nhost, m->seq);
     } else {
         bool synced = false, moved;
         uint64_t period = o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0;

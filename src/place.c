@@ -4,7 +4,7 @@
  * byte counts it changes: nothing else writes a chunk's place. Beside
  * them, what every residency file reads: the launch clock and the learned
  * loop period. Above it sit the allocators (alloc.c, appvmm.c), the
- * remapping window (prefetch.c) and the launch path (launch.c); below it
+ * remapping window (remap.c) and the launch path (launch.c); below it
  * the streaming window, VMM and the devices. Nothing here calls up: the
  * remapping window, which must drop a chunk's mirror before the chunk
  * moves, hands its function down (sw_place_before_move).

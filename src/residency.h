@@ -59,13 +59,13 @@ void sw_place_table(sw_table_t *t);
 uint64_t sw_host_budget(void);
 void sw_set_host_budget(uint64_t bytes);
 /* fn runs on a chunk before it moves: the remapping window's, which
- * drops the chunk's mirror (prefetch.c). A callback handed down, so that
+ * drops the chunk's mirror (remap.c). A callback handed down, so that
  * placement calls nothing above it. */
 void sw_place_before_move(void (*fn)(sw_chunk_t *));
 /* The machine's RAM in bytes. */
 uint64_t sw_physical_ram(void);
 /* Releases the host copy a device chunk kept, if any (a window chunk's
- * home is its data, not a copy: prefetch.c owns it). Can't fail. */
+ * home is its data, not a copy: remap.c owns it). Can't fail. */
 void sw_drop_copy(sw_chunk_t *c);
 /* Whether the host budget has room for need bytes, after dropping host
  * copies kept of device chunks (a saving, not data) if it must. */
@@ -194,19 +194,19 @@ uint64_t sw_demote_some(int dev, uint64_t need, bool *synced);
 int sw_alloc_register(sw_alloc_t *a);
 void sw_alloc_unregister(sw_alloc_t *a);
 
-/* ---- prefetch.c: the remapping window (SPILLWAY_REWRITE=0) ----
+/* ---- remap.c: the remapping window (SPILLWAY_REWRITE=0) ----
  * A pool of device slots, filled from chunks' host copies on spillway's
  * stream, at commit points where the application's streams are quiet. */
-bool sw_prefetch_on(void);
+bool sw_remap_on(void);
 /* Sets up the pool once a GPU budget is known; returns the bytes it took. */
-uint64_t sw_prefetch_setup(uint64_t budget);
+uint64_t sw_remap_setup(uint64_t budget);
 /* A commit point for launch `now`, which touches the host chunks at the
  * addresses in need[0..n): gate held exclusively. Brings them and the
  * chunks predicted next into the window. */
-void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now);
+void sw_remap_commit(const uint64_t *need, int n, uint64_t now);
 /* Releases a window chunk's slot and home when its allocation is freed
  * (after the free's synchronization). */
-void sw_prefetch_forget(sw_chunk_t *c);
+void sw_remap_forget(sw_chunk_t *c);
 
 
 /* ---- window.c: the streaming windows (SPILLWAY_REWRITE=1, the default) ----

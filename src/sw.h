@@ -10,7 +10,7 @@
  *              sequence, argument scanning and rewriting, promotion),
  *              window.c (the streaming window: copies, fences, write-back;
  *              called by launch.c and alloc.c, calls only below),
- *              prefetch.c (the remapping window, SPILLWAY_REWRITE=0)
+ *              remap.c (the remapping window, SPILLWAY_REWRITE=0)
  *   device     vmm.c (VMM primitives, spillway's stream), fingerprint.c
  *              (spillway's kernels), streams.c (the application's streams)
  *   driver     driver.c: the one table of real entry points (sw_real), the
@@ -171,7 +171,7 @@ typedef struct sw_chunk {
                                  * mapped elsewhere too, or exported (appvmm.c) */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
-    /* Mechanism state (launch.c/prefetch.c), opaque to the core. */
+    /* Mechanism state (launch.c/remap.c), opaque to the core. */
     int slot;                   /* window slot holding it, -1 none */
     uint64_t home;              /* host handle kept while on the device: while a slot
                                  * holds it, or as an exact copy (home_fp); 0 none */

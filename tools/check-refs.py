@@ -46,7 +46,7 @@ for d, _, files in os.walk(os.path.join(root, "src")):
                         break
                     rest, in_comment = rest[start + 2:], True
             for m in NAME.finditer(text):
-                # "launch.c/prefetch.c" names two files.
+                # "launch.c/remap.c" names two files.
                 parts = re.split(r"(?<=\.c)/|(?<=\.h)/", m.group(0))
                 for ref in parts:
                     ref = ref.lstrip("./") if ref.startswith("../") else ref

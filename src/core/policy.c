@@ -1,6 +1,6 @@
 /*
  * Residency policy: pure decisions over the table, returned as verdicts.
- * The mechanism (vmm.c, prefetch.c) acts on them; nothing here moves
+ * The mechanism (vmm.c, remap.c) acts on them; nothing here moves
  * memory.
  *
  * Two eviction orders over the same candidates (device chunks the current

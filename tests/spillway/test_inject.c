@@ -30,7 +30,7 @@
  *            prefetch window, 4 steps: a commit queues every copy into the
  *            window's slots before it remaps any address, so a failed
  *            remap of the slot's previous chunk must put that chunk's
- *            bytes back (prefetch.c, restore).
+ *            bytes back (remap.c, restore).
  *   lru      5 layers of 4 MiB under an 8 MiB budget, LRU, 2 steps: each
  *            launch demotes a victim and promotes its layer, and after
  *            the first moves both take handles earlier moves released

@@ -1,7 +1,11 @@
 /*
- * The streaming window: chunks that do not fit in the GPU budget pass
- * through a small pool of device slots, copied in on spillway's own stream
- * ahead of the kernels that read them.
+ * The remapping window (SPILLWAY_REWRITE=0), the alternative to window.c's
+ * streaming window: chunks that do not fit in the GPU budget pass through
+ * a small pool of device slots, copied in on spillway's own stream ahead
+ * of the kernels that read them, and the chunk's own address is remapped
+ * to its slot, so no argument is rewritten and a pointer found any way at
+ * all reads the copy; the price is an unmap at each commit point, under
+ * the safety rule.
  *
  *   budget = resident chunks (own device handles) + window (the slots)
  *
@@ -102,14 +106,14 @@ static bool fp_same(int si)
     return memcmp(f, f + SW_FP_BYTES / sizeof(uint64_t), SW_FP_BYTES) == 0;
 }
 
-bool sw_prefetch_on(void)
+bool sw_remap_on(void)
 {
     return pf.on;
 }
 
 static void unmirror(sw_chunk_t *c);
 
-uint64_t sw_prefetch_setup(uint64_t budget)
+uint64_t sw_remap_setup(uint64_t budget)
 {
     const sw_options_t *o = sw_opts();
     const sw_vmm_info_t *vi = sw_vmm_setup();
@@ -461,7 +465,7 @@ static CUresult sync_and_read_back(const plan_t *p, CUstream st, bool *emptied_f
     return e;
 }
 
-void sw_prefetch_commit(const uint64_t *need, int n, uint64_t now)
+void sw_remap_commit(const uint64_t *need, int n, uint64_t now)
 {
     plan_t p = {.now = now, .period = sw_period(now)};
     plan(&p, need, n);
@@ -525,7 +529,7 @@ static void unmirror(sw_chunk_t *c)
 
 /* Unmaps c's address and mirror, and gives back its slot; the caller
  * releases c->handle (then its host handle). */
-void sw_prefetch_forget(sw_chunk_t *c)
+void sw_remap_forget(sw_chunk_t *c)
 {
     if (c->slot >= 0) {
         pf.slots[c->slot].c = NULL;
