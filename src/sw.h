@@ -163,8 +163,6 @@ typedef struct sw_chunk {
             uint32_t heat;      /* recent uses, decaying (sw_learn_heat), as of last_use */
         };
     };
-    bool pointed;               /* a copy to the device carried a pointer into it:
-                                 * kernels may read it where no argument shows */
     bool resident;              /* the program asked to keep it on the device
                                  * (spillway_hint): never a victim */
     bool fixed;                 /* never moves: an application's own handle that is
@@ -179,6 +177,13 @@ typedef struct sw_chunk {
     bool mirrored;              /* its host handle is mapped in alloc->mirror too */
     uint64_t displace_next;     /* launch before which launch.c does not ask
                                  * sw_policy_displace for it again */
+    /* A copy to the device carried a pointer into it: kernels may read it
+     * where no argument shows. Copies on any thread set it while launches
+     * on others weigh it: read through sw_chunk_pointed. Last, beside no
+     * field read plainly: a compiler may load neighbouring flags as one
+     * wider word (resident and fixed, in find_coldest), which would read
+     * it plainly too. */
+    bool pointed;
 } sw_chunk_t;
 
 typedef struct sw_alloc {
@@ -293,6 +298,14 @@ static inline sw_sched_t sw_learn_state(const sw_chunk_t *c)
     return c->alloc && __atomic_load_n(&c->alloc->nruns, __ATOMIC_RELAXED)
                ? sw_learn_run_state(c)
                : sw_sched_load(&c->sched);
+}
+
+/* c's `pointed`: copies on any thread set it (launch.c, mark_pointed)
+ * while launches on others weigh it, so both sides are relaxed atomics;
+ * it only ever goes from false to true. */
+static inline bool sw_chunk_pointed(const sw_chunk_t *c)
+{
+    return __atomic_load_n(&c->pointed, __ATOMIC_RELAXED);
 }
 /* A new phase of the program (spillway_phase): every chunk's predictions
  * (gap, heat) are dropped at once instead of decaying, so the next uses

@@ -274,7 +274,7 @@ static void find_coldest(sw_alloc_t *a, void *arg)
         if (c->where != SW_ON_DEVICE || c->resident || c->fixed || c->size < d->hot->size)
             continue;
         const sw_sched_t s = sw_learn_state(c);
-        if ((s.uses == 0 && (young || c->pointed)) || (d->keep && d->keep(c, d->arg)))
+        if ((s.uses == 0 && (young || sw_chunk_pointed(c))) || (d->keep && d->keep(c, d->arg)))
             continue;
         /* Belady over visits: a chunk the loop comes back to before the
          * hot one's next visit is not its victim (in a cyclic scan the
@@ -310,7 +310,7 @@ static void find_unseen(sw_alloc_t *a, void *arg)
     sw_chunk_t **best = arg;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where == SW_ON_HOST && c->slot < 0 && c->pointed && !c->fixed &&
+        if (c->where == SW_ON_HOST && c->slot < 0 && sw_chunk_pointed(c) && !c->fixed &&
             sw_learn_state(c).uses == 0 &&
             (!*best || c->va < (*best)->va))
             *best = c;
@@ -499,7 +499,7 @@ static bool has_window(const uint64_t *window, int dev)
 static int claim(const sw_chunk_t *c, uint64_t period, const uint64_t *window)
 {
     const sw_sched_t s = sw_learn_state(c);
-    if (c->pointed && s.uses == 0)
+    if (sw_chunk_pointed(c) && s.uses == 0)
         return has_window(window, c->alloc->dev) ? 2 : 1;
     return s.gap && sw_learn_same_period(period, s.gap) ? 1 : 0;
 }
