@@ -1266,7 +1266,13 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
     /* The per-thread default stream, named so that the legacy query finds it. */
     CUstream q = per_thread && !s ? CU_STREAM_PER_THREAD : s;
     bool was = stream_capturing(q);
+    /* Shared, so that no window is released (under the exclusive gate)
+     * while its capture state changes: the count of captures keeps
+     * sw_window_release away only from one it counted, and an end may
+     * come on a stream that was not capturing. */
+    sw_gate_rd_always();
     bool broken = sw_window_capture_ends(q);
+    sw_gate_unrd();
     CUresult r = end(s, g);
     /* Success and invalidation always end it; another error (an unjoined
      * fork, out of memory) may or may not: the stream says. */
