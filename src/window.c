@@ -1654,6 +1654,7 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
     const sw_real_t *r = sw_real();
     CUresult e = CUDA_SUCCESS;
     win_t *w, *here = gated ? win(sw_window_here()) : NULL;
+    bool ordered = false; /* here holds graphs' copies: this replay is ordered */
     if (gated && sw_window_on())
         sw_streams_note(s);
     for (int d = -1; gated && e == CUDA_SUCCESS && (w = next_window(&d));) {
@@ -1665,7 +1666,7 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
             flush_all(w, s);
         else
             forget_fingerprints(w);
-        if (w == here && w->graphs)
+        if (w == here && (ordered = w->graphs))
             e = order_after(w, s, w->replayed); /* unordered, it is not launched */
         else if (w == here)
             __atomic_add_fetch(&w->idle_replays, 1, __ATOMIC_RELAXED);
@@ -1677,7 +1678,7 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
         return e;
     }
     e = launch(g, s);
-    if (here && here->graphs && e == CUDA_SUCCESS &&
+    if (ordered && e == CUDA_SUCCESS &&
         r->cuEventRecord(here->replayed, s) != CUDA_SUCCESS)
         r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
     if (gated)
