@@ -192,21 +192,25 @@ uint64_t sw_period(uint64_t now)
     /* sw_learn_period sorts every chunk's gap: not for every launch, but
      * twice a loop (recompute_every), every 8 while none is known.
      * Launches on several threads run this at once (the gate is only
-     * shared), so the cache is read
-     * and written with relaxed atomics: two threads may both recompute,
-     * and a thread may return a period one recomputation old, which skews
-     * a prediction, never a result. */
+     * shared), so the cache is read and written with relaxed atomics, and
+     * one thread recomputes at a time: a thread may return a period one
+     * recomputation old, which skews a prediction, never a result. */
     static uint64_t cached, at;
+    static bool computing; /* one thread recomputes; the others take the cache */
     uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
-    if (!last || now - last >= recompute_every(period)) {
+    if ((!last || now - last >= recompute_every(period)) &&
+        !__atomic_exchange_n(&computing, true, __ATOMIC_ACQUIRE)) {
         bool agreed;
         period = sw_learn_period(sw_tracked(), &agreed);
         __atomic_store_n(&cached, period, __ATOMIC_RELAXED);
         __atomic_store_n(&period_agreed, agreed, __ATOMIC_RELAXED);
         __atomic_store_n(&at, now, __ATOMIC_RELAXED);
+        /* The gauge is set from its own value: two threads at once would
+         * both add the difference. */
         sw_stat_add(SW_STAT_learned_period,
                     (int64_t)period - (int64_t)sw_stat_get(SW_STAT_learned_period));
+        __atomic_store_n(&computing, false, __ATOMIC_RELEASE);
     }
     return period;
 }
