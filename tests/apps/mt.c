@@ -16,6 +16,9 @@
  * Odd iterations fill x by cuMemcpyHtoDAsync from the thread's host
  * buffer instead of a kernel, and copy y into x with cuMemcpyDtoDAsync
  * before checking x: copies of every direction run beside the kernels.
+ * Each iteration also copies a table of its three buffers' addresses to
+ * the device, as grouped GEMMs are handed their operands: spillway marks
+ * memory such a copy points into while other threads' launches weigh it.
  *
  *   sg-mt [--threads N] [--seconds S]
  *
@@ -170,12 +173,13 @@ static void *worker(void *arg)
 {
     thread_t *t = arg;
     CUstream s = NULL;
-    CUdeviceptr keep = 0, x = 0, y = 0;
+    CUdeviceptr keep = 0, x = 0, y = 0, table = 0;
     const uint32_t keep_value = 0xC0DE0000u + (uint32_t)t->id;
 
     CK(cuCtxSetCurrent(ctx));
     CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CK(cuMemAlloc(&keep, KEEP_BYTES));
+    CK(cuMemAlloc(&table, 3 * sizeof(CUdeviceptr)));
     CK(fill_u32(keep, keep_value, KEEP_BYTES / 4, s));
 
     int i = 0;
@@ -191,6 +195,8 @@ static void *worker(void *arg)
         CK(cuMemAlloc(&y, bytes));
         CK(fill_x(t, x, xv, n, i, s));
         CK(fill_u32(y, float_bits(yv), n, s));
+        CUdeviceptr ptrs[3] = {x, y, keep};
+        CK(cuMemcpyHtoD(table, ptrs, sizeof ptrs));
         CK(axpy(a, x, y, n, s));
         CUdeviceptr result = y;
         if (i % 2) {
@@ -218,6 +224,8 @@ out:
         cuMemFree(x);
     if (keep)
         cuMemFree(keep);
+    if (table)
+        cuMemFree(table);
     if (s)
         cuStreamDestroy(s);
     return NULL;
