@@ -760,6 +760,59 @@ static int sec_vmm_cost(int iters)
   return 0;
 }
 
+/* ---- a kernel surely running ------------------------------------------------ */
+
+/* k_spin_read over a range, on a stream of its own. */
+struct spin {
+  volatile int *started;  /* mapped host flag the kernel sets */
+  unsigned *out;
+  cudaStream_t s;
+  double t_started;       /* when the host saw it start, now_us() */
+};
+
+/*
+ * Fills [va, va + bytes) with ones, then starts k_spin_read over it for
+ * budget_ns and returns once the kernel runs. False (said) when a call
+ * failed or it did not start within 10 s. spin_free releases what it made,
+ * whatever the result.
+ */
+static bool spin_start(struct spin *k, CUdeviceptr va, size_t bytes, unsigned long long budget_ns)
+{
+  double t_launch;
+
+  memset(k, 0, sizeof *k);
+  if (!CU(cuMemsetD32(va, 1, bytes / 4)) || !CU(cuCtxSynchronize()) ||
+      !RT(cudaHostAlloc((void **)&k->started, sizeof(int), cudaHostAllocMapped)) ||
+      !RT(cudaMalloc(&k->out, (size_t)g_sms * 2 * 256 * sizeof(unsigned))) ||
+      !RT(cudaStreamCreateWithFlags(&k->s, cudaStreamNonBlocking)))
+    return false;
+  *k->started = 0;
+  t_launch = now_us();
+  k_spin_read<<<g_sms * 2, 256, 0, k->s>>>((const unsigned *)va, bytes / 4, budget_ns,
+                                            k->started, k->out);
+  if (!RT(cudaGetLastError()))
+    return false;
+  while (!*k->started && now_us() - t_launch < 10e6)
+    ;
+  k->t_started = now_us();
+  if (!*k->started) {
+    printf("# the kernel did not start within 10 s\n");
+    return false;
+  }
+  return true;
+}
+
+static void spin_free(struct spin *k)
+{
+  if (k->s)
+    RT(cudaStreamDestroy(k->s));
+  if (k->out)
+    RT(cudaFree(k->out));
+  if (k->started)
+    RT(cudaFreeHost((void *)k->started));
+  memset(k, 0, sizeof *k);
+}
+
 /* ---- --vmm-batch: one call over several mappings; calls beside a kernel ----- */
 
 #define BATCH_HANDLES 8
@@ -911,10 +964,8 @@ static void vmm_beside_kernel(unsigned budget_ms)
   CUmemAccessDesc acc = device_rw();
   struct batch b;
   struct vmm busy;
-  volatile int *started = NULL;
-  unsigned *out = NULL;
-  cudaStream_t s = NULL;
-  double t_start, t0, t_map, t_set, t_unmap;
+  struct spin k;
+  double t0, t_map, t_set, t_unmap;
   CUresult r_map, r_set, r_unmap;
 
   if (!batch_make(&b, CU_MEM_LOCATION_TYPE_DEVICE, g_dev))
@@ -923,25 +974,9 @@ static void vmm_beside_kernel(unsigned budget_ms)
     batch_free(&b);
     return;
   }
-  if (!CU(cuMemsetD32(busy.va, 1, busy.size / 4)) || !CU(cuCtxSynchronize()) ||
-      !RT(cudaHostAlloc((void **)&started, sizeof(int), cudaHostAllocMapped)) ||
-      !RT(cudaMalloc(&out, (size_t)g_sms * 2 * 256 * sizeof(unsigned))) ||
-      !RT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))
-    goto out;
-  *started = 0;
   kv("vmm_batch.beside_kernel.kernel_ms", "%u", budget_ms);
-  t0 = now_us();
-  k_spin_read<<<g_sms * 2, 256, 0, s>>>((const unsigned *)busy.va, busy.size / 4,
-                                         budget_ms * 1000000ull, started, out);
-  if (!RT(cudaGetLastError()))
+  if (!spin_start(&k, busy.va, busy.size, budget_ms * 1000000ull))
     goto out;
-  while (!*started && now_us() - t0 < 10e6)
-    ;
-  if (!*started) {
-    printf("# the kernel did not start within 10 s\n");
-    goto out;
-  }
-  t_start = now_us();
   t0 = now_us();
   r_map = cuMemMap(b.va, b.g, 0, b.h[0], 0);
   t_map = now_us() - t0;
@@ -951,7 +986,7 @@ static void vmm_beside_kernel(unsigned budget_ms)
   t0 = now_us();
   r_unmap = r_map == CUDA_SUCCESS ? cuMemUnmap(b.va, b.g) : r_map;
   t_unmap = now_us() - t0;
-  kv("vmm_batch.beside_kernel.stream_query_after", "%s", cu_name(cuStreamQuery(s)));
+  kv("vmm_batch.beside_kernel.stream_query_after", "%s", cu_name(cuStreamQuery(k.s)));
   kv("vmm_batch.beside_kernel.map_result", "%s", cu_name(r_map));
   kv("vmm_batch.beside_kernel.map_us", "%.1f", t_map);
   kv("vmm_batch.beside_kernel.set_access_result", "%s", cu_name(r_set));
@@ -960,15 +995,10 @@ static void vmm_beside_kernel(unsigned budget_ms)
   kv("vmm_batch.beside_kernel.unmap_us", "%.1f", t_unmap);
   /* A call waited for the kernel if the three together outlasted most of it. */
   kv("vmm_batch.beside_kernel.waited_for_kernel", "%s",
-     (now_us() - t_start) / 1e3 >= budget_ms * 0.8 ? "yes" : "no");
-  RT(cudaStreamSynchronize(s));
+     (now_us() - k.t_started) / 1e3 >= budget_ms * 0.8 ? "yes" : "no");
+  RT(cudaStreamSynchronize(k.s));
 out:
-  if (s)
-    RT(cudaStreamDestroy(s));
-  if (out)
-    RT(cudaFree(out));
-  if (started)
-    RT(cudaFreeHost((void *)started));
+  spin_free(&k);
   vmm_free(&busy);
   batch_free(&b);
 }
@@ -1517,10 +1547,8 @@ static int sec_unmap_in_flight(const char *backing)
   const unsigned long long budget_ns = 2000000000ull;  /* the kernel runs 2 s */
   bool host = strcmp(backing, "host") == 0;
   struct vmm m;
-  volatile int *started = NULL;
-  unsigned *out = NULL;
-  cudaStream_t s = NULL;
-  double t_launch, t_started, t0, t1, t2;
+  struct spin k;
+  double t0, t1, t2;
   CUresult r, q, rs, rc;
   CUdeviceptr probe_alloc;
 
@@ -1532,46 +1560,30 @@ static int sec_unmap_in_flight(const char *backing)
   if (vmm_alloc(&m, host ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
                 host ? 0 : g_dev, 64 * MiB) != CUDA_SUCCESS)
     return 1;
-  if (!CU(cuMemsetD32(m.va, 1, m.size / 4)) || !CU(cuCtxSynchronize()) ||
-      !RT(cudaHostAlloc((void **)&started, sizeof(int), cudaHostAllocMapped)) ||
-      !RT(cudaMalloc(&out, (size_t)g_sms * 2 * 256 * sizeof(unsigned))) ||
-      !RT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))
+  /* Nothing is freed here: the unmap may leave the context dead. */
+  if (!spin_start(&k, m.va, m.size, budget_ns))
     return 1;
-  *started = 0;
-
-  t_launch = now_us();
-  k_spin_read<<<g_sms * 2, 256, 0, s>>>((const unsigned *)m.va, m.size / 4, budget_ns,
-                                         (volatile int *)started, out);
-  if (!RT(cudaGetLastError()))
-    return 1;
-  while (!*started && now_us() - t_launch < 10e6)
-    ;
-  t_started = now_us();
-  if (!*started) {
-    printf("# the kernel did not start within 10 s\n");
-    return 1;
-  }
   usleep(100 * 1000);  /* let it run a while */
 
   t0 = now_us();
   r = cuMemUnmap(m.va, m.size);
   t1 = now_us();
-  q = cuStreamQuery(s);
+  q = cuStreamQuery(k.s);
   if (r == CUDA_SUCCESS)
     m.mapped = false;
   kv("unmap.result", "%s", cu_name(r));
   kv("unmap.call_ms", "%.3f", (t1 - t0) / 1e3);
-  kv("unmap.kernel_running_ms_at_unmap", "%.1f", (t0 - t_started) / 1e3);
+  kv("unmap.kernel_running_ms_at_unmap", "%.1f", (t0 - k.t_started) / 1e3);
   kv("unmap.stream_query_after_unmap", "%s", cu_name(q));
   /* It blocked if it returned after the kernel's budget ran out. */
   kv("unmap.blocked_until_kernel_end", "%s",
-     (t1 - t_started) / 1e3 >= budget_ns / 1e6 * 0.95 ? "yes" : "no");
+     (t1 - k.t_started) / 1e3 >= budget_ns / 1e6 * 0.95 ? "yes" : "no");
 
-  rs = cuStreamSynchronize(s);
+  rs = cuStreamSynchronize(k.s);
   t2 = now_us();
   kv("unmap.sync_result", "%s", cu_name(rs));
   kv("unmap.sync_ms_after_unmap", "%.1f", (t2 - t1) / 1e3);
-  kv("unmap.kernel_total_ms", "%.1f", (t2 - t_started) / 1e3);
+  kv("unmap.kernel_total_ms", "%.1f", (t2 - k.t_started) / 1e3);
   rc = cuCtxSynchronize();
   kv("unmap.ctx_synchronize_after", "%s", cu_name(rc));
   r = cuMemAlloc(&probe_alloc, 4096);
