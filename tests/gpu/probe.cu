@@ -851,10 +851,23 @@ static bool batch_make(struct batch *b, CUmemLocationType type, int id)
   return true;
 }
 
+/* Maps every handle at its place; on failure none stays mapped. */
 static bool batch_map(const struct batch *b)
 {
   for (int i = 0; i < BATCH_HANDLES; i++)
-    if (!CU(cuMemMap(b->va + i * b->g, b->g, 0, b->h[i], 0)))
+    if (!CU(cuMemMap(b->va + i * b->g, b->g, 0, b->h[i], 0))) {
+      while (i-- > 0)
+        CU(cuMemUnmap(b->va + i * b->g, b->g));
+      return false;
+    }
+  return true;
+}
+
+/* Grants the device access to each mapping by itself. */
+static bool batch_grant_each(const struct batch *b, const CUmemAccessDesc *acc)
+{
+  for (int i = 0; i < BATCH_HANDLES; i++)
+    if (!CU(cuMemSetAccess(b->va + i * b->g, b->g, acc, 1)))
       return false;
   return true;
 }
@@ -899,9 +912,10 @@ static void vmm_batch(const char *loc, CUmemLocationType type, int id, int reps)
     if (!batch_map(&b))
       break;
     t0 = now_us();
-    for (int j = 0; j < BATCH_HANDLES; j++)
-      if (!CU(cuMemSetAccess(b.va + j * b.g, b.g, &acc, 1)))
-        goto unmap;
+    if (!batch_grant_each(&b, &acc)) {
+      batch_unmap_each(&b);
+      break;
+    }
     dt_each = now_us() - t0;
     dt_un_each = batch_unmap_each(&b);
     if (!batch_map(&b))
@@ -923,10 +937,6 @@ static void vmm_batch(const char *loc, CUmemLocationType type, int id, int reps)
       un_range[n] = dt_un_range;
       n++;
     }
-    continue;
-  unmap:
-    batch_unmap_each(&b);
-    break;
   }
   snprintf(k, sizeof k, "vmm_batch.%s.set_access_range_result", loc);
   kv(k, "%s", cu_name(set_r));
