@@ -81,6 +81,7 @@
         sw_gate_lock_writers();                                         \
         CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args : CUDA_ERROR_NOT_FOUND; \
         sw_capture_begun(r_);                                           \
+        sw_record_begun(r_);                                            \
         sw_window_captured(hStream, r_);                                \
         sw_gate_unlock_writers();                                       \
         r_;                                                             \

@@ -282,6 +282,7 @@ typedef struct {
     sw_tmap_at_t desc[MAX_DESCRIPTORS];
     bool host;                     /* touches a host chunk */
     bool window;                   /* touches a chunk the window brought in */
+    bool recording;                /* captured: the words hit go to the recording */
     int nhost;
     uint64_t host_va[MAX_PROMOTE]; /* addresses: chunks may go while the gate is down */
     uint64_t host_bytes;           /* what the kernel would read in place */
@@ -292,6 +293,8 @@ typedef struct {
  * a trade's policy reads them (next_trade), where a note's realloc
  * would pull the array from under it. */
 static pthread_mutex_t segment_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool stream_capturing(CUstream s);
 
 /* Notes c for this launch's promotion and statistics, once per launch
  * (a chunk stamped by this launch already was noted then). */
@@ -388,6 +391,8 @@ static void hit(uint64_t word, void *arg)
     sw_chunk_t *c = sw_table_lookup(sw_tracked(), word);
     if (!c)
         return;
+    if (m->recording)
+        sw_record_word(word);
     sw_alloc_t *a = c->alloc;
     if (a->nchunks == 1) {
         touch(m, c);
@@ -1103,6 +1108,8 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
         return;
     }
     sw_streams_note(s);
+    /* A launch into a capture recorded for its replays (sw_graph_learn). */
+    m.recording = sw_recording_on() && stream_capturing(s);
     const void *buf = NULL;
     size_t len = 0;
     if (params)
@@ -1110,6 +1117,8 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     else if (extra && sw_extra_buffer(extra, &buf, &len))
         sw_scan_args(l, NULL, buf, len, hit, &m);
     learn_descriptors(l, params, buf, len, &m);
+    if (m.recording)
+        sw_record_launch();
     /* Allocations past use[] are read in place, and may be written there:
      * no copy of them may stay to be read stale later. */
     if (m.overflow)
@@ -1277,8 +1286,10 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
     /* Success and invalidation always end it; another error (an unjoined
      * fork, out of memory) may or may not: the stream says. */
     if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED ||
-        (was && !stream_capturing(q)))
+        (was && !stream_capturing(q))) {
         sw_capture_over();
+        sw_record_over(r == CUDA_SUCCESS && !broken && g ? *g : NULL);
+    }
     /* The window broke the capture (a copy home or a fence could not be
      * issued into it) and the driver did not see it invalidated: its
      * graph would lose bytes, so the application is told what the driver
@@ -1289,4 +1300,38 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
         r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     return r;
+}
+
+/* ---- replays ----
+ * A graph launch runs the captured launches again without a call spillway
+ * sees, so the learner is shown them here, before it: each recorded launch
+ * is marked as its capture marked it (stamps, segment starts, the host
+ * chunks it reads), then asked what a launch is asked, promotions and
+ * trades. Not the window's questions: a graph's copies were recorded with
+ * it. */
+void sw_graph_learn(CUgraphExec g)
+{
+    /* Nothing on the host: nothing a replay reads could move. */
+    if (sw_capturing() || sw_opts()->policy != SW_POLICY_LEARNED || !sw_budget_set() ||
+        !sw_stat_get(SW_STAT_host_bytes))
+        return;
+    sw_recording_t *rec = sw_recording_of(g);
+    if (!rec)
+        return;
+    if (sw_gate_rd()) {
+        for (uint32_t i = 0, n = sw_recording_launches(rec); i < n; i++) {
+            marks_t m = {.seq = sw_launch_next()};
+            uint32_t nw;
+            const uint64_t *w = sw_recording_words(rec, i, &nw);
+            for (uint32_t k = 0; k < nw; k++)
+                hit(w[k], &m);
+            if (!m.host)
+                continue;
+            if (!sw_capturing())
+                bring_in(&m);
+            trade(m.seq);
+        }
+        sw_gate_unrd();
+    }
+    sw_recording_put(rec);
 }

@@ -49,6 +49,30 @@ bool sw_ordered_any(void);
  * (a second free of it is the application's error). */
 bool sw_ordered_pending(CUdeviceptr va);
 
+/* ---- replay.c: what each graph's capture pointed at ----
+ * A capture's launches are recorded while it runs alone: its begin
+ * (sw_record_begun, with the driver's answer) and its end
+ * (sw_record_over, with the graph made, or NULL) bracket them; each
+ * launch on a capturing stream gives its words (sw_record_word) then ends
+ * (sw_record_launch). Executable graphs made from a recorded graph share
+ * its recording; the destroy and instantiate hooks pass the driver's
+ * answer through. */
+typedef struct sw_recording sw_recording_t;
+void sw_record_begun(CUresult r);
+bool sw_recording_on(void);
+void sw_record_word(uint64_t word);
+void sw_record_launch(void);
+void sw_record_over(CUgraph g);
+CUresult sw_graph_instantiated(CUresult r, const CUgraphExec *e, CUgraph g);
+CUresult sw_graph_gone(CUresult r, CUgraph g);
+CUresult sw_exec_gone(CUresult r, CUgraphExec e);
+/* g's recording, held until sw_recording_put, or NULL. */
+sw_recording_t *sw_recording_of(CUgraphExec g);
+void sw_recording_put(sw_recording_t *r);
+/* Its launches, and the words of launch i. */
+uint32_t sw_recording_launches(const sw_recording_t *r);
+const uint64_t *sw_recording_words(const sw_recording_t *r, uint32_t i, uint32_t *n);
+
 /* ---- place.c: the table, the host budget, moves, the launch clock ---- */
 /* The table of tracked allocations; callers hold the gate (shared to
  * read, exclusive to change). NULL before the first tracked allocation. */
@@ -373,6 +397,11 @@ void sw_mark(CUfunction f, void ***params, void ***extra, CUstream s);
  * a copy of them): called before a launch or a graph launch, and does
  * nothing while a capture runs; gate not held, or held shared. */
 void sw_promote_deferred(void);
+/* Shows the learner the launches a replay of executable graph g repeats,
+ * as recorded at its capture (replay.c), and moves what they make worth
+ * moving, as their launches would have: called before each graph launch,
+ * outside any capture; gate not held. */
+void sw_graph_learn(CUgraphExec g);
 /* A copy of n bytes from host memory src to the device: a small one may
  * be a table of pointers, so every tracked chunk one of its words points
  * into is marked `pointed` (learned policy only). Takes the gate shared. */

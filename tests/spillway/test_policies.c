@@ -407,6 +407,37 @@ START_TEST(segments_under_a_graph_are_read_in_place_not_copied_per_launch)
 }
 END_TEST
 
+/* A graph captured before any eager step, over 12 layers of 4 MiB, the odd
+ * ones packed into 20 MiB segments (the second holding one layer and 16
+ * MiB of slack no kernel reads), on two streams under 19 MiB: the replays
+ * show the learner the graph's 24 launches, so it learns their loop and
+ * trades the slack the capture found resident for layers. Replays 5-8
+ * move at most 36 MiB each over the link, in place and copied, against
+ * the 29 the model less the budget needs (40 when replays taught nothing:
+ * the resident set stayed as the capture found it). */
+static void run_replays(swt_run_t *r, const char *steps)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1024",
+                          "--segments", "20", "--odd-segments", "--streams", "2",
+                          "--graph", "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=19MiB", NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+START_TEST(replays_of_a_graph_teach_the_learner_its_loop)
+{
+    swt_run_t four, eight;
+    run_replays(&four, "4");
+    run_replays(&eight, "8");
+    ck_assert_msg(swt_sw(&eight, "learned_period") == 24, "%s", swt_describe(&eight));
+    uint64_t link = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host") +
+                    swt_sg(&eight, "dma_h2d_bytes") - swt_sg(&four, "dma_h2d_bytes");
+    ck_assert_msg(link <= 4 * 36 * SWT_MIB, "replays 5-8 moved %llu bytes over the link: %s",
+                  (unsigned long long)link, swt_describe(&eight));
+}
+END_TEST
+
 /* Training over segments of five 4 MiB layers (100 layers, two streams,
  * a budget of 160 MiB): each update writes one layer of a segment, and a
  * copy goes home whole after each launch that changes it. Such a segment
@@ -984,6 +1015,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, segments_a_table_also_reaches_are_read_in_place_and_the_window_given_back);
     tcase_add_test(tc, segments_their_launches_span_whole_are_streamed);
     tcase_add_test(tc, segments_under_a_graph_are_read_in_place_not_copied_per_launch);
+    tcase_add_test(tc, replays_of_a_graph_teach_the_learner_its_loop);
     tcase_add_test(tc, segments_in_a_cyclic_scan_trade_no_places_once_learned);
     tcase_add_test(tc, segments_a_training_step_writes_are_read_in_place);
     suite_add_tcase(s, tc);
