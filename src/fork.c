@@ -19,8 +19,8 @@
  *            allocation passes through, so each call reaches the driver and
  *            the child gets the driver's own answer, promptly.
  *
- * The other locks need no handler: launch.c's, remap.c's and the TMA
- * descriptor table's (tensormap.c) are taken only after the driver
+ * The other locks need no handler: launch.c's, remap.c's, replay.c's and
+ * the TMA descriptor table's (tensormap.c) are taken only after the driver
  * answered a call with success, which a child whose parent used CUDA
  * never gets. The exit report is the parent's: only the
  * process that started spillway writes it (stats.c).

@@ -755,15 +755,19 @@ static bool ask_policy(uint64_t now, uint64_t period, const uint64_t *room, cons
  * *waiting says whether a chunk to adopt found no victim at this launch
  * (another launch has other chunks not in use). A chunk adopted trades
  * with one of its own device, whose window streams the victim from then
- * on. */
-static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
+ * on. Asked for a replay (sw_graph_learn), the windows count as none: a
+ * graph's copies were recorded with it and nothing new is streamed, so a
+ * chunk only a table reaches has no better claim than any other (adopted
+ * there, tails of 1.06 MiB displaced full chunks: 24 layers of 5.06 MiB,
+ * odd ones in 20 MiB segments, under 49 MiB, read 4.7 MiB a replay more). */
+static bool next_trade(uint64_t now, bool replay, trade_t *t, bool *waiting)
 {
     uint64_t period = sw_agreed_period(now), room[SW_MAX_DEVICES], window[SW_MAX_DEVICES];
     for (int dev = 0; dev < SW_MAX_DEVICES; dev++) {
         room[dev] = sw_device_room(dev);
         if (room[dev] == UINT64_MAX) /* no budget: nothing to fill */
             room[dev] = 0;
-        window[dev] = sw_window_size(dev);
+        window[dev] = replay ? 0 : sw_window_size(dev);
     }
     sw_pack_t *m = &t->moves;
     m->nin = m->nout = 0;
@@ -775,7 +779,7 @@ static bool next_trade(uint64_t now, trade_t *t, bool *waiting)
     return any;
 }
 
-static void trade(uint64_t now)
+static void trade(uint64_t now, bool replay)
 {
     /* Not before the loop has come round twice: until then a chunk no
      * argument named yet may simply not have had its turn. */
@@ -787,14 +791,14 @@ static void trade(uint64_t now)
     uint64_t period = sw_period(now);
     if (!period || now < 2 * period)
         return;
-    bool any = next_trade(now, &t, &waiting);
+    bool any = next_trade(now, replay, &t, &waiting);
     __atomic_store_n(&next, now + (waiting ? TRADE_RETRY : TRADE_EVERY), __ATOMIC_RELAXED);
     if (!any)
         return;
     sw_gate_unrd();
     sw_gate_wr();
     bool synced = false, moved = true;
-    while (moved && !sw_capturing() && next_trade(now, &t, &waiting) &&
+    while (moved && !sw_capturing() && next_trade(now, replay, &t, &waiting) &&
            (synced || sw_safe_sync() == CUDA_SUCCESS)) {
         synced = true;
         const sw_pack_t *m = &t.moves;
@@ -1139,7 +1143,7 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     /* Trades are asked at launches that read host memory, in place or
      * through the window: where a trade can change what crosses the link. */
     if ((m.nuse || m.host) && !sw_capturing())
-        trade(m.seq);
+        trade(m.seq, false);
     if (m.window && !m.host)
         sw_stat_add(SW_STAT_prefetch_hits, 1);
     if (!m.host)
@@ -1329,7 +1333,7 @@ void sw_graph_learn(CUgraphExec g)
                 continue;
             if (!sw_capturing())
                 bring_in(&m);
-            trade(m.seq);
+            trade(m.seq, true);
         }
         sw_gate_unrd();
     }

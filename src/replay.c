@@ -18,7 +18,8 @@
  * the replay reads, like every stamp: correctness never depends on it,
  * and an allocation freed since is simply not found.
  *
- * LOCKING. `lock` guards the capture in progress and both tables; a
+ * LOCKING. `lock` guards the capture in progress and both tables, and is
+ * taken only once the driver answered a call with success (fork.c); a
  * recording bound to a graph is never changed again, and is freed when
  * its last holder (graph, executable graph, a replay learning from it)
  * lets go.
@@ -92,9 +93,10 @@ void sw_record_begun(CUresult r)
     pthread_mutex_lock(&lock);
     if (captures++ == 0) {
         mixed = false;
-        recording = calloc(1, sizeof *recording);
-        if (recording)
-            recording->refs = 1;
+        sw_recording_t *rec = calloc(1, sizeof *rec);
+        if (rec)
+            rec->refs = 1;
+        __atomic_store_n(&recording, rec, __ATOMIC_RELAXED); /* read unlocked: sw_recording_on */
     } else {
         mixed = true;
     }
@@ -177,7 +179,7 @@ void sw_record_over(CUgraph g)
     pthread_mutex_lock(&lock);
     if (captures > 0 && --captures == 0) {
         sw_recording_t *r = recording;
-        recording = NULL;
+        __atomic_store_n(&recording, NULL, __ATOMIC_RELAXED);
         if (r && g && !mixed && r->nwords)
             bind(&graphs, (uintptr_t)g, r);
         put(r);
@@ -201,6 +203,8 @@ CUresult sw_graph_instantiated(CUresult res, const CUgraphExec *e, CUgraph g)
 
 CUresult sw_graph_gone(CUresult res, CUgraph g)
 {
+    if (res != CUDA_SUCCESS)
+        return res;
     pthread_mutex_lock(&lock);
     unbind(&graphs, (uintptr_t)g);
     pthread_mutex_unlock(&lock);
@@ -209,6 +213,8 @@ CUresult sw_graph_gone(CUresult res, CUgraph g)
 
 CUresult sw_exec_gone(CUresult res, CUgraphExec e)
 {
+    if (res != CUDA_SUCCESS)
+        return res;
     pthread_mutex_lock(&lock);
     unbind(&execs, (uintptr_t)e);
     pthread_mutex_unlock(&lock);

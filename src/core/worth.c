@@ -29,14 +29,13 @@ void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays)
  * fourth loop and asked every 64 launches, 16 x 4 MiB layers, odd ones in
  * 8 MiB segments, under 26 MiB, got their room back in the seventh step,
  * at 1.63x the link bound timed over steps 4-7, against 1.44x keeping the
- * window and 1.21x judged from the first loop known. Not while a graph
- * holds copies: a capture's copies are made at each replay, counted once.
- * The same loop notes whether two of its longest copies would take less
+ * window and 1.21x judged from the first loop known (never while a graph
+ * holds copies: sw_worth_judge). The same loop notes whether two of its longest copies would take less
  * room than the window (fits).
  */
 static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
 {
-    if (q->now < q->period || q->graphs)
+    if (q->now < q->period)
         return false;
     if (!j->loop_at) {
         j->loop_at = q->now;
@@ -95,11 +94,19 @@ static bool loopless(sw_worth_t *j, const sw_worth_ask_t *q)
 {
     if (!j->unagreed_at || q->now < j->unagreed_at)
         j->unagreed_at = q->now;
-    return q->guess && !q->graphs && q->now - j->unagreed_at > SW_WINDOW_NO_LOOP_PERIODS * q->guess;
+    return q->guess && q->now - j->unagreed_at > SW_WINDOW_NO_LOOP_PERIODS * q->guess;
 }
 
 sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q)
 {
+    /* Not while a graph holds copies: they serve every replay, which the
+     * window never sees (served_at, copied), and the window cannot be
+     * given back or made anew under them (each asking cost a device
+     * synchronization at every replay once replays taught the learner a
+     * loop: 24 layers of 5.06 MiB, odd ones in 20 MiB segments, a graph
+     * under 49 MiB). */
+    if (q->graphs)
+        return SW_WINDOW_WORTH;
     if (q->period) {
         j->unagreed_at = 0;
         return judge(j, q);

@@ -90,6 +90,11 @@ START_TEST(worth_not_judged_while_a_graph_holds_copies)
     q.now = 400;
     q.served_at = 395;
     ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH); /* nothing copied, not unrepaid */
+    /* nor idle: its copies serve the replays, which it never sees */
+    q.now = 400 + 2 * SW_WINDOW_IDLE_LOOPS * PERIOD;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    q.graphs = false;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_IDLE);
 }
 END_TEST
 
