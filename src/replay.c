@@ -11,8 +11,10 @@
  * learned; simgpu, 2026-11-29).
  *
  * A recording is the words of each captured launch's arguments (and
- * recognised descriptors) that pointed into tracked memory, launch by
- * launch. It is kept only for a capture that ran alone: launches of two
+ * recognised descriptors) that pointed into tracked memory the launch
+ * read at home, launch by launch: a range the capture copied into the
+ * window is copied at every replay wherever it lies (launch.c,
+ * read_at_home). It is kept only for a capture that ran alone: launches of two
  * captures at once cannot be told apart here, and a recording that mixed
  * them would teach a loop neither graph runs. It is a guess about what
  * the replay reads, like every stamp: correctness never depends on it,
@@ -114,12 +116,15 @@ void sw_record_word(uint64_t word)
         pending[npending++] = word;
 }
 
-void sw_record_launch(void)
+void sw_record_launch(bool (*keep)(uint64_t word, void *arg), void *arg)
 {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < npending; i++)
+        if (keep(pending[i], arg))
+            pending[n++] = pending[i];
+    npending = 0;
     pthread_mutex_lock(&lock);
     sw_recording_t *r = mixed ? NULL : recording;
-    uint32_t n = npending;
-    npending = 0;
     if (r && (r->nwords + n > MAX_WORDS ||
               !grow((void **)&r->words, &r->cap_words, r->nwords + n, sizeof *r->words) ||
               !grow((void **)&r->ends, &r->cap_launches, r->nlaunches + 1, sizeof *r->ends)))

@@ -1,5 +1,5 @@
 #!/bin/sh
-# sweep-layouts.sh BUILDDIR [LIB]: the issue's model-like layouts on simgpu,
+# sweep-layouts.sh BUILDDIR [LIB] [-- MLP-ARGS...]: the issue's model-like layouts on simgpu,
 # default options and only a GPU budget of 40% of the weights. mlp with
 # 12, 16 and 24 layers, square ones of 896..1536 floats (3.06..9 MiB) and
 # three mixes of shapes (`mlp --widths`: 3.5..5 MiB, 4.5..7 MiB and
@@ -9,10 +9,21 @@
 # last 6 timed. Prints a markdown table: the layers' sizes, the step and
 # its ratio to the link bound, (weights - budget) / 55 GB/s. Unlike
 # bench-offload, budgets here are below 8 segments: the issue's
-# proportions, not a deployment's.
+# proportions, not a deployment's. MLP-ARGS are added to every run: `--
+# --graph` sweeps decode under a CUDA graph (the bound is the same).
 set -eu
-build=${1:?usage: sweep-layouts.sh BUILDDIR [LIBSPILLWAY]}
-lib=${2:-$build/src/libspillway.so}
+usage="usage: sweep-layouts.sh BUILDDIR [LIBSPILLWAY] [-- MLP-ARGS...]"
+build=${1:?$usage}
+shift
+lib=$build/src/libspillway.so
+if [ $# -gt 0 ] && [ "$1" != "--" ]; then
+    lib=$1
+    shift
+fi
+if [ $# -gt 0 ]; then
+    [ "$1" = "--" ] || { echo "$usage" >&2; exit 2; }
+    shift
+fi
 
 # The bytes of layers L of the dimensions cycling through list W (mlp.h):
 # layer l is d(l+1) x d(l) floats. With ALL=1 the total, else "min-max" MiB.
@@ -41,7 +52,7 @@ for layers in 12 16 24; do
             out=$(env LD_LIBRARY_PATH="$build/tests/simgpu" SIMGPU_MEM=$((budget + 256))MiB \
                 LD_PRELOAD="$lib" SPILLWAY_GPU_BUDGET=${budget}MiB "$build/tests/apps/mlp" \
                 --layers "$layers" --widths "$widths" --segments "$seg" --odd-segments \
-                --streams 2 --steps 12 --time 6 2>&1) || { echo "$out" >&2; exit 1; }
+                --streams 2 --steps 12 --time 6 "$@" 2>&1) || { echo "$out" >&2; exit 1; }
             echo "$out" | grep -q 'result=match' || { echo "$out" >&2; exit 1; }
             echo "$out" | awk -v l="$layers" -v w="$widths" -v s="$seg" -v b="$budget" \
                 -v weights="$weights" -v sizes="$(layer_bytes "$layers" "$widths" 0)" '
