@@ -206,24 +206,25 @@ CUresult sw_graph_instantiated(CUresult res, const CUgraphExec *e, CUgraph g)
     return res;
 }
 
-CUresult sw_graph_gone(CUresult res, CUgraph g)
+/* key of b was destroyed if the driver says so (res). */
+static CUresult gone(CUresult res, bindings_t *b, uintptr_t key)
 {
     if (res != CUDA_SUCCESS)
         return res;
     pthread_mutex_lock(&lock);
-    unbind(&graphs, (uintptr_t)g);
+    unbind(b, key);
     pthread_mutex_unlock(&lock);
     return res;
 }
 
+CUresult sw_graph_gone(CUresult res, CUgraph g)
+{
+    return gone(res, &graphs, (uintptr_t)g);
+}
+
 CUresult sw_exec_gone(CUresult res, CUgraphExec e)
 {
-    if (res != CUDA_SUCCESS)
-        return res;
-    pthread_mutex_lock(&lock);
-    unbind(&execs, (uintptr_t)e);
-    pthread_mutex_unlock(&lock);
-    return res;
+    return gone(res, &execs, (uintptr_t)e);
 }
 
 sw_recording_t *sw_recording_of(CUgraphExec e)

@@ -54,9 +54,9 @@ bool sw_ordered_pending(CUdeviceptr va);
  * (sw_record_begun, with the driver's answer) and its end
  * (sw_record_over, with the graph made, or NULL) bracket them; each
  * launch on a capturing stream gives its words (sw_record_word) then ends
- * (sw_record_launch), which keeps those `keep` says yes to. Executable graphs made from a recorded graph share
- * its recording; the destroy and instantiate hooks pass the driver's
- * answer through. */
+ * (sw_record_launch), which keeps those `keep` says yes to. Executable
+ * graphs made from a recorded graph share its recording; the destroy and
+ * instantiate hooks pass the driver's answer through. */
 typedef struct sw_recording sw_recording_t;
 void sw_record_begun(CUresult r);
 bool sw_recording_on(void);

@@ -30,8 +30,8 @@ void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays)
  * 8 MiB segments, under 26 MiB, got their room back in the seventh step,
  * at 1.63x the link bound timed over steps 4-7, against 1.44x keeping the
  * window and 1.21x judged from the first loop known (never while a graph
- * holds copies: sw_worth_judge). The same loop notes whether two of its longest copies would take less
- * room than the window (fits).
+ * holds copies: sw_worth_judge). The same loop notes whether two of its
+ * longest copies would take less room than the window (fits).
  */
 static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
 {
