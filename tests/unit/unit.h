@@ -55,4 +55,5 @@ Suite *tmap_suite(void);
 Suite *cost_suite(void);
 Suite *pack_suite(void);
 Suite *worth_suite(void);
+Suite *replay_suite(void);
 #endif
