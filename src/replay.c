@@ -130,7 +130,8 @@ void sw_record_launch(bool (*keep)(uint64_t word, void *arg), void *arg)
               !grow((void **)&r->ends, &r->cap_launches, r->nlaunches + 1, sizeof *r->ends)))
         mixed = true; /* too big to keep, or no memory: none is kept */
     else if (r) {
-        memcpy(r->words + r->nwords, pending, n * sizeof *pending);
+        if (n) /* words is NULL until a launch keeps one */
+            memcpy(r->words + r->nwords, pending, n * sizeof *pending);
         r->nwords += n;
         r->ends[r->nlaunches++] = r->nwords;
     }
