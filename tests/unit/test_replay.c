@@ -40,6 +40,15 @@ static void capture_two(CUgraph g)
     ck_assert(!sw_recording_on());
 }
 
+/* The recording an executable graph made from graph n (instantiated with
+ * the driver's answer res) replays, held; NULL if none. */
+static sw_recording_t *instantiate(int n, CUresult res)
+{
+    CUgraphExec e = EXEC(n);
+    sw_graph_instantiated(res, &e, GRAPH(n));
+    return sw_recording_of(e);
+}
+
 START_TEST(replay_an_executable_graph_replays_its_capture)
 {
     capture_two(GRAPH(1));
@@ -95,14 +104,10 @@ START_TEST(replay_two_captures_at_once_keep_nothing)
     launch(a, 1);
     sw_record_over(GRAPH(2));
     sw_record_over(GRAPH(1));
-    CUgraphExec e = EXEC(1);
-    sw_graph_instantiated(CUDA_SUCCESS, &e, GRAPH(1));
-    ck_assert_ptr_null(sw_recording_of(e));
+    ck_assert_ptr_null(instantiate(1, CUDA_SUCCESS));
     /* The next capture alone is kept again. */
     capture_two(GRAPH(3));
-    e = EXEC(3);
-    sw_graph_instantiated(CUDA_SUCCESS, &e, GRAPH(3));
-    sw_recording_t *r = sw_recording_of(e);
+    sw_recording_t *r = instantiate(3, CUDA_SUCCESS);
     ck_assert_ptr_nonnull(r);
     sw_recording_put(r);
 }
@@ -117,9 +122,7 @@ START_TEST(replay_keeps_only_what_a_launch_says)
         sw_record_word(words[i]);
     sw_record_launch(keep_below, &below);
     sw_record_over(GRAPH(1));
-    CUgraphExec e = EXEC(1);
-    sw_graph_instantiated(CUDA_SUCCESS, &e, GRAPH(1));
-    sw_recording_t *r = sw_recording_of(e);
+    sw_recording_t *r = instantiate(1, CUDA_SUCCESS);
     ck_assert_ptr_nonnull(r);
     uint32_t n;
     const uint64_t *w = sw_recording_words(r, 0, &n);
@@ -143,14 +146,10 @@ START_TEST(replay_a_failed_or_empty_capture_keeps_nothing)
     sw_record_begun(CUDA_SUCCESS);
     launch(NULL, 0);
     sw_record_over(GRAPH(1));
-    CUgraphExec e = EXEC(1);
-    sw_graph_instantiated(CUDA_SUCCESS, &e, GRAPH(1));
-    ck_assert_ptr_null(sw_recording_of(e));
+    ck_assert_ptr_null(instantiate(1, CUDA_SUCCESS));
     /* A failed instantiation binds nothing. */
     capture_two(GRAPH(2));
-    e = EXEC(2);
-    sw_graph_instantiated(CUDA_ERROR_OUT_OF_MEMORY, &e, GRAPH(2));
-    ck_assert_ptr_null(sw_recording_of(e));
+    ck_assert_ptr_null(instantiate(2, CUDA_ERROR_OUT_OF_MEMORY));
 }
 END_TEST
 
