@@ -60,6 +60,9 @@ static void usage(FILE *f)
             "                   launch a layer, as load-time kernels read or write\n"
             "                   the weights before a program's loop (not with --offload)\n"
             "  --graph          capture one step's kernels and replay them each step\n"
+            "  --eager N        with --graph: run the first N steps' kernels eagerly and\n"
+            "                   capture at step N, as frameworks warm up before they\n"
+            "                   capture (default 0: capture before the first step)\n"
             "  --route R        direct: call the linked driver symbols (default);\n"
             "                   loader: dlopen libcuda.so.1 + cuGetProcAddress_v2\n"
             "  --time W         after W warm-up steps, time the others with events\n"
@@ -177,7 +180,7 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
     enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_WIDTHS, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
-           OPT_ODD, OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_ROUTE,
+           OPT_ODD, OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_EAGER, OPT_ROUTE,
            OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT, OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
@@ -193,6 +196,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"train", no_argument, NULL, OPT_TRAIN},
         {"load-pass", no_argument, NULL, OPT_LOAD_PASS},
         {"graph", no_argument, NULL, OPT_GRAPH},
+        {"eager", required_argument, NULL, OPT_EAGER},
         {"route", required_argument, NULL, OPT_ROUTE},
         {"time", required_argument, NULL, OPT_TIME},
         {"offload", required_argument, NULL, OPT_OFFLOAD},
@@ -262,6 +266,10 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         case OPT_GRAPH:
             o->graph = true;
             break;
+        case OPT_EAGER:
+            if (parse_u32(optarg, 0, 999999, &o->eager_steps) != 0)
+                bad = "--eager";
+            break;
         case OPT_ROUTE:
             if (strcmp(optarg, "loader") == 0)
                 o->route_loader = true;
@@ -321,6 +329,12 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
     }
     if (o->odd_segments && o->segment_mib == 0) {
         fprintf(stderr, "mlp: --odd-segments needs --segments\n");
+        usage(stderr);
+        return MLP_EXIT_USAGE;
+    }
+    if (o->eager_steps != 0 && (!o->graph || o->eager_steps >= o->steps)) {
+        fprintf(stderr, "mlp: --eager %u needs --graph and fewer than --steps %u\n",
+                o->eager_steps, o->steps);
         usage(stderr);
         return MLP_EXIT_USAGE;
     }

@@ -60,6 +60,7 @@ typedef struct mlp_opts {
     bool train;        /* update every layer's weights after the forward pass */
     bool load_pass;    /* --load-pass: each layer's matrix kernel once before the steps */
     bool graph;        /* capture one forward pass, replay it every step */
+    uint32_t eager_steps; /* --eager N: with graph, steps 0..N-1 run eagerly */
     bool route_loader; /* dlopen + cuGetProcAddress_v2 instead of linked symbols */
     bool timed;        /* --time given: measure the steps after the warm-up */
     uint32_t warmup;   /* --time W: steps before the timed ones */

@@ -482,7 +482,7 @@ int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
      * the synchronous copies above ran. */
     if (o->streams > 1)
         CK(g->d.StreamSynchronize(NULL), "cuStreamSynchronize", "legacy stream, after uploads");
-    return o->graph ? capture(g) : MLP_EXIT_MATCH;
+    return o->graph && o->eager_steps == 0 ? capture(g) : MLP_EXIT_MATCH;
 }
 
 int mlp_gpu_step(mlp_gpu_t *g, const float *in, float *out)
@@ -502,11 +502,15 @@ int mlp_gpu_step(mlp_gpu_t *g, const float *in, float *out)
         CK(g->d.EventRecord(g->mark[0], g->stream[0]), "cuEventRecord", "start of step %u",
            step);
     }
+    /* --eager N: the capture comes after N eager steps, each synchronized. */
+    bool replay = o->graph && step >= o->eager_steps;
+    if (replay && step == o->eager_steps && o->eager_steps != 0 && (st = capture(g)) != 0)
+        return st;
     /* With --graph this writes into the buffer the graph captured: the
      * replay reads whatever is there when it runs. */
     CK(g->d.MemcpyHtoDAsync(g->act[0], in, in_bytes, g->stream[0]), "cuMemcpyHtoDAsync",
        "input");
-    if (o->graph)
+    if (replay)
         CK(g->d.GraphLaunch(g->exec, g->stream[0]), "cuGraphLaunch", "%s", pass_name(g));
     else if ((st = enqueue_kernels(g)) != 0)
         return st;
