@@ -470,29 +470,37 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
 }
 
 /* A capture's copies go one at a time, so its window needs one range's
- * room, and every byte more is a weight byte crossing the link at each
- * replay: 20 x 16 MiB layers under a 128 MiB budget, a graph of one step,
- * 1.31x the link bound with two copies' room, 1.22x with one; 20 x 64
- * MiB under 512 MiB 1.27x, 1.18x; 20 x 4 MiB at batch 256 1.73x, 1.63x
- * (2026-11-27, simgpu). Made smaller before the first capture it serves:
- * not inside one (a synchronization would break it), nor once a graph
- * holds its copies. Eager work after it streams in that one range too. */
+ * room, where it needs any (sw_worth_capture), and every byte more is a
+ * weight byte crossing the link at each replay: 20 x 16 MiB layers under
+ * a 128 MiB budget, a graph of one step, 1.31x the link bound with two
+ * copies' room, 1.22x with one, 1.13x with none; 20 x 64 MiB under 512
+ * MiB 1.27x, 1.18x; 20 x 4 MiB at batch 256 1.73x, 1.63x (2026-11-27,
+ * simgpu). Made anew before the first capture it serves: not inside one
+ * (a synchronization would break it), nor once a graph holds its copies.
+ * Eager work after it streams in that room too. */
 void sw_capture_prepare(CUstream s)
 {
+    uint64_t room;
     if (sw_window_on() && sw_gate_rd()) {
         int dev = sw_window_here();
-        if (window_ours(dev) && !sw_capturing() && sw_window_capture_slot(dev)) {
+        if (window_ours(dev) && !sw_capturing() && sw_window_capture_room(dev, &room)) {
             sw_gate_wr();
             bool synced = false;
-            uint64_t slot, made, bytes = 0, now = sw_launch_now();
-            if (!sw_capturing() && sw_window_here() == dev &&
-                (slot = sw_window_capture_slot(dev)))
-                bytes = refit(dev, slot, slot, now, sw_period(now), &synced, &made);
-            if (bytes)
+            uint64_t made, bytes = 0, now = sw_launch_now();
+            if (!sw_capturing() && sw_window_here() == dev && sw_window_capture_room(dev, &room))
+                bytes = refit(dev, room, room, now, sw_period(now), &synced, &made);
+            if (bytes && made)
                 sw_info("device %d: a capture's copies go one at a time: the streaming window "
-                        "is %s, %llu bytes: %llu are the resident set's",
-                        dev, made ? "one range" : "gone (it could not be made smaller)",
-                        (unsigned long long)made, (unsigned long long)(bytes - made));
+                        "is one range, %llu bytes: %llu are the resident set's",
+                        dev, (unsigned long long)made, (unsigned long long)(bytes - made));
+            else if (bytes)
+                sw_info("device %d: a capture's copies go one at a time, and %s: the capture "
+                        "reads in place, the streaming window's %llu bytes are the resident "
+                        "set's",
+                        dev,
+                        room ? "the window could not be made smaller"
+                             : "no range it copies was timed slower read in place than copied",
+                        (unsigned long long)bytes);
             sw_gate_unwr();
         }
         sw_gate_unrd();

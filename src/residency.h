@@ -270,11 +270,13 @@ sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64
  * known, which need not be one it streams: under cuBLAS on the H200, a
  * 64 MiB allocation beside 32 MiB layers). 0 otherwise. */
 uint64_t sw_window_fits(int dev);
-/* The one range's room a window serving a capture needs, where it has
- * more (a capture's copies go one at a time: each fill follows what was
- * captured before it); 0 where it is that already, or a graph holds its
+/* Whether dev's window is to be made anew, at *room bytes (0: given
+ * back), before a capture it would serve: one range's room where its
+ * ranges read slower in place than copied, else none (sw_worth_capture;
+ * a capture's copies go one at a time, each after what was captured
+ * before it). false where it has that room already, or a graph holds its
  * copies (their addresses are in the graph), or a capture uses it. */
-uint64_t sw_window_capture_slot(int dev);
+bool sw_window_capture_room(int dev, uint64_t *room);
 /* Gives the window of the current context's device back, for good, when
  * spillway sized it and it is not worth its room (sw_window_worth), or
  * makes it anew at two of its longest copies where that is smaller: the
@@ -283,8 +285,8 @@ uint64_t sw_window_capture_slot(int dev);
 void sw_window_reclaim(bool replay);
 /* Before a capture on s begins: the window of the current context's
  * device, if spillway sized it and no graph holds its copies yet, is made
- * anew at one range (sw_window_capture_slot), the rest of its room the
- * resident set's; then every window sends its copies home
+ * anew at one range or given back (sw_window_capture_room), the rest of
+ * its room the resident set's; then every window sends its copies home
  * (sw_window_capture_begins). */
 void sw_capture_prepare(CUstream s);
 /* Whether [start, +len) may be streamed by dev's window: every chunk dev's

@@ -492,6 +492,10 @@ typedef struct {
 void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays);
 /* The window's worth, as above; updates j's clocks. */
 sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q);
+/* The room a window serving a capture needs: slot (one range) where its
+ * ranges read slower in place than copied (q->repaid), else 0. Only
+ * q->repaid and q->arg are read. */
+uint64_t sw_worth_capture(const sw_worth_ask_t *q, uint64_t slot);
 
 /* ---- core/policy.c: residency decisions (verdicts only) ---------------- */
 

@@ -1351,15 +1351,17 @@ uint64_t sw_window_fits(int dev)
     return slot;
 }
 
-uint64_t sw_window_capture_slot(int dev)
+bool sw_window_capture_room(int dev, uint64_t *room)
 {
     win_t *w = win(dev);
     if (!w)
-        return 0;
+        return false;
     pthread_mutex_lock(&w->lock);
-    uint64_t slot = !w->graphs && !w->origin && w->slot < w->size ? w->slot : 0;
+    const sw_worth_ask_t q = {.repaid = repaid, .arg = w};
+    *room = sw_worth_capture(&q, w->slot < w->size ? w->slot : w->size);
+    bool changes = !w->graphs && !w->origin && *room != w->size;
     pthread_mutex_unlock(&w->lock);
-    return slot;
+    return changes;
 }
 
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess)

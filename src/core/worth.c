@@ -113,3 +113,22 @@ sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q)
     }
     return loopless(j, q) ? SW_WINDOW_LOOPLESS : SW_WINDOW_WORTH;
 }
+
+/*
+ * The room a capture's window needs. A capture's copies go one at a time,
+ * each after everything captured before it, so none is made ahead of its
+ * launch: each repays only the difference between its range read in place
+ * and its copy, and the room it takes from the resident set crosses the
+ * link at every replay. So the window keeps one range's room (slot) only
+ * where its ranges were timed slower read in place than the link rates
+ * make them (q->repaid below SW_COST_REPAID: a GEMM re-reading its weight,
+ * 20 x 4 MiB at batch 256 a replay in 1.49 ms with it, 2.22 ms without);
+ * with no such evidence, kernels that read a weight once, or a capture
+ * before any eager step, none: the issue's 48 layouts decode under a graph
+ * at 1.24-1.55x the link bound with one range, 1.15-1.29x with none
+ * (simgpu, 2026-11-29).
+ */
+uint64_t sw_worth_capture(const sw_worth_ask_t *q, uint64_t slot)
+{
+    return q->repaid(q->arg) < SW_COST_REPAID ? slot : 0;
+}

@@ -31,6 +31,11 @@
 #            2, 4, 8 or 16 MiB
 #   remap    the learned budget with the remapping window
 #            (SPILLWAY_REWRITE=0)
+#   window   the learned budget with SPILLWAY_PREFETCH_BYTES=25% given: a
+#            window the user sizes serves every capture whole, where
+#            spillway's own is given back before a capture with nothing
+#            timed slower in place (sw_worth_capture), so that captures
+#            copy into it
 # Every mode runs sg-diff with --slices: kernels are given pointers
 # anywhere in a buffer and read past the pointers other kernels were
 # given, as CUDA allows (a kernel may touch any byte of the allocation its
@@ -39,7 +44,7 @@ set -u
 [ $# -ge 3 ] || { echo "usage: $0 BUILD_DIR FIRST_SEED LAST_SEED [MODE...]" >&2; exit 2; }
 build=$(cd "$1" && pwd) first=$2 last=$3
 shift 3
-modes=${*:-oom auto lru learned tiny jitter chunks remap}
+modes=${*:-oom auto lru learned tiny jitter chunks remap window}
 ops=${DIFF_OPS:-300} cap=${DIFF_CAP:-64} all=${DIFF_EXTRA:-}
 gpu=$((cap * 3 / 8))MiB
 prog=$build/tests/apps/sg-diff
@@ -64,6 +69,7 @@ mode_env() {
     jitter) echo "SIMGPU_JITTER=50 SIMGPU_SEED=$2 SPILLWAY_CHUNK=2MiB SPILLWAY_GPU_BUDGET=$gpu" ;;
     chunks) echo "SPILLWAY_CHUNK=$((2 << ($2 % 4)))MiB SPILLWAY_GPU_BUDGET=$gpu" ;;
     remap) echo "SPILLWAY_REWRITE=0 SPILLWAY_CHUNK=2MiB SPILLWAY_GPU_BUDGET=$gpu" ;;
+    window) echo "SPILLWAY_PREFETCH_BYTES=25% SPILLWAY_GPU_BUDGET=$gpu" ;;
     *) echo "diff.sh: unknown mode $1" >&2; exit 2 ;;
     esac
 }

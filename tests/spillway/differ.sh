@@ -5,24 +5,30 @@
 # (races included) or faults, and some launch must have met host memory
 # (read in place or from a window copy), or the budget proved nothing.
 #
-# Usage: differ.sh PROGRAM LIBSPILLWAY SIMGPU_DIR "BUDGET..." [streams] -- ARG...
+# Usage: differ.sh PROGRAM LIBSPILLWAY SIMGPU_DIR "BUDGET..." [streams|window-streams] -- ARG...
 #   BUDGET...: GPU budgets, each run at every chunk size;
 #   streams: also fail unless the window served some launch (its argument
 #   words rewritten) at every chunk size, so that the rewriting itself was
 #   tested there (a loop agreed on too early once lost the window for
 #   good at 2 MiB and default chunks);
+#   window-streams: the same, for the window of a size given alone (a
+#   graph captured before any eager step is served by no window of
+#   spillway's sizing: sw_worth_capture);
 #   ARG...: the program's arguments.
-# Chunks: 2 MiB, 16 MiB and the default, and the default again with up to
-# 50 us of random delay before every stream operation (SIMGPU_JITTER).
+# Chunks: 2 MiB, 16 MiB and the default, the default again with up to 50
+# us of random delay before every stream operation (SIMGPU_JITTER), and
+# the default with SPILLWAY_PREFETCH_BYTES=25% given: a window the user
+# sizes serves every capture whole, so that captures copy into it.
 # SANITIZER_PRELOAD (meson, in a sanitized build) comes first in LD_PRELOAD.
 set -u
-[ $# -ge 5 ] || { echo "usage: $0 PROGRAM LIBSPILLWAY SIMGPU_DIR \"BUDGET...\" [streams] -- ARG..." >&2; exit 2; }
+[ $# -ge 5 ] || { echo "usage: $0 PROGRAM LIBSPILLWAY SIMGPU_DIR \"BUDGET...\" [streams|window-streams] -- ARG..." >&2; exit 2; }
 prog=$1 lib=$2 simgpu=$3 budgets=$4
 shift 4
 streams=""
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
     case $1 in
-    streams) streams=1 ;;
+    streams) streams=all ;;
+    window-streams) streams=window ;;
     *) echo "differ.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -52,7 +58,7 @@ want=$(grep '^result:' "$tmp/plain.out")
 echo "plain: $want"
 
 seed=0
-for chunk in 2MiB 16MiB default jitter; do
+for chunk in 2MiB 16MiB default jitter window; do
     rewritten=0
     for budget in $budgets; do
         label="chunk $chunk, budget $budget"
@@ -60,6 +66,7 @@ for chunk in 2MiB 16MiB default jitter; do
         case $chunk in
         default) set_ch="SIMGPU_JITTER=0" ;;
         jitter) set_ch="SIMGPU_JITTER=50" ;;
+        window) set_ch="SPILLWAY_PREFETCH_BYTES=25%" ;;
         *) set_ch="SPILLWAY_CHUNK=$chunk" ;;
         esac
         env LD_PRELOAD="${pre:+$pre }$lib" LD_LIBRARY_PATH="$simgpu" SIMGPU_MEM=1GiB \
@@ -75,7 +82,8 @@ for chunk in 2MiB 16MiB default jitter; do
         rewritten=$((rewritten + ${w:-0}))
         echo "ok: $label: demotions $d, launches on host ${h:-0}, rewritten ${w:-0}, streamed $(num bytes_streamed "$tmp/sw.json") bytes"
     done
-    [ -z "$streams" ] || [ "$rewritten" -gt 0 ] ||
+    [ -z "$streams" ] || { [ "$streams" = window ] && [ "$chunk" != window ]; } ||
+        [ "$rewritten" -gt 0 ] ||
         fail "chunk $chunk: the window served no launch at any budget: rewriting was not tested"
 done
 echo "ok: $(basename "$prog") $*: every run gave the plain run's answer"

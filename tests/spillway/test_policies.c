@@ -407,15 +407,16 @@ START_TEST(segments_under_a_graph_are_read_in_place_not_copied_per_launch)
 }
 END_TEST
 
-/* With the streaming window (its copies are what a capture records), a
- * graph captured before any eager step, over 12 layers of 4 MiB, the odd
- * ones packed into 20 MiB segments (the second holding one layer and 16
- * MiB of slack no kernel reads), on two streams under 19 MiB: the replays
- * show the learner the graph's 24 launches, so it learns their loop and
- * trades the slack the capture found resident for layers. Replays 5-8
- * move at most 36 MiB each over the link, in place and copied, against
- * the 29 the model less the budget needs (40 when replays taught nothing:
- * the resident set stayed as the capture found it). */
+/* A graph captured before any eager step, over 12 layers of 4 MiB, the
+ * odd ones packed into 20 MiB segments (the second holding one layer and
+ * 16 MiB of slack no kernel reads), on two streams under 19 MiB; nothing
+ * timed, the capture reads in place (sw_worth_capture). The replays show
+ * the learner the graph's 24 launches, so it learns their loop and trades
+ * the slack the capture found resident for layers: replays 5-8 move at
+ * most 32 MiB each over the link, in place and copied (30), against the
+ * 29 the model less the budget needs (36 and no period learned when
+ * replays teach nothing; 34 and 40 with the one-range window before
+ * 2026-11-29's capture rule). */
 static void run_replays(swt_run_t *r, const char *steps)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1024",
@@ -435,13 +436,14 @@ START_TEST(replays_of_a_graph_teach_the_learner_its_loop)
     ck_assert_msg(swt_sw(&eight, "learned_period") == 24, "%s", swt_describe(&eight));
     uint64_t link = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host") +
                     swt_sg(&eight, "dma_h2d_bytes") - swt_sg(&four, "dma_h2d_bytes");
-    ck_assert_msg(link <= 4 * 36 * SWT_MIB, "replays 5-8 moved %llu bytes over the link: %s",
+    ck_assert_msg(link <= 4 * 32 * SWT_MIB, "replays 5-8 moved %llu bytes over the link: %s",
                   (unsigned long long)link, swt_describe(&eight));
 }
 END_TEST
 
-/* 20 layers of 4 MiB at batch 256 under 32 MiB, a graph captured before
- * any eager step: the capture copies the layers on the host into the
+/* 20 layers of 4 MiB at batch 256 under 32 MiB, a graph captured after
+ * three eager steps (the GEMMs timed slower in place than copied, so its
+ * window is kept): the capture copies the layers on the host into the
  * window at each launch, and the GEMMs read the resident ones at home.
  * Replays show the learner only what they read at home, so residency
  * stays with those: replays 5-8 move at most 56 MiB each over the link
@@ -454,7 +456,8 @@ START_TEST(replays_of_a_graph_keep_residency_where_it_reads_at_home)
     const char *steps[] = {"4", "8"};
     for (int i = 0; i < 2; i++) {
         const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "1024",
-                              "--batch", "256", "--graph", "--steps", steps[i], NULL};
+                              "--batch", "256", "--graph", "--eager", "3", "--steps",
+                              steps[i], NULL};
         const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_REWRITE=1",
                              NULL};
         swt_run(&r[i], true, env, argv);
@@ -882,15 +885,18 @@ START_TEST(a_window_is_judged_by_what_it_copies_in_one_loop)
 }
 END_TEST
 
-/* 20 layers of 4 MiB under 32 MiB, one step captured before any runs:
- * the window fitted to two copies (8 MiB) is one copy's before the
- * capture, since a capture's copies go one at a time, and the 4 MiB it
- * gives up hold a weight chunk at once (nothing is learned yet: any one).
- * The graph still streams, in that one range, and the device stays in its
- * budget. (20 x 16 MiB under 128 MiB: 1.31x the link bound, 1.22x.) */
+/* 20 layers of 4 MiB at batch 256 under 32 MiB, one step captured after
+ * three eager ones, in which the GEMMs were timed slower reading their
+ * weights in place than copying them (once per tile row of 128): the
+ * window fitted to two copies (8 MiB) is one copy's before the capture,
+ * since a capture's copies go one at a time, and the 4 MiB it gives up
+ * hold a weight chunk at once. The graph still streams, in that one
+ * range, and the device stays in its budget. (1.49 ms a replay; read in
+ * place, 2.22.) */
 START_TEST(a_capture_is_served_by_a_window_of_one_range)
 {
-    const char *args[] = {"--layers", "20", "--width", "1024", "--graph", "--steps", "4", NULL};
+    const char *args[] = {"--layers", "20", "--width", "1024", "--batch", "256", "--graph",
+                          "--eager", "3", "--steps", "5", NULL};
     swt_run_t r;
     run_windowed(&r, "SPILLWAY_GPU_BUDGET=32MiB", args);
     ck_assert_msg(swt_file_has(r.err, "streaming window: 8388608 bytes") &&
@@ -898,7 +904,28 @@ START_TEST(a_capture_is_served_by_a_window_of_one_range)
                                           "window is one range, 4194304 bytes: 4194304 are the "
                                           "resident set's"),
                   "%s", swt_describe(&r));
-    ck_assert_msg(swt_sw(&r, "bytes_streamed") > 0 && swt_sw(&r, "promotions") >= 1 &&
+    ck_assert_msg(swt_sw(&r, "bytes_streamed") > 0 &&
+                      swt_sw(&r, "dev0_device_bytes_peak") <= 32 * SWT_MIB,
+                  "%s", swt_describe(&r));
+}
+END_TEST
+
+/* The same model at one vector a step, captured before any eager step:
+ * nothing was timed slower in place than copied (a kernel reading each
+ * weight once loses nothing so), so the window is given back before the
+ * capture, its 8 MiB the resident set's at once, and the graph reads in
+ * place: 20 x 16 MiB under 128 MiB, 1.22x the link bound with one
+ * range, 1.13x with none; the issue's 48 layouts 1.24-1.55x, 1.15-1.29x. */
+START_TEST(a_capture_with_no_range_slower_in_place_reads_in_place)
+{
+    const char *args[] = {"--layers", "20", "--width", "1024", "--graph", "--steps", "4", NULL};
+    swt_run_t r;
+    run_windowed(&r, "SPILLWAY_GPU_BUDGET=32MiB", args);
+    ck_assert_msg(swt_file_has(r.err, "no range it copies was timed slower read in place than "
+                                      "copied: the capture reads in place, the streaming "
+                                      "window's 8388608 bytes are the resident set's"),
+                  "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "bytes_streamed") == 0 && swt_sw(&r, "promotions") >= 2 &&
                       swt_sw(&r, "dev0_device_bytes_peak") <= 32 * SWT_MIB,
                   "%s", swt_describe(&r));
 }
@@ -1037,6 +1064,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_window_bigger_than_two_of_its_copies_is_made_anew_at_that_size);
     tcase_add_test(tc, a_window_is_judged_by_what_it_copies_in_one_loop);
     tcase_add_test(tc, a_capture_is_served_by_a_window_of_one_range);
+    tcase_add_test(tc, a_capture_with_no_range_slower_in_place_reads_in_place);
     tcase_add_test(tc, a_segment_read_faster_in_place_than_copied_is_read_in_place);
     tcase_add_test(tc, a_segment_its_kernel_re_reads_stays_copied);
     tcase_add_test(tc, a_timing_that_fails_is_a_sample_lost);

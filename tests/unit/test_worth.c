@@ -2,7 +2,8 @@
  * A streaming window's worth (core/worth.c), black-box, from the contract
  * in sw.h: kept while it serves something every loop, copies enough in
  * one to repay its room and finds a loop to copy ahead of; judged only in
- * a loop it was counted in, and not while a graph holds its copies.
+ * a loop it was counted in, and not while a graph holds its copies; a
+ * capture's window keeps one range only where reads in place are slower.
  */
 #include "unit.h"
 
@@ -98,6 +99,23 @@ START_TEST(worth_not_judged_while_a_graph_holds_copies)
 }
 END_TEST
 
+static double below_five(void *arg)
+{
+    (void)arg;
+    return 0.6; /* sw_cost_repaid's answer where ranges re-read in place */
+}
+
+/* A capture's window keeps one range's room only where its ranges were
+ * timed slower read in place than copied; with no such evidence, none. */
+START_TEST(worth_capture_keeps_one_range_only_where_reads_in_place_are_slower)
+{
+    sw_worth_ask_t q = ask(200, PERIOD, 190);
+    ck_assert_uint_eq(sw_worth_capture(&q, MiB(4)), 0);
+    q.repaid = below_five;
+    ck_assert_uint_eq(sw_worth_capture(&q, MiB(4)), MiB(4));
+}
+END_TEST
+
 START_TEST(worth_loopless_after_four_guessed_loops)
 {
     sw_worth_t j = {0};
@@ -131,6 +149,7 @@ Suite *worth_suite(void)
     tcase_add_test(tc, worth_idle_after_a_loop_serving_nothing);
     tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
     tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
+    tcase_add_test(tc, worth_capture_keeps_one_range_only_where_reads_in_place_are_slower);
     suite_add_tcase(s, tc);
     return s;
 }
