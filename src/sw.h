@@ -456,6 +456,7 @@ typedef struct {
     uint64_t longest;     /* the longest range copied since loop_at */
     uint64_t loop_at;     /* the launch the loop being counted began at; 0 not yet */
     bool unpaid;          /* the loop before copied too little */
+    bool judged;          /* a whole loop was judged in this period */
     uint64_t fits;        /* the loop before's longest copy rounded up to the
                            * slot alignment, where two take less room than the
                            * window; else 0 */
@@ -478,18 +479,23 @@ typedef struct {
 } sw_worth_ask_t;
 
 /* Counts a copy of len bytes into the window; toward repaying its room
- * only where it repays: one the window could make ahead of the launch
- * that reads it (made ahead, or of at most half the window's size: its
- * first copies wait until the order of ranges is learned), or of a range
- * that reads slower in place than the link rates make it. A window too
- * small to hold a copy beside the next makes each at the launch that
- * needs it, after the work before it, so the link idles through every
- * kernel; it saves only the difference between a copy's rate and an
- * in-place read's, less spillway's checks around it (a window of one
- * 8 MiB copy beside 5.06 MiB layers, odd ones in 8 MiB segments, copied
- * 56 MiB a loop this way: 1.56x the link bound where, given back,
- * 1.27x). */
-void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays);
+ * only where it repays: one made ahead of the launch that reads it, or of
+ * a range that reads slower in place than the link rates make it
+ * (repays); in the first loop judged in a period, also one that could be
+ * made ahead once the order of ranges is learned (may_repay: at most half
+ * the window's size), as its first copies wait. A window too small to
+ * hold a copy beside the next makes each at the launch that needs it,
+ * after the work before it, so the link idles through every kernel; it
+ * saves only the difference between a copy's rate and an in-place read's,
+ * less spillway's checks around it (a window of one 8 MiB copy beside
+ * 5.06 MiB layers, odd ones in 8 MiB segments, copied 56 MiB a loop this
+ * way: 1.56x the link bound where, given back, 1.27x). So does a window
+ * whose half-size copies alternate with ranges that fill it: counted in
+ * every loop, 24 x 9 MiB layers, odd ones two to a 20 MiB segment, at
+ * batch 16 and compute about equal to copy, kept a window of one
+ * segment's copy whose every copy waited (190 of 199): 2.25x the
+ * all-resident step, given back 1.08x (2026-11-29, simgpu). */
+void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays, bool may_repay);
 /* The window's worth, as above; updates j's clocks. */
 sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q);
 /* The room a window serving a capture needs: slot (one range) where its

@@ -747,8 +747,8 @@ static entry_t *fill(win_t *w, int ui, bool ahead)
     u->entry = (int)(e - w->entries);
     w->head = at + u->len;
     __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
-    sw_worth_copied(&w->worth, u->len,
-                    ahead || 2 * u->len <= w->size || place_ratio(w, u) > SW_COST_LINK_RATIO);
+    sw_worth_copied(&w->worth, u->len, ahead || place_ratio(w, u) > SW_COST_LINK_RATIO,
+                    2 * u->len <= w->size);
     sw_stats_batch_begin();
     sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
     sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);

@@ -11,9 +11,9 @@
  */
 #include "../sw.h"
 
-void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays)
+void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays, bool may_repay)
 {
-    if (repays)
+    if (repays || (may_repay && !j->judged))
         j->copied += len;
     if (len > j->longest)
         j->longest = len;
@@ -60,6 +60,7 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
         j->unpaid = per_loop < q->repaid(q->arg) * (double)(j->fits ? 2 * slot : q->size);
         j->copied = j->longest = 0;
         j->loop_at = q->now;
+        j->judged = true;
     }
     return j->unpaid;
 }
@@ -74,6 +75,7 @@ static sw_window_worth_t judge(sw_worth_t *j, const sw_worth_ask_t *q)
         j->period = q->period;
         j->loop_at = 0;
         j->unpaid = false;
+        j->judged = false;
         j->fits = 0;
         return SW_WINDOW_WORTH;
     }

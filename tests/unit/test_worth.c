@@ -36,11 +36,11 @@ START_TEST(worth_kept_while_it_repays_its_room)
     ck_assert_int_eq(judge_at(&j, 200, 190), SW_WINDOW_WORTH); /* the period is new */
     ck_assert_int_eq(judge_at(&j, 210, 205), SW_WINDOW_WORTH); /* the loop's count begins */
     for (int i = 0; i < 12; i++)
-        sw_worth_copied(&j, MiB(8), true); /* 96 MiB: six times 16 */
+        sw_worth_copied(&j, MiB(8), true, true); /* 96 MiB: six times 16 */
     ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_WORTH);
     /* the next loop copies four times its size: not enough */
     for (int i = 0; i < 8; i++)
-        sw_worth_copied(&j, MiB(8), true);
+        sw_worth_copied(&j, MiB(8), true, true);
     ck_assert_int_eq(judge_at(&j, 350, 345), SW_WINDOW_WORTH); /* within the loop: as before */
     ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_UNREPAID);
     ck_assert_int_eq(judge_at(&j, 420, 415), SW_WINDOW_UNREPAID); /* until the next loop's end */
@@ -53,12 +53,12 @@ START_TEST(worth_oversized_where_two_of_its_longest_copies_would_do)
     judge_at(&j, 200, 190);
     judge_at(&j, 210, 205);
     for (int i = 0; i < 24; i++)
-        sw_worth_copied(&j, MiB(3), true); /* 72 MiB: twelve times two 3 MiB slots */
+        sw_worth_copied(&j, MiB(3), true, true); /* 72 MiB: twelve times two 3 MiB slots */
     ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.fits, MiB(3));
     /* a copy half the window: two take all of it */
     for (int i = 0; i < 12; i++)
-        sw_worth_copied(&j, MiB(8), true);
+        sw_worth_copied(&j, MiB(8), true, true);
     ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_WORTH);
     ck_assert_uint_eq(j.fits, 0);
 }
@@ -96,6 +96,23 @@ START_TEST(worth_not_judged_while_a_graph_holds_copies)
     ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
     q.graphs = false;
     ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_IDLE);
+}
+END_TEST
+
+/* Late copies of half the window's size count toward its room in the
+ * first loop judged (the order of ranges is still being learned), and
+ * not after: a window whose copies all wait repays nothing. */
+START_TEST(worth_counts_late_half_size_copies_in_the_first_loop_only)
+{
+    sw_worth_t j = {0};
+    ck_assert_int_eq(judge_at(&j, 200, 190), SW_WINDOW_WORTH); /* the period is new */
+    ck_assert_int_eq(judge_at(&j, 210, 205), SW_WINDOW_WORTH); /* the loop's count begins */
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(&j, MiB(8), false, true); /* late, but could be made ahead */
+    ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_WORTH);
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(&j, MiB(8), false, true);
+    ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_UNREPAID);
 }
 END_TEST
 
@@ -149,6 +166,7 @@ Suite *worth_suite(void)
     tcase_add_test(tc, worth_idle_after_a_loop_serving_nothing);
     tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
     tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
+    tcase_add_test(tc, worth_counts_late_half_size_copies_in_the_first_loop_only);
     tcase_add_test(tc, worth_capture_keeps_one_range_only_where_reads_in_place_are_slower);
     suite_add_tcase(s, tc);
     return s;
