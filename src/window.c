@@ -1357,9 +1357,13 @@ bool sw_window_capture_room(int dev, uint64_t *room)
     if (!w)
         return false;
     pthread_mutex_lock(&w->lock);
-    const sw_worth_ask_t q = {.repaid = repaid, .arg = w};
-    *room = sw_worth_capture(&q, w->slot < w->size ? w->slot : w->size);
-    bool changes = !w->graphs && !w->origin && *room != w->size;
+    /* Held copies fix the window whatever the ranges' times say. */
+    bool changes = !w->graphs && !w->origin;
+    if (changes) {
+        const sw_worth_ask_t q = {.repaid = repaid, .arg = w};
+        *room = sw_worth_capture(&q, w->slot < w->size ? w->slot : w->size);
+        changes = *room != w->size;
+    }
     pthread_mutex_unlock(&w->lock);
     return changes;
 }

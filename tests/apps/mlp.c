@@ -180,8 +180,8 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
     enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_WIDTHS, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
-           OPT_ODD, OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_EAGER, OPT_ROUTE,
-           OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT, OPT_HELP };
+           OPT_ODD, OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_EAGER,
+           OPT_ROUTE, OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT, OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
         {"width", required_argument, NULL, OPT_WIDTH},
