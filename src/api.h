@@ -12,7 +12,7 @@
  * call that issues device work is (driver.h, "the gate"). SW_GATED_IO: a
  * copy or memset on stream st that reads [s, +sn) and writes [d, +dn)
  * (0 lengths: none), whose window copies of those ranges go home first
- * (window.c); SW_GATED_IO_ALL: ranges unknown, all go home. */
+ * (window_touch.c); SW_GATED_IO_ALL: ranges unknown, all go home. */
 #define SW_GATED_IO(sym, args, st, d, dn, s, sn)         \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \

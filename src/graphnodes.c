@@ -7,7 +7,7 @@
  * copy kernel's destination every token) with pointers of its own: home
  * addresses, read and written in place. That is always right: a graph's
  * window copy serves only the launch it was made for, and each fill takes
- * home's fingerprint anew (window.c, sw_window_use and fill), so a node
+ * home's fingerprint anew (window_use.c, sw_window_use, and window_copy.c, sw_win_fill), so a node
  * that writes home in place is followed by fresh copies, never stale ones.
  *
  * What can go wrong is a window address. cuGraphKernelNodeGetParams hands

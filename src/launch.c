@@ -957,7 +957,7 @@ static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const vo
  * that name what is served: from each pointer argument, this far into its
  * allocation. A set-up kernel storing per-expert pointers writes a table
  * given by its start; spillway_unwindow looks there for window addresses
- * (window.c, "Escaped pointers"). */
+ * (window_use.c, "Escaped pointers"). */
 #define STORE_SPAN (64u << 10)
 
 typedef struct {

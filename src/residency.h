@@ -233,7 +233,7 @@ void sw_remap_commit(const uint64_t *need, int n, uint64_t now);
 void sw_remap_forget(sw_chunk_t *c);
 
 
-/* ---- window.c: the streaming windows (SPILLWAY_REWRITE=1, the default) ----
+/* ---- window*.c: the streaming windows (SPILLWAY_REWRITE=1, the default) ----
  * One per device: its memory, made once; host ranges of its chunks are
  * copied into it on spillway's stream and launches in its context are
  * rewritten to read the copies. Every function takes the windows' own
@@ -338,7 +338,7 @@ void sw_window_flush(CUstream s);
 /* [lo, +len) is being freed, after a synchronization: its copies and
  * ranges are dropped, nothing goes home. */
 void sw_window_forget(uint64_t lo, uint64_t len);
-/* Captures (window.c, "captures"): before a capture begins on s, every
+/* Captures (window_capture.c): before a capture begins on s, every
  * copy goes home; once it has begun (r: the begin's result), the window
  * serves launches on s by copies issued into the capture; before it ends,
  * those copies go home inside it and spillway's capture stream rejoins s;

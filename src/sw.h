@@ -8,8 +8,9 @@
  *              runtime's entry points), init.c (start-up), fork.c
  *   residency  alloc.c (allocations, budgets, moves), launch.c (the launch
  *              sequence, argument scanning and rewriting, promotion),
- *              window.c (the streaming window: copies, fences, write-back;
- *              called by launch.c and alloc.c, calls only below),
+ *              window*.c (the streaming window: copies, fences, write-back;
+ *              called by launch.c and alloc.c, calls only below; window.c
+ *              says which file does what),
  *              remap.c (the remapping window, SPILLWAY_REWRITE=0)
  *   device     vmm.c (VMM primitives, spillway's stream), fingerprint.c
  *              (spillway's kernels), streams.c (the application's streams)

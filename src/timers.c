@@ -4,7 +4,7 @@
  * recorded there), and settled later, oldest first, once its end has
  * passed: what it timed is then handed to the caller with its tag. The
  * window times with them how long a launch reading a range in place takes,
- * and how long the range's copy takes (window.c, core/cost.c).
+ * and how long the range's copy takes (window_cost.c, core/cost.c).
  *
  * Oldest first: work on one stream ends in order, and a timer not ended
  * yet (or not stopped yet: its launch is being issued) holds back the

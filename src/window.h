@@ -1,0 +1,165 @@
+/*
+ * The streaming window's own state, shared by its files and included by
+ * nothing else: the window of each device (win_t), the ranges it has met
+ * (unit_t) and the copies it holds (entry_t). What each file does, and the
+ * design they keep together: window.c.
+ *
+ * The files call one way only, each only those after it in this list (the
+ * layering test keeps it so): window_use.c, window_capture.c,
+ * window_touch.c, window.c, window_copy.c, window_cost.c. Every function
+ * here but window.c's is called with the window's lock held.
+ */
+#ifndef SW_WINDOW_H
+#define SW_WINDOW_H
+
+#include "residency.h"
+
+#define MAX_UNITS 4096
+#define MAX_ENTRIES 512
+#define READERS 4   /* streams that may read one copy before it is evicted */
+#define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
+
+#define RECALL 4 /* uses a range remembers, to see it recur with the loop */
+#define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
+
+typedef struct {
+    uint64_t start, len; /* home: [start, start + len) */
+    uint64_t used[RECALL]; /* its latest uses (launch numbers), newest first */
+    uint64_t named;      /* the parts (sw_parts) its launches' tensors span, this visit */
+    uint64_t named_last; /* the same over its visit before; 0 unknown */
+    uint64_t named_prev; /* and over the visit before that (a training step's
+                          * forward pass and update visit a weight each) */
+    uint8_t parted;      /* bit 0: a launch of this visit named part of it;
+                          * bits 1, 2: of the visit before, and the one before */
+    int next;            /* the unit used after it last time, -1 none */
+    int entry;           /* its copy in the window, -1 none */
+    bool live;
+    bool written;        /* a copy was found changed (said once, in the log) */
+    bool fp_known;       /* fp_home holds the fingerprint of home */
+    bool escapes;        /* a kernel stored a pointer into its copy: never served again */
+    CUevent homed;       /* after its latest copy home (made on first use) */
+    CUstream homed_on;   /* the stream that copy home ran on */
+    uint32_t id;         /* which range this is, of those the slot held: timers name it */
+    uint32_t visits;     /* visits begun (visit) */
+    bool first;          /* its latest use began a visit */
+    sw_cost_t cost;      /* a visit read in place against a copy, timed (core/cost.c) */
+    uint64_t linked;     /* bytes its latest copy moved over the link (host chunks) */
+    uint64_t place_linked; /* its bytes on the host when its visits were timed in place */
+    bool said_partly;    /* a copy found it partly on the device (said once, in the log) */
+    /* The visit being timed in place, every launch of it, summed. */
+    uint8_t session;     /* its number (tags its timers), 0 none */
+    uint32_t session_visit;
+    uint16_t started, settled; /* its launches timed, and those whose times are in */
+    float sum_ms;
+    bool broken;         /* a launch of it went untimed, or read a copy */
+    bool cheap;          /* read in place by its costs (said once, in the log) */
+} unit_t;
+
+typedef struct {
+    int unit;            /* -1: free */
+    uint64_t off;        /* in the window */
+    bool ahead;          /* filled ahead and not read yet */
+    int pins;            /* launches about to read it (their read not recorded yet) */
+    CUevent filled;
+    CUevent read[READERS];
+    CUstream reader[READERS];
+    int nread;
+} entry_t;
+
+typedef struct {
+    pthread_mutex_t lock;
+    int dev;             /* whose memory it is */
+    CUcontext ctx;       /* the context it serves, that of its setup */
+    const sw_table_t *table; /* the tracked allocations (alloc.c) */
+    CUdeviceptr base;    /* the window */
+    uint64_t size, head;
+    uint64_t slot;       /* the largest range it streams (alloc.c, window_bytes) */
+    CUstream side;       /* where copies go: st, or cst during a capture */
+    CUstream st;         /* the device's copy stream (sw_dev_copy_stream) */
+    CUstream cst;        /* spillway's stream for captures, made on first use */
+    CUstream origin;     /* the capturing stream the window serves, or NULL */
+    bool cst_in;         /* cst joined that capture: it must rejoin the origin */
+    bool broken;         /* the capture lost a step its graph needs: it must fail */
+    bool graphs;         /* some graph holds copies: replays take turns */
+    CUevent replayed;    /* after the latest such replay */
+    CUevent done;        /* after the latest evictions, for others to wait on */
+    bool fp_on;          /* fingerprints: else every copy goes home */
+    CUdeviceptr fp;      /* per unit: home's fingerprint, then the copy's */
+    uint32_t *changed;   /* per unit, pinned: spillway_copy_if_changed copied */
+    uint32_t *escaped;   /* per unit, pinned: spillway_unwindow put a stored pointer back */
+    unit_t units[MAX_UNITS];
+    entry_t entries[MAX_ENTRIES];
+    int nunits;
+    int live;            /* entries holding a copy (atomic reads outside the lock) */
+    int last;            /* the unit used last, for the chain */
+    sw_worth_t worth;    /* its clocks and counts (core/worth.c, sw_window_worth) */
+    /* Relaxed atomics: read without the lock. */
+    uint64_t served_at;  /* the launch it served last; 0 none */
+    int idle_replays;    /* graph launches since it last served, while no graph held a copy */
+    sw_timers_t *timers; /* NULL: nothing is timed, every range is copied */
+    uint32_t ids;        /* ranges given a unit so far */
+    uint8_t sessions;    /* visits timed in place so far (wraps, skipping 0) */
+    bool said_repaid;    /* repaid() said timing lowered its bar */
+    /* Launches between sw_window_use and sw_window_read holding a copy or
+     * a timer of it (hold): it is not freed under them (sw_window_release). */
+    int holders;
+    float ratios[MAX_UNITS]; /* repaid()'s scratch */
+    double copy_rate;        /* the most bytes per ms a copy reached (core/cost.c) */
+} win_t;
+
+static inline CUdeviceptr fp_home(const win_t *w, int ui)
+{
+    return w->fp + (uint64_t)ui * 2 * SW_FP_BYTES;
+}
+static inline CUdeviceptr fp_now(const win_t *w, int ui) { return fp_home(w, ui) + SW_FP_BYTES; }
+
+static inline bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/* ---- window_cost.c: the two ways a range is read, timed ---- */
+bool sw_win_can_time(const win_t *w);
+uint64_t sw_win_tag(int ui, const unit_t *u, sw_cost_kind_t k);
+void sw_win_session_end(unit_t *u);
+void sw_win_timed(uint64_t tag, float ms, void *arg);
+/* The timer begun for this launch of ui read in place on s, or -1: none
+ * is begun unless `may` (the launch is timed by no other timer, nor holds
+ * another device's window). */
+int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may);
+double sw_win_place_ratio(const win_t *w, const unit_t *u);
+bool sw_win_cheaper_in_place(const win_t *w, unit_t *u);
+double sw_win_repaid(void *arg);
+
+/* ---- window_copy.c: the ranges, their copies, the chain, the way home ---- */
+void sw_win_drop_entry(win_t *w, entry_t *e);
+void sw_win_break_capture(win_t *w);
+bool sw_win_streamable(const win_t *w, uint64_t start, uint64_t len);
+int sw_win_unit_find(win_t *w, uint64_t start);
+int sw_win_unit_get(win_t *w, uint64_t start, uint64_t len);
+CUresult sw_win_after_app(win_t *w);
+CUresult sw_win_evict(win_t *w, entry_t *e);
+entry_t *sw_win_fill(win_t *w, int ui, bool ahead);
+bool sw_win_reader_ok(const entry_t *e, CUstream s);
+bool sw_win_spans_all(uint64_t parts);
+bool sw_win_spanned(const unit_t *u);
+bool sw_win_one_tensor(const sw_alloc_t *a);
+void sw_win_copy_ahead(win_t *w, int ui, uint64_t now);
+CUresult sw_win_order_after(win_t *w, CUstream s, CUevent ev);
+bool sw_win_drop_overlaps(win_t *w, uint64_t lo, uint64_t len, int keep, CUstream s);
+void sw_win_drop_for_write(win_t *w, uint64_t lo, uint64_t len, CUstream s);
+CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s);
+void sw_win_home_by_host(win_t *w, entry_t *e, CUstream s);
+
+/* ---- window.c: each device's window, made and given back (no lock) ---- */
+win_t *sw_win_get(int dev);
+/* The next window after device *dev's, *dev moved to its device; NULL
+ * after the last: for (int d = -1; (w = sw_win_next(&d));) */
+win_t *sw_win_next(int *dev);
+
+/* ---- window_touch.c: home written in place ---- */
+bool sw_win_foreign(win_t *w, CUstream s);
+void sw_win_forget_fingerprints(win_t *w);
+void sw_win_flush_all(win_t *w, CUstream s);
+
+#endif

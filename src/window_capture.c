@@ -1,0 +1,140 @@
+/*
+ * The streaming window in captures and replays. A capture on one stream,
+ * the origin, streams like eager work: the same copies, fences and
+ * rewrites go into the capture, on cst, which joins it through events
+ * recorded on the origin. Every replay then streams, with no host
+ * involvement. The capture starts with an empty window (every copy went
+ * home first) and ends with every copy it made on its way home and cst
+ * joined back to the origin, so each replay leaves home right and the
+ * window free. A graph is built to stay right when the program later
+ * changes a kernel node to write a home in place (graphnodes.c): each of
+ * its copies serves one launch, each fill follows everything before it
+ * on the origin and takes home's fingerprint anew. Work on other streams
+ * during the capture, and a second capture at once, read in place.
+ * Afterwards eager work and replays take turns: eager copies wait for the
+ * application's streams, the replay's among them (its stream is noted),
+ * and each replay waits for eager copies and for the replay before it
+ * that used the window.
+ */
+#include "window.h"
+
+/* The chains of copies home start again: an event recorded inside a
+ * capture may not be waited for outside it, nor one from outside inside.
+ * Lock held. */
+static void unchain(win_t *w)
+{
+    for (int i = 0; i < w->nunits; i++)
+        w->units[i].homed_on = NULL;
+}
+
+void sw_window_capture_begins(CUstream s)
+{
+    if (!sw_window_on() || !sw_gate_rd())
+        return;
+    win_t *w;
+    for (int d = -1; (w = sw_win_next(&d));) {
+        pthread_mutex_lock(&w->lock);
+        if (!w->origin)
+            sw_win_flush_all(w, s);
+        pthread_mutex_unlock(&w->lock);
+    }
+    sw_gate_unrd();
+}
+
+/* The capture is served by the window of the current context's device,
+ * the one its launches run on. */
+void sw_window_captured(CUstream s, CUresult r)
+{
+    win_t *w = r == CUDA_SUCCESS ? sw_win_get(sw_window_here()) : NULL;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (!w->origin && w->cst && __atomic_load_n(&w->live, __ATOMIC_RELAXED) == 0) {
+        unchain(w);
+        w->origin = s;
+        w->cst_in = false;
+        w->broken = false;
+        w->side = w->cst;
+        w->head = 0;
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+bool sw_window_capture_ends(CUstream s)
+{
+    const sw_real_t *r = sw_real();
+    bool broken = false;
+    win_t *w;
+    for (int d = -1; (w = sw_win_next(&d));) {
+        pthread_mutex_lock(&w->lock);
+        if (w->origin && w->origin == s) {
+            broken |= w->broken;
+            bool used = false;
+            /* Home is current (each read sent its copy home on s); the
+             * copies belong to the graph from now on. */
+            for (int i = 0; i < MAX_ENTRIES; i++)
+                if (w->entries[i].unit >= 0) {
+                    used = true;
+                    sw_win_drop_entry(w, &w->entries[i]);
+                }
+            /* cst rejoins the origin, or the capture would end unjoined. */
+            if (w->cst_in && !w->broken &&
+                (r->cuEventRecord(w->done, w->cst) != CUDA_SUCCESS ||
+                 r->cuStreamWaitEvent(s, w->done, 0) != CUDA_SUCCESS))
+                sw_error("cannot join spillway's capture stream back: the capture will fail");
+            unchain(w);
+            sw_win_forget_fingerprints(w);
+            w->graphs |= used;
+            w->origin = NULL;
+            w->side = w->st;
+            w->head = 0;
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
+    return broken;
+}
+
+/* Two replays of graphs holding copies of one window must not overlap:
+ * they use the same space. A graph holds copies of the window of the
+ * device it was captured on, whose stream it is replayed on, in the
+ * current context (sw_window_here): that window orders its replays, every
+ * window sends its copies home first. */
+CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s)
+{
+    if (!launch)
+        return CUDA_ERROR_NOT_FOUND;
+    bool gated = sw_gate_rd();
+    const sw_real_t *r = sw_real();
+    CUresult e = CUDA_SUCCESS;
+    win_t *w, *here = gated ? sw_win_get(sw_window_here()) : NULL;
+    bool ordered = false; /* here holds graphs' copies: this replay is ordered */
+    if (gated && sw_window_on())
+        sw_streams_note(s);
+    for (int d = -1; gated && e == CUDA_SUCCESS && (w = sw_win_next(&d));) {
+        pthread_mutex_lock(&w->lock);
+        /* A window serving a capture on another stream holds only that
+         * capture's copies, which nothing runs yet: waiting for their
+         * events would pull the replay into the capture. */
+        if (!sw_win_foreign(w, s))
+            sw_win_flush_all(w, s);
+        else
+            sw_win_forget_fingerprints(w);
+        if (w == here && (ordered = w->graphs))
+            e = sw_win_order_after(w, s, w->replayed); /* unordered, it is not launched */
+        else if (w == here)
+            __atomic_add_fetch(&w->idle_replays, 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&w->lock);
+    }
+    if (e != CUDA_SUCCESS) {
+        if (gated)
+            sw_gate_unrd();
+        return e;
+    }
+    e = launch(g, s);
+    if (ordered && e == CUDA_SUCCESS &&
+        r->cuEventRecord(here->replayed, s) != CUDA_SUCCESS)
+        r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
+    if (gated)
+        sw_gate_unrd();
+    return e;
+}

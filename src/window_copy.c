@@ -1,0 +1,491 @@
+/*
+ * The streaming window's copies: the ranges it has met (units), its space
+ * as a ring of copies (entries), a fill on the copies' stream after the
+ * application's work, the chain of copies made ahead, dropping copies
+ * that work on home would make stale, and each copy's way home after the
+ * launch that read it. The order all of this keeps on the GPU: window.c.
+ */
+#include "window.h"
+
+static bool any_unit; /* some window has had a range (sw_window_busy) */
+
+/* Forgets e's copy without sending it home (its range is being freed, or
+ * a capture that failed made it). Lock held. */
+
+void sw_win_drop_entry(win_t *w, entry_t *e)
+{
+    w->units[e->unit].entry = -1;
+    sw_stat_add(SW_STAT_window_bytes, -(int64_t)w->units[e->unit].len);
+    e->unit = -1;
+    e->nread = 0;
+    e->ahead = false;
+    __atomic_sub_fetch(&w->live, 1, __ATOMIC_RELAXED);
+}
+
+/* A step the capture's graph needs could not be issued into it (a copy
+ * home, a fence): a replay would lose bytes or race. The capture must
+ * fail: synchronizing a capturing stream is invalid and invalidates it
+ * (docs/cuda-facts.md), so the driver itself ends it with
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; should it not, sw_capture_end
+ * answers that (sw_window_capture_ends). Lock held. */
+void sw_win_break_capture(win_t *w)
+{
+    w->broken = true;
+    SW_REAL(cuStreamSynchronize)(w->origin);
+}
+
+/* Work queued on the copies' stream that reads home is past the point
+ * where a fence could be recorded after it: nothing would order a later
+ * write of home after it. Eagerly the host waits for it; in a capture it
+ * cannot. Lock held. */
+static void unfenced(win_t *w)
+{
+    if (w->origin)
+        sw_win_break_capture(w);
+    else if (SW_REAL(cuStreamSynchronize)(w->side) != CUDA_SUCCESS)
+        sw_error("cannot wait for a window copy: a write of its home may race with it");
+}
+
+/* Whether [start, +len) may be copied into w: no bigger than a slot
+ * (asked first, so a big one is not walked chunk by chunk), w's device's
+ * chunks, some of them on the host and the rest on the device. A range
+ * partly resident is copied whole too (the extent rule), its resident
+ * chunks at device speed: read in place, a GEMM would re-read its host
+ * part once per tile row (the H200's prefill, 2026-11-28: chunk moves left
+ * 128 MiB layers half resident, read in place every step at 1.84x the
+ * link bound). Asked of a launch's ranges and of the ones copied ahead
+ * alike. */
+bool sw_win_streamable(const win_t *w, uint64_t start, uint64_t len)
+{
+    if (len > w->slot)
+        return false;
+    bool host = false;
+    for (uint64_t p = start; p < start + len;) {
+        const sw_chunk_t *c = sw_table_lookup(w->table, p);
+        /* A fixed chunk's handle is mapped elsewhere too (appvmm.c): a
+         * write through that address would leave a copy stale. A chunk
+         * of another device is streamed by that device's window. */
+        if (!c || c->slot >= 0 || c->fixed || c->alloc->dev != w->dev)
+            return false;
+        host |= c->where == SW_ON_HOST;
+        p = c->va + c->size;
+    }
+    return host;
+}
+
+/* Copies len bytes between home at `home` and a window copy, into home
+ * when `to_home`, on s (NULL: synchronously): one copy per run of home's
+ * chunks in one place, so that no single copy spans host and device
+ * memory. The bytes that cross the link (home's on the host), or 0 if a
+ * copy failed (the driver's answer in *res). */
+static uint64_t copy_runs(const win_t *w, uint64_t home, CUdeviceptr copy, uint64_t len,
+                          bool to_home, CUstream s, CUresult *res)
+{
+    const sw_real_t *r = sw_real();
+    uint64_t linked = 0;
+    *res = CUDA_SUCCESS;
+    for (uint64_t p = home; p < home + len;) {
+        const sw_chunk_t *c = sw_table_lookup(w->table, p);
+        sw_where_t where = c ? c->where : SW_ON_HOST;
+        uint64_t end = p;
+        while (end < home + len) {
+            const sw_chunk_t *n = sw_table_lookup(w->table, end);
+            if ((n ? n->where : SW_ON_HOST) != where)
+                break;
+            end = n ? n->va + n->size : home + len;
+        }
+        if (end > home + len)
+            end = home + len;
+        CUdeviceptr at = copy + (p - home), to = to_home ? p : at, from = to_home ? at : p;
+        *res = s ? r->cuMemcpyDtoDAsync_v2(to, from, end - p, s)
+                 : r->cuMemcpyDtoD_v2(to, from, end - p);
+        if (*res != CUDA_SUCCESS)
+            return 0;
+        if (where == SW_ON_HOST)
+            linked += end - p;
+        p = end;
+    }
+    return linked;
+}
+
+bool sw_window_busy(void)
+{
+    return __atomic_load_n(&any_unit, __ATOMIC_RELAXED);
+}
+
+/* ---- units ---- */
+
+int sw_win_unit_find(win_t *w, uint64_t start)
+{
+    for (int i = 0; i < w->nunits; i++)
+        if (w->units[i].live && w->units[i].start == start)
+            return i;
+    return -1;
+}
+
+int sw_win_unit_get(win_t *w, uint64_t start, uint64_t len)
+{
+    int ui = sw_win_unit_find(w, start);
+    if (ui >= 0)
+        return ui;
+    for (ui = 0; ui < w->nunits && w->units[ui].live; ui++)
+        ;
+    if (ui == MAX_UNITS)
+        return -1;
+    if (ui == w->nunits)
+        __atomic_store_n(&w->nunits, w->nunits + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&any_unit, true, __ATOMIC_RELAXED);
+    /* A dead unit's event is kept for the new one (teardown destroys it),
+     * not dropped: with homed_on NULL nothing waits on its old record. A
+     * new id: the old one's timers still out settle into nothing. */
+    CUevent homed = w->units[ui].homed;
+    w->units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true,
+                            .homed = homed, .id = ++w->ids};
+    if (w->fp_on) {
+        w->changed[ui] = 0;
+        w->escaped[ui] = 0;
+    }
+    return ui;
+}
+
+/* ---- the copies (lock held) ---- */
+
+/* The copies' stream waits for every stream the application issued work
+ * on (home may be written by it); in a capture, for the capturing one. */
+CUresult sw_win_after_app(win_t *w)
+{
+    if (!w->origin)
+        return sw_streams_order(w->st);
+    /* In a capture, cst joins it before every fill: a kernel node the
+     * program changes after instantiation (graphnodes.c) may write any
+     * home in place, and no capture can tell which. */
+    const sw_real_t *r = sw_real();
+    CUresult e = r->cuEventRecord(w->done, w->origin);
+    if (e == CUDA_SUCCESS && (e = r->cuStreamWaitEvent(w->cst, w->done, 0)) == CUDA_SUCCESS) {
+        w->cst_in = true;
+    }
+    return e;
+}
+
+/* Frees e's space for a fill on the copies' stream: that stream waits
+ * for every launch that read e (and its copy home after it). Home is
+ * current already. On failure e is kept and its space is not reused. */
+CUresult sw_win_evict(win_t *w, entry_t *e)
+{
+    const sw_real_t *r = sw_real();
+    CUresult c = CUDA_SUCCESS;
+    for (int i = 0; i < e->nread && c == CUDA_SUCCESS; i++)
+        c = r->cuStreamWaitEvent(w->side, e->read[i], 0);
+    if (c == CUDA_SUCCESS)
+        sw_win_drop_entry(w, e);
+    return c;
+}
+
+/* Makes [at, at + len) of the window free by evicting what overlaps it;
+ * false, evicting nothing, if one of those is about to be read, or was
+ * copied ahead and not read yet while `ahead` (a copy ahead never pushes
+ * out another one: the chain would thrash). */
+static bool make_room(win_t *w, uint64_t at, uint64_t len, bool ahead)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w->entries[i];
+        if (e->unit >= 0 && overlaps(at, len, e->off, w->units[e->unit].len) &&
+            (e->pins || (ahead && e->ahead)))
+            return false;
+    }
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w->entries[i];
+        if (e->unit >= 0 && overlaps(at, len, e->off, w->units[e->unit].len) &&
+            sw_win_evict(w, e) != CUDA_SUCCESS)
+            return false;
+    }
+    return true;
+}
+
+static entry_t *free_entry(win_t *w)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w->entries[i];
+        if (e->unit < 0 && !e->pins) {
+            if (!e->filled && SW_REAL(cuEventCreate)(&e->filled, CU_EVENT_DISABLE_TIMING) !=
+                                  CUDA_SUCCESS) {
+                e->filled = NULL;
+                return NULL;
+            }
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/* Copies unit ui into the window at the head; its entry, or NULL when
+ * there is no room (see make_room) or a call failed: the range is then
+ * read in place, which is always correct. */
+entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
+{
+    const sw_real_t *r = sw_real();
+    unit_t *u = &w->units[ui];
+    uint64_t at = w->head + u->len <= w->size ? w->head : 0;
+    entry_t *e = free_entry(w);
+    if (!e || !make_room(w, at, u->len, ahead))
+        return NULL;
+    CUdeviceptr copy = w->base + at;
+    /* In a capture, after the range's latest copy home in it. */
+    if (w->origin && u->homed_on && r->cuStreamWaitEvent(w->side, u->homed, 0) != CUDA_SUCCESS)
+        return NULL;
+    int timer = sw_win_can_time(w) && sw_cost_wants(&u->cost, SW_COST_COPY)
+                    ? sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_COPY), w->side)
+                    : -1;
+    CUresult c;
+    uint64_t linked = copy_runs(w, u->start, copy, u->len, false, w->side, &c);
+    if (c != CUDA_SUCCESS) {
+        sw_timer_drop(w->timers, timer);
+        return NULL;
+    }
+    sw_timer_stop(w->timers, timer, w->side);
+    if (linked != u->linked) {
+        sw_cost_forget(&u->cost, SW_COST_COPY); /* another placement: see sw_win_time_in_place */
+        u->linked = linked;
+    }
+    if (linked < u->len && !u->said_partly) {
+        sw_debug("range 0x%llx +%llu is partly on the device: %llu bytes of its copy cross "
+                 "the link",
+                 (unsigned long long)u->start, (unsigned long long)u->len,
+                 (unsigned long long)linked);
+        u->said_partly = true;
+    }
+    /* home's fingerprint: the bytes just copied, taken from the window at
+     * device speed, once; each copy home keeps it current (sw_win_send_home). A
+     * graph takes it at every fill: a node changed after capture may have
+     * written home in place since the last. */
+    if ((!u->fp_known || w->origin) && w->fp_on)
+        u->fp_known = sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), w->side) == CUDA_SUCCESS;
+    if (r->cuEventRecord(e->filled, w->side) != CUDA_SUCCESS) {
+        /* Nothing reads the copy, and the next fill here follows it on
+         * the same stream; but a write of home must not overtake it. */
+        unfenced(w);
+        return NULL;
+    }
+    e->unit = ui;
+    e->off = at;
+    e->ahead = ahead;
+    e->nread = 0;
+    u->entry = (int)(e - w->entries);
+    w->head = at + u->len;
+    __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
+    sw_worth_copied(&w->worth, u->len, ahead || sw_win_place_ratio(w, u) > SW_COST_LINK_RATIO,
+                    2 * u->len <= w->size);
+    sw_stats_batch_begin();
+    sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
+    sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);
+    sw_stat_add(sw_dev_stat(w->dev, SW_STAT_dev0_bytes_streamed), (int64_t)u->len);
+    sw_stat_add(ahead ? SW_STAT_prefetches : SW_STAT_prefetch_late, 1);
+    sw_stats_batch_end();
+    return e;
+}
+
+/* Whether stream s may read e: it already does, or there is room to
+ * record its read. */
+bool sw_win_reader_ok(const entry_t *e, CUstream s)
+{
+    for (int i = 0; i < e->nread; i++)
+        if (e->reader[i] == s)
+            return true;
+    return e->nread < READERS;
+}
+
+/* Whether launches' tensors spanning `parts` of a range read all of it,
+ * near enough: else a copy would carry bytes only pointers spillway does
+ * not see reach, if anything, and they read home anyway. */
+bool sw_win_spans_all(uint64_t parts)
+{
+    return __builtin_popcountll(parts) >= SPANS_ALL;
+}
+
+/* Whether u's launches spanned it whole over each of its last two visits
+ * (those not over yet count as whole). */
+bool sw_win_spanned(const unit_t *u)
+{
+    return (!u->named_last || sw_win_spans_all(u->named_last)) &&
+           (!u->named_prev || sw_win_spans_all(u->named_prev));
+}
+
+/* Whether a holds one tensor, as far as its learned starts tell. */
+bool sw_win_one_tensor(const sw_alloc_t *a)
+{
+    return sw_segment_count(a) <= 1;
+}
+
+typedef struct {
+    win_t *w;
+    uint64_t now, room;
+    int skip;            /* the unit being served */
+    sw_alloc_t *best;
+    uint64_t best_next;
+} soonest_t;
+
+static void find_soonest(sw_alloc_t *a, void *arg)
+{
+    soonest_t *f = arg;
+    const sw_chunk_t *c = &a->chunks[0];
+    if (a->dev != f->w->dev || !sw_win_one_tensor(a) || a->size > f->room ||
+        c->where != SW_ON_HOST || !sw_learn_state(c).loop)
+        return;
+    uint64_t next = sw_learn_next_use(c, f->now);
+    if (next == UINT64_MAX || (f->best && next >= f->best_next))
+        return;
+    int ui = sw_win_unit_find(f->w, a->va);
+    if (ui == f->skip || (ui >= 0 && (f->w->units[ui].entry >= 0 || f->w->units[ui].cheap)) ||
+        !sw_win_streamable(f->w, a->va, a->size))
+        return;
+    f->best = a;
+    f->best_next = next;
+}
+
+/* Where the chain does not know what comes after ui yet (a range that
+ * has just moved to the host has no successor until the loop comes
+ * round), the host allocation of one tensor its learned schedule says is
+ * used soonest: its unit, or -1. */
+static int soonest(win_t *w, int ui, uint64_t now, uint64_t room)
+{
+    soonest_t f = {.w = w, .now = now, .room = room, .skip = ui};
+    sw_table_each(w->table, find_soonest, &f);
+    return f.best ? sw_win_unit_get(w, f.best->va, f.best->size) : -1;
+}
+
+/* The chain: the ranges used after ui last time, copied ahead while the
+ * window has room for them. */
+void sw_win_copy_ahead(win_t *w, int ui, uint64_t now)
+{
+    uint64_t room = w->size - w->units[ui].len;
+    int v = w->units[ui].next;
+    if (v < 0)
+        v = soonest(w, ui, now, room);
+    for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++, v = w->units[v].next) {
+        unit_t *u = &w->units[v];
+        /* Not one its own launch would not copy (sw_window_use): named
+         * in part by its last visits, or written and named in part by one
+         * of their launches. */
+        if (u->entry >= 0 || !sw_win_spanned(u) || (u->written && (u->parted & 6)) ||
+            sw_win_cheaper_in_place(w, u))
+            continue;
+        if (u->len > room || !sw_win_streamable(w, u->start, u->len) || !sw_win_fill(w, v, true))
+            break;
+        room -= u->len;
+    }
+}
+
+/* s comes after ev: on the GPU, or else, outside a capture, because the
+ * host waited for ev. On failure (neither could be done) the driver's
+ * last error. */
+CUresult sw_win_order_after(win_t *w, CUstream s, CUevent ev)
+{
+    const sw_real_t *r = sw_real();
+    CUresult c = r->cuStreamWaitEvent(s, ev, 0);
+    if (c == CUDA_SUCCESS || w->origin)
+        return c;
+    return r->cuEventSynchronize(ev);
+}
+
+/* Home in [lo, lo + len) is about to be read or written in place by work
+ * on s: every copy of an overlapping range but `keep` is dropped, with s
+ * after its fill (which reads home) and after the launches that read it
+ * (with their copies home). false, dropping nothing more, if s cannot be
+ * ordered so; a copy about to be read (pinned) is left alone. */
+bool sw_win_drop_overlaps(win_t *w, uint64_t lo, uint64_t len, int keep, CUstream s)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w->entries[i];
+        if (e->unit < 0 || e->unit == keep || e->pins ||
+            !overlaps(lo, len, w->units[e->unit].start, w->units[e->unit].len))
+            continue;
+        if (sw_win_order_after(w, s, e->filled) != CUDA_SUCCESS)
+            return false;
+        for (int k = 0; k < e->nread; k++)
+            if (e->reader[k] != s && sw_win_order_after(w, s, e->read[k]) != CUDA_SUCCESS)
+                return false;
+        /* Its space is free at once, but only s waited for its readers:
+         * the next fill waits for every application stream, or in a
+         * capture for the origin (sw_win_after_app). */
+        sw_win_drop_entry(w, e);
+    }
+    return true;
+}
+
+/* sw_win_drop_overlaps for work about to write home in place: a copy it could
+ * not drop would be read, stale, by later rewritten launches. A capture
+ * is failed; eagerly only a wait that failed twice leaves one (logged). */
+void sw_win_drop_for_write(win_t *w, uint64_t lo, uint64_t len, CUstream s)
+{
+    if (sw_win_drop_overlaps(w, lo, len, -1, s))
+        return;
+    if (w->origin)
+        sw_win_break_capture(w);
+    else
+        sw_error("cannot order work after the window's copies of 0x%llx +%llu: they may go stale",
+                 (unsigned long long)lo, (unsigned long long)len);
+}
+
+/* Queues on s, right after the launch that read e, e's way home if that
+ * launch changed it (see "home" above), after the range's previous copy
+ * home on another stream. Lock held. */
+CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s)
+{
+    const sw_real_t *r = sw_real();
+    int ui = e->unit;
+    unit_t *u = &w->units[ui];
+    CUdeviceptr copy = w->base + e->off;
+    CUresult c = CUDA_SUCCESS;
+    if (!u->homed && r->cuEventCreate(&u->homed, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        u->homed = NULL;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (u->homed_on && u->homed_on != s)
+        c = r->cuStreamWaitEvent(s, u->homed, 0);
+    if (c == CUDA_SUCCESS && (!w->fp_on || !u->fp_known)) {
+        copy_runs(w, u->start, copy, u->len, true, s, &c);
+        if (c == CUDA_SUCCESS) {
+            sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
+            /* home's fingerprint is now the copy's: taken on the way */
+            u->fp_known = w->fp_on &&
+                          sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), s) == CUDA_SUCCESS;
+        }
+    } else if (c == CUDA_SUCCESS) {
+        c = sw_fp_queue(w->dev, copy, u->len, fp_now(w, ui), s);
+        if (c == CUDA_SUCCESS)
+            c = sw_fp_copy_if_changed(w->dev, copy, u->start, u->len, fp_home(w, ui), fp_now(w, ui),
+                                      (CUdeviceptr)(uintptr_t)&w->changed[ui], s);
+        /* Home now holds the copy's bytes either way. */
+        if (c == CUDA_SUCCESS)
+            c = r->cuMemcpyDtoDAsync_v2(fp_home(w, ui), fp_now(w, ui), SW_FP_BYTES, s);
+    }
+    if (c == CUDA_SUCCESS && (c = r->cuEventRecord(u->homed, s)) == CUDA_SUCCESS)
+        u->homed_on = s;
+    return c;
+}
+
+/* sw_win_send_home could not queue e's way home on s, or only part of it: the
+ * host takes it home itself, so no byte the launch wrote is lost. It
+ * waits for the whole context, not only s: an earlier copy home of the
+ * range on another stream (the chain sw_win_send_home could not wait for) must
+ * not land after this one. Part of sw_win_send_home may have run, so home's
+ * fingerprint is no longer known. In a capture nothing can wait: it
+ * fails. Lock held. */
+void sw_win_home_by_host(win_t *w, entry_t *e, CUstream s)
+{
+    const sw_real_t *r = sw_real();
+    unit_t *u = &w->units[e->unit];
+    u->fp_known = false;
+    if (w->origin) {
+        sw_win_break_capture(w);
+        return;
+    }
+    /* A capture the window does not serve may run elsewhere: a context
+     * synchronization would invalidate it, so then only s is waited for. */
+    CUresult c = sw_capturing() ? r->cuStreamSynchronize(s) : r->cuCtxSynchronize();
+    if (c == CUDA_SUCCESS)
+        copy_runs(w, u->start, w->base + e->off, u->len, true, NULL, &c);
+    if (c != CUDA_SUCCESS)
+        sw_error("range 0x%llx: its window copy at 0x%llx could not go home",
+                 (unsigned long long)u->start, (unsigned long long)(w->base + e->off));
+}

@@ -1,0 +1,173 @@
+/*
+ * The streaming window: the two ways each range is read, timed on the GPU
+ * with events (timers.c) and weighed by core/cost.c. A visit read in place
+ * is timed launch by launch and summed; a copy, on its own. Its answers
+ * decide which ranges are read in place (window_use.c, window_copy.c) and
+ * how much a window must copy to repay its room (window.c).
+ */
+#include "window.h"
+
+/* The bytes of [start, +len) on the host now: what its copy moves over
+ * the link, and what a kernel reading all of it in place reads there. */
+static uint64_t host_bytes(const win_t *w, uint64_t start, uint64_t len)
+{
+    uint64_t host = 0;
+    for (uint64_t p = start; p < start + len;) {
+        const sw_chunk_t *c = sw_table_lookup(w->table, p);
+        if (!c)
+            break;
+        uint64_t end = c->va + c->size < start + len ? c->va + c->size : start + len;
+        if (c->where == SW_ON_HOST)
+            host += end - p;
+        p = end;
+    }
+    return host;
+}
+
+/* Not in a capture: an event recorded there is a node of its graph, and
+ * times nothing until a replay. */
+bool sw_win_can_time(const win_t *w)
+{
+    return w->timers && !w->origin && !sw_capturing();
+}
+
+#define TAG_UNIT 0xffffu
+#define TAG_ID 0xffffffu
+
+uint64_t sw_win_tag(int ui, const unit_t *u, sw_cost_kind_t k)
+{
+    return (uint64_t)ui | (uint64_t)(u->id & TAG_ID) << 16 | (uint64_t)u->session << 40 |
+           (uint64_t)k << 48;
+}
+
+/* Ends u's session once its visit is over and every launch of it is
+ * timed: the sum is a sample where none went untimed. */
+void sw_win_session_end(unit_t *u)
+{
+    if (!u->session || u->session_visit == u->visits || u->settled < u->started)
+        return;
+    if (!u->broken && u->started)
+        sw_cost_note(&u->cost, SW_COST_PLACE, u->sum_ms);
+    u->session = 0;
+}
+
+void sw_win_timed(uint64_t tag, float ms, void *arg)
+{
+    win_t *w = arg;
+    int ui = (int)(tag & TAG_UNIT);
+    sw_cost_kind_t k = (sw_cost_kind_t)(tag >> 48);
+    unit_t *u = ui < w->nunits ? &w->units[ui] : NULL;
+    if (!u || !u->live || (u->id & TAG_ID) != (tag >> 16 & TAG_ID))
+        return;
+    if (k == SW_COST_COPY) {
+        sw_cost_note(&u->cost, SW_COST_COPY, ms);
+        sw_cost_rate_note(&w->copy_rate, u->linked, ms);
+        return;
+    }
+    if (u->session != (uint8_t)(tag >> 40))
+        return;
+    u->settled++;
+    if (ms > 0)
+        u->sum_ms += ms;
+    else
+        u->broken = true;
+    sw_win_session_end(u);
+}
+
+/* Times this launch of ui, read in place on s, as part of the visit being
+ * timed; a visit's first launch begins one where u wants a sample. One
+ * timer a launch: a launch reading two host ranges counts for the first
+ * (too long for it: the copy is favoured, as before timing). */
+int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may)
+{
+    unit_t *u = &w->units[ui];
+    if (!u->session) {
+        if (!u->first)
+            return -1;
+        /* Samples of another placement of the range time other bytes:
+         * a layer half resident reads half as much in place. */
+        uint64_t host = host_bytes(w, u->start, u->len);
+        if (host != u->place_linked) {
+            sw_cost_forget(&u->cost, SW_COST_PLACE);
+            u->place_linked = host;
+            u->cheap = false;
+        }
+        if (!sw_cost_wants(&u->cost, SW_COST_PLACE) || !sw_win_can_time(w) || !may)
+            return -1;
+        u->session = ++w->sessions ? w->sessions : ++w->sessions;
+        u->session_visit = u->visits;
+        u->started = u->settled = 0;
+        u->sum_ms = 0;
+        u->broken = false;
+    } else if (u->session_visit != u->visits) {
+        return -1; /* the visit before, still settling */
+    }
+    int i = sw_win_can_time(w) && may && u->started < UINT16_MAX
+                ? sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_PLACE), s)
+                : -1;
+    if (i < 0) {
+        u->broken = true;
+        return -1;
+    }
+    u->started++;
+    return i;
+}
+
+/* Whether u's two ways were timed with its range placed as it is now
+ * (the bytes its copy carries over the link, linked). */
+static bool placed_alike(const unit_t *u)
+{
+    return u->place_linked == u->linked;
+}
+
+/* u's time read in place over its copy's (sw_cost_ratio), where both
+ * were timed with its range placed alike; 0 otherwise. */
+double sw_win_place_ratio(const win_t *w, const unit_t *u)
+{
+    return placed_alike(u) ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate) : 0;
+}
+
+/* Whether u is read in place by its costs: a visit read there was faster
+ * than its copy. Said once. */
+bool sw_win_cheaper_in_place(const win_t *w, unit_t *u)
+{
+    if (!placed_alike(u) || !sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
+        return false;
+    if (!u->cheap) {
+        sw_stat_add(SW_STAT_ranges_read_in_place, 1);
+        sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it there "
+                "in %.1f us, its copy takes %.1f us",
+                w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
+                1e3 * u->cost.best[SW_COST_PLACE],
+                1e3 * u->cost.best[SW_COST_PLACE] / sw_win_place_ratio(w, u));
+    }
+    u->cheap = true;
+    return true;
+}
+
+
+/* How many times its size w must copy a loop to repay its room, by the
+ * ranges timed both ways (sw_cost_repaid), those read in place by their
+ * costs too: they tell what the program's kernels are, and leaving them
+ * out would leave a few slow samples to speak for them. Said when timing
+ * lowers it. Lock held. */
+double sw_win_repaid(void *arg)
+{
+    win_t *w = arg;
+    int n = 0;
+    for (int i = 0; i < w->nunits; i++) {
+        const unit_t *u = &w->units[i];
+        double ratio = u->live ? sw_win_place_ratio(w, u) : 0;
+        if (ratio > 0)
+            w->ratios[n++] = (float)ratio;
+    }
+    double times = sw_cost_repaid(w->ratios, n);
+    if (times < SW_COST_REPAID && !w->said_repaid) {
+        sw_info("device %d: the ranges the streaming window copies take longer read in place "
+                "than the link rates make them: it repays its room from %.1f times its size "
+                "copied a loop",
+                w->dev, times);
+        w->said_repaid = true;
+    }
+    return times;
+}
