@@ -19,10 +19,10 @@
  *            allocation passes through, so each call reaches the driver and
  *            the child gets the driver's own answer, promptly.
  *
- * The other locks need no handler: launch.c's, remap.c's, replay.c's and
- * the TMA descriptor table's (tensormap.c) are taken only after the driver
- * answered a call with success, which a child whose parent used CUDA
- * never gets. The exit report is the parent's: only the
+ * The other locks need no handler: layouts.c's, marks.c's, promote.c's,
+ * remap.c's, replay.c's and the TMA descriptor table's (tensormap.c) are
+ * taken only after the driver answered a call with success, which a child
+ * whose parent used CUDA never gets. The exit report is the parent's: only the
  * process that started spillway writes it (stats.c).
  * A child of a parent that never initialized CUDA is an ordinary CUDA
  * process, and spillway works in it as in any.

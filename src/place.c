@@ -78,7 +78,7 @@ void sw_place_count(int dev, sw_where_t where, int64_t bytes)
 }
 
 /* c's address maps another handle: where it lies, in which slot, and a
- * change its allocation's walks (launch.c, clean) must notice. */
+ * change its allocation's walks (marks.c, clean) must notice. */
 static void settle(sw_chunk_t *c, sw_where_t where, int slot)
 {
     c->where = where;

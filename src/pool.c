@@ -31,7 +31,7 @@
  * and a reuse or a pooling leaves the sum where it was: pooled host
  * handles count against SPILLWAY_HOST_BUDGET that way.
  * Device handles go further: none outlives the exclusive hold that pooled
- * it (launch.c and alloc.c drain the device pool before they let the gate
+ * it (promote.c and alloc.c drain the device pool before they let the gate
  * go), since device memory that no count shows would shrink what the
  * driver gives everyone else: untracked allocations, other processes,
  * cuMemGetInfo. A promotion takes the handle its victim's demotion

@@ -356,7 +356,7 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
  * A100), until tests/gpu measures this machine's. */
 #define SW_LINK_DEFAULT {.h2d_gbps = 50, .zerocopy_gbps = 35, .move_ns = 127000}
 
-/* ---- launch.c ---- */
+/* ---- launch.c, layouts.c, marks.c, promote.c: the launch path ---- */
 /* The shared CUDA runtime may reach the driver through wrapped public
  * entry points or through private ones. Its wrappers (runtime.c)
  * therefore do the work themselves and mark this thread while they call

@@ -7,7 +7,8 @@
  *   api        hooks.c (generated from hooks.def), runtime.c (the shared
  *              runtime's entry points), init.c (start-up), fork.c
  *   residency  alloc.c (allocations, budgets, moves), launch.c (the launch
- *              sequence, argument scanning and rewriting, promotion),
+ *              path; with marks.c, serve.c, promote.c and layouts.c:
+ *              argument scanning and rewriting, promotion),
  *              window*.c (the streaming window: copies, fences, write-back;
  *              called by launch.c and alloc.c, calls only below; window.c
  *              says which file does what),
@@ -170,13 +171,13 @@ typedef struct sw_chunk {
                                  * mapped elsewhere too, or exported (appvmm.c) */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
-    /* Mechanism state (launch.c/remap.c), opaque to the core. */
+    /* Mechanism state (launch path, remap.c), opaque to the core. */
     int slot;                   /* window slot holding it, -1 none */
     uint64_t home;              /* host handle kept while on the device: while a slot
                                  * holds it, or as an exact copy (home_fp); 0 none */
     uint64_t home_fp[2];        /* fingerprint of the bytes home holds (not in a slot) */
     bool mirrored;              /* its host handle is mapped in alloc->mirror too */
-    uint64_t displace_next;     /* launch before which launch.c does not ask
+    uint64_t displace_next;     /* launch before which promote.c does not ask
                                  * sw_policy_displace for it again */
     /* A copy to the device carried a pointer into it: kernels may read it
      * where no argument shows. Copies on any thread set it while launches
@@ -217,7 +218,7 @@ typedef struct sw_alloc {
     void *app;
     const void *dev_prop;
     /* Bumped whenever one of its chunks changes place (where, slot); with
-     * it launch.c remembers a range it found wholly on the device and in
+     * it marks.c remembers a range it found wholly on the device and in
      * no slot, [clean_first, clean_end) as of moved == clean_moved. */
     uint64_t moved, clean_moved;
     uint32_t clean_first, clean_end;
@@ -266,7 +267,7 @@ void sw_learn_touch(sw_chunk_t *c, uint64_t seq);
  * at once by two threads (callers hold a lock). */
 void sw_learn_touch_range(sw_alloc_t *a, uint32_t first, uint32_t end, uint64_t seq);
 /* Schedules are stamped by launches on any thread with the gate held only
- * shared (launch.c, touch) and read by the policy and prefetch the same
+ * shared (marks.c, touch) and read by the policy and prefetch the same
  * way, so every access to their fields, and to an allocation's runs, is a
  * relaxed atomic: each field reads as some stamp left it, never torn, and
  * the race is defined. A reader may see fields of two different stamps, a
@@ -301,7 +302,7 @@ static inline sw_sched_t sw_learn_state(const sw_chunk_t *c)
                : sw_sched_load(&c->sched);
 }
 
-/* c's `pointed`: copies on any thread set it (launch.c, mark_pointed)
+/* c's `pointed`: copies on any thread set it (marks.c, mark_pointed)
  * while launches on others weigh it, so both sides are relaxed atomics;
  * it only ever goes from false to true. */
 static inline bool sw_chunk_pointed(const sw_chunk_t *c)

@@ -7,7 +7,7 @@
  * bytes. Every descriptor the driver makes for the application is
  * recorded here with the address it was given (core/tmap.c), so the
  * launch path recognises one by its exact bytes and learns from the
- * address as from a pointer word (launch.c).
+ * address as from a pointer word (launch.c, marks.c).
  *
  * Not recognised: descriptors encoded before spillway was loaded, built
  * by hand or on the device, or changed in place (tensormap.replace in

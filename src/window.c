@@ -65,14 +65,14 @@
  * moves only what the kernels read (as fast as a copy for a kernel that
  * reads each byte once; a GEMM that re-reads its weight pays the re-reads
  * over the link: README, known limits).
- * Every argument word into it keeps its offset into the copy (launch.c).
+ * Every argument word into it keeps its offset into the copy (serve.c).
  * One copy per allocation means no two copies hold the same bytes. An
  * allocation bigger than the window keeps its own address: it is
  * resident, or read in place. A copy the loop does not repay
  * is a copy wasted: the rest (a random pick of experts) are read in place
- * until popular enough to become resident (launch.c). So may a range
+ * until popular enough to become resident (promote.c). So may a range
  * whose copies its readers change, which goes home after every use (a
- * GEMM library's workspace): launch.c asks at each served use whether it
+ * GEMM library's workspace): serve.c asks at each served use whether it
  * should be resident instead (*written of sw_window_use). A range a pointer
  * table in device memory also reaches, whose launches name all of it, is
  * streamed too: its copy goes home right after each launch, before

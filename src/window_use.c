@@ -74,7 +74,8 @@ static bool recurs(unit_t *u, uint64_t now, uint64_t period)
 static bool loops_whole(const win_t *w, const unit_t *u, uint64_t period)
 {
     const sw_chunk_t *c = sw_table_lookup(w->table, u->start);
-    return c && c->alloc->va == u->start && c->alloc->size == u->len && sw_win_one_tensor(c->alloc) &&
+    return c && c->alloc->va == u->start && c->alloc->size == u->len &&
+           sw_win_one_tensor(c->alloc) &&
            one_loop(sw_learn_state(c).loop, period);
 }
 
@@ -253,7 +254,7 @@ bool sw_window_guarded(int dev)
  * kernel reading that table would reach the copy after its space was
  * reused. So right after the launch, on its stream, spillway_unwindow
  * puts every such address it finds in the spans the launch could write
- * (launch.c: 64 KiB from each of its other pointer arguments) back to
+ * (serve.c: 64 KiB from each of its other pointer arguments) back to
  * the same offset in the copy's home, which is current once the copy
  * went home just after; and it flags the unit, which is read at its own
  * address from then on. Should the kernel not be queued, the units are
