@@ -1,6 +1,8 @@
 /*
- * Tracked allocations: cuMemAlloc/cuMemFree and the questions applications
- * ask about pointers, plus the budgets that decide where chunks live.
+ * Tracked allocations: cuMemAlloc/cuMemFree, plus the budgets that decide
+ * where chunks live. The questions applications ask about pointers are
+ * ptrinfo.c's, the control API's requests control.c's, and the streaming
+ * window's room in each budget winroom.c's.
  *
  * An allocation of at least SPILLWAY_MIN_ALLOC becomes a reservation tiled
  * by chunks of at most SPILLWAY_CHUNK. Before creating it, spillway makes
@@ -36,6 +38,20 @@ static uint64_t gpu_pending = SPILLWAY_BUDGET_KEEP, host_pending = SPILLWAY_BUDG
  * until then none is pending. */
 static const sw_pending_frees_t *ordered_frees;
 
+void sw_budgets_pend(uint64_t gpu, uint64_t host)
+{
+    if (gpu != SPILLWAY_BUDGET_KEEP)
+        gpu_pending = gpu;
+    if (host != SPILLWAY_BUDGET_KEEP)
+        host_pending = host;
+}
+
+void sw_budgets_pending(uint64_t *gpu, uint64_t *host)
+{
+    *gpu = gpu_pending;
+    *host = host_pending;
+}
+
 void sw_alloc_pending_frees(const sw_pending_frees_t *f)
 {
     __atomic_store_n(&ordered_frees, f, __ATOMIC_RELEASE);
@@ -66,103 +82,6 @@ uint64_t sw_device_room(int dev)
     return sw_dev_room(dev);
 }
 
-typedef struct {
-    int dev;
-    uint64_t want, largest;
-} extent_t;
-
-static void largest_fitting(sw_alloc_t *a, void *arg)
-{
-    extent_t *e = arg;
-    if (a->dev == e->dev && a->size <= e->want && a->size > e->largest)
-        e->largest = a->size;
-}
-
-/* The streaming window's bytes out of dev's budget: SPILLWAY_PREFETCH_BYTES
- * of it; with that option not given, fitted to the largest allocation it
- * could stream (sw_policy_window_fit): such a window is made when the
- * budget first binds, once the program's allocations so far are known,
- * and a window larger than the copies it can hold takes residency for
- * nothing (the H200's decode gave four 128 MiB layers' room to a window
- * two copies fill). Gate held exclusively. */
-static bool window_fitted(void)
-{
-    return !sw_opts()->prefetch_bytes.set && sw_opts()->rewrite;
-}
-
-/* Whether spillway chose the size of dev's window (a device's window
- * exists for dev >= 0 only), and so may give it back or make it anew: a
- * window of a size the user gave is kept, they asked for it. */
-static bool window_ours(int dev)
-{
-    return dev >= 0 && (window_fitted() || sw_dev_budget_picked(dev));
-}
-
-static uint64_t window_bytes(int dev, uint64_t budget, uint64_t *slot)
-{
-    const sw_options_t *o = sw_opts();
-    extent_t e = {.dev = dev, .want = sw_amount_resolve(&o->prefetch_bytes, budget)};
-    *slot = e.want;
-    if (!window_fitted() || !sw_tracked())
-        return e.want;
-    sw_table_each(sw_tracked(), largest_fitting, &e);
-    /* The window's size is rounded down to SW_WINDOW_ALIGN: the extent
-     * is rounded up to it, or the copies it was fitted to would not fit.
-     * A window fitted to two copies streams nothing bigger than one: a
-     * bigger range would fill it alone, each copy then waiting for the
-     * launches of the one before (4 MiB layers, the odd ones in 8 MiB
-     * segments, at batch 16 and compute about equal to copy: 2.04x the
-     * all-resident step with the segments streamed, 1.20x without). */
-    *slot = sw_round_up(e.largest, SW_WINDOW_ALIGN);
-    return sw_policy_window_fit(e.want, *slot, budget);
-}
-
-/* Makes dev's window out of its budget, if it has one: the streaming
- * window is per device; the remapping one (SPILLWAY_REWRITE=0) is the
- * first device's alone. Once, whether it could be made or not. */
-static void make_window(int dev)
-{
-    uint64_t budget;
-    if (!sw_dev_window_due(dev) || !sw_dev_budget(dev, &budget))
-        return;
-    sw_dev_window_tried(dev);
-    uint64_t made = 0, slot, size = window_bytes(dev, budget, &slot);
-    if (sw_opts()->rewrite)
-        made = sw_window_setup(dev, size, slot, sw_tracked());
-    else if (dev == sw_dev_home())
-        made = sw_remap_setup(budget);
-    sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
-}
-
-/* Gives dev's window back, its bytes leaving the device's count. The
- * device is synchronized first unless *synced says it is. Its bytes (0:
- * none, or it could not go). Gate held exclusively. */
-static uint64_t give_window_back(int dev, bool *synced)
-{
-    if (!sw_window_size(dev))
-        return 0;
-    if (!*synced) {
-        if (sw_safe_sync() != CUDA_SUCCESS)
-            return 0;
-        *synced = true;
-    }
-    uint64_t bytes = sw_window_release(dev);
-    if (bytes)
-        sw_place_count(dev, SW_ON_DEVICE, -(int64_t)bytes);
-    return bytes;
-}
-
-/* Gives dev's window back if spillway chose to make it (a picked budget):
- * again, for the next binding to make anew; else for good. */
-static uint64_t release_picked_window(int dev, bool again, bool *synced)
-{
-    if (!sw_dev_budget_picked(dev))
-        return 0;
-    uint64_t bytes = give_window_back(dev, synced);
-    if (bytes && again)
-        sw_dev_window_untried(dev);
-    return bytes;
-}
 
 /* Makes the current device ready for a tracked allocation: the table and
  * the host budget once, and each device, when it is first seen, its own
@@ -192,17 +111,11 @@ static int ready(const sw_vmm_info_t **vi)
      * made now; any other when its budget first binds (sw_room_for): a
      * program that fits loses no memory to it, and a fitted one sees the
      * allocations it is fitted to. */
-    if (fresh && !sw_dev_budget_picked(dev) && !window_fitted())
-        make_window(dev);
+    if (fresh && !sw_dev_budget_picked(dev) && !sw_winroom_fitted())
+        sw_winroom_make(dev);
     return dev;
 }
 
-/* Chunks in the prefetch window are not the policy's to demote, and
- * another device's chunks make no room on *dev. */
-static bool in_window(const sw_chunk_t *c, void *dev)
-{
-    return c->slot >= 0 || c->alloc->dev != *(const int *)dev;
-}
 
 /* Demotes cold chunks of device dev until `need` of its bytes are free
  * (or no candidate is left). Gate held exclusively; synchronizes once,
@@ -212,9 +125,9 @@ static uint64_t demote(int dev, uint64_t need, bool *synced)
     static sw_chunk_t *victims[MAX_VICTIMS];
     uint64_t would;
     size_t n = sw_opts()->policy == SW_POLICY_LEARNED
-                   ? sw_policy_victims_learned(sw_tracked(), need, sw_launch_now(), in_window, &dev,
+                   ? sw_policy_victims_learned(sw_tracked(), need, sw_launch_now(), sw_winroom_keep, &dev,
                                                victims, MAX_VICTIMS, &would)
-                   : sw_policy_victims(sw_tracked(), need, in_window, &dev, victims, MAX_VICTIMS, &would);
+                   : sw_policy_victims(sw_tracked(), need, sw_winroom_keep, &dev, victims, MAX_VICTIMS, &would);
     if (n == 0)
         return 0;
     /* Pooled device handles are memory the room is wanted for: they go
@@ -400,145 +313,6 @@ static CUresult track(CUdeviceptr *dptr, size_t bytesize, const sw_vmm_info_t *v
     return CUDA_SUCCESS;
 }
 
-/* Brings host chunks of dev in while its budget has room, the next used
- * first: room a window gave back, which launches read in place or graph
- * replays may never ask for. Gate held exclusively, device synchronized. */
-static bool not_fillable(const sw_chunk_t *c, void *dev)
-{
-    return c->fixed || in_window(c, dev);
-}
-
-/* Fills dev's free room with the host chunks used next in the loop of
- * `period`; with none learned (0), with any, those used before first. */
-static void fill_room(int dev, uint64_t now, uint64_t period)
-{
-    static sw_chunk_t *in[MAX_VICTIMS];
-    uint64_t room = sw_device_room(dev);
-    size_t n = period ? sw_policy_prefetch(sw_tracked(), now, period, room, not_fillable, &dev,
-                                           in, MAX_VICTIMS)
-                      : sw_policy_fill(sw_tracked(), now, room, not_fillable, &dev, in,
-                                       MAX_VICTIMS);
-    for (size_t i = 0; i < n && sw_move(in[i], SW_ON_DEVICE) == CUDA_SUCCESS; i++)
-        ;
-    sw_pool_drain(SW_ON_DEVICE);
-}
-
-/* Gives dev's window back and, for size > 0, makes it anew at that size
- * (ranges up to slot); the room it leaves is filled at once with the host
- * chunks used next. The bytes given back (0: it could not go); *made:
- * the new window's. Gate held exclusively. */
-static uint64_t refit(int dev, uint64_t size, uint64_t slot, uint64_t now, uint64_t period,
-                      bool *synced, uint64_t *made)
-{
-    uint64_t bytes = give_window_back(dev, synced);
-    *made = 0;
-    if (!bytes)
-        return 0;
-    if (size) {
-        *made = sw_window_setup(dev, size, slot, sw_tracked());
-        sw_place_count(dev, SW_ON_DEVICE, (int64_t)*made);
-    }
-    fill_room(dev, now, period);
-    return bytes;
-}
-
-/* Acts on the verdict `why` on dev's window: one bigger than two of the
- * longest ranges it copies is made anew at that size, each byte it gives
- * up a weight byte that no longer crosses the link every loop (on the
- * H200, 64 x 32 MiB layers: a 128 MiB window 1.10x the link bound, 64 MiB
- * 1.06x); any other is given back. Gate held exclusively. */
-static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
-{
-    uint64_t slot = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0, made;
-    uint64_t bytes = refit(dev, 2 * slot, slot, now, period, synced, &made);
-    if (!bytes)
-        return;
-    if (made)
-        sw_info("device %d: the streaming window is two copies of the longest range it "
-                "copies now, %llu bytes: %llu are the resident set's",
-                dev, (unsigned long long)made, (unsigned long long)(bytes - made));
-    else
-        sw_info("device %d: the streaming window %s: its %llu bytes are the resident set's now",
-                dev,
-                why == SW_WINDOW_IDLE       ? "served nothing for a loop"
-                : why == SW_WINDOW_UNREPAID ? "copied too little in a loop to repay its room "
-                                              "(resident, its bytes save more)"
-                : why == SW_WINDOW_LOOPLESS ? "found no loop the memory agrees on, nothing to "
-                                              "copy ahead of"
-                                            : "could not be made smaller",
-                (unsigned long long)bytes);
-}
-
-/* A capture's copies go one at a time, so its window needs one range's
- * room, where it needs any (sw_worth_capture), and every byte more is a
- * weight byte crossing the link at each replay: 20 x 16 MiB layers under
- * a 128 MiB budget, a graph of one step, 1.31x the link bound with two
- * copies' room, 1.22x with one, 1.13x with none; 20 x 64 MiB under 512
- * MiB 1.27x, 1.18x; 20 x 4 MiB at batch 256 1.73x, 1.63x (2026-11-27,
- * simgpu). Made anew before the first capture it serves: not inside one
- * (a synchronization would break it), nor once a graph holds its copies.
- * Eager work after it streams in that room too. */
-void sw_capture_prepare(CUstream s)
-{
-    uint64_t room;
-    if (sw_window_on() && sw_gate_rd()) {
-        int dev = sw_window_here();
-        if (window_ours(dev) && !sw_capturing() && sw_window_capture_room(dev, &room)) {
-            sw_gate_wr();
-            bool synced = false;
-            uint64_t made, bytes = 0, now = sw_launch_now();
-            if (!sw_capturing() && sw_window_here() == dev && sw_window_capture_room(dev, &room))
-                bytes = refit(dev, room, room, now, sw_period(now), &synced, &made);
-            if (bytes && made)
-                sw_info("device %d: a capture's copies go one at a time: the streaming window "
-                        "is one range, %llu bytes: %llu are the resident set's",
-                        dev, (unsigned long long)made, (unsigned long long)(bytes - made));
-            else if (bytes)
-                sw_info("device %d: a capture's copies go one at a time, and %s: the capture "
-                        "reads in place, the streaming window's %llu bytes are the resident "
-                        "set's",
-                        dev,
-                        room ? "the window could not be made smaller"
-                             : "no range it copies was timed slower read in place than copied",
-                        (unsigned long long)bytes);
-            sw_gate_unwr();
-        }
-        sw_gate_unrd();
-    }
-    sw_window_capture_begins(s);
-}
-
-/* Launches between questions: idleness takes loops to show, but a window
- * not worth its room is best given back before the program's steps settle. */
-#define RECLAIM_EVERY 16
-
-void sw_window_reclaim(bool replay)
-{
-    static uint64_t asked;
-    uint64_t now = sw_launch_now();
-    if (!sw_window_on() || sw_capturing() ||
-        (!replay && now - __atomic_load_n(&asked, __ATOMIC_RELAXED) < RECLAIM_EVERY))
-        return;
-    __atomic_store_n(&asked, now, __ATOMIC_RELAXED);
-    if (!sw_gate_rd())
-        return;
-    /* Judged only in a loop most of the memory agrees on: a window
-     * judged while the loop is still being learned has served nothing
-     * yet (sw_learn_period). With none agreed on, the loop the gaps
-     * suggest says how long to wait for one (SW_WINDOW_LOOPLESS). */
-    uint64_t period = sw_agreed_period(now), guess = sw_period(now);
-    int dev = sw_window_here();
-    if (window_ours(dev) && sw_window_worth(dev, now, period, guess) != SW_WINDOW_WORTH) {
-        sw_gate_wr();
-        bool synced = false;
-        sw_window_worth_t why;
-        if (!sw_capturing() && sw_window_here() == dev &&
-            (why = sw_window_worth(dev, now, period, guess)) != SW_WINDOW_WORTH)
-            answer(dev, why, now, period, &synced);
-        sw_gate_unwr();
-    }
-    sw_gate_unrd();
-}
 
 /* ---- the application's own handles (appvmm.c); gate held exclusively ---- */
 
@@ -562,12 +336,12 @@ bool sw_room_for(int dev, uint64_t size, bool *synced)
          * device over its budget. */
         uint64_t budget = 0, want, slot;
         sw_dev_budget(dev, &budget);
-        want = window_bytes(dev, budget, &slot);
+        want = sw_winroom_bytes(dev, budget, &slot);
         if (want > room)
             demote(dev, want - room, synced);
         sw_pool_drain(SW_ON_DEVICE);
         if (sw_device_room(dev) >= want)
-            make_window(dev);
+            sw_winroom_make(dev);
         room = sw_device_room(dev);
     }
     if (room < size && !sw_capturing())
@@ -635,7 +409,7 @@ CUresult sw_passthrough(sw_route_t route, CUdeviceptr *dptr, size_t bytesize,
     /* Without a budget given, the window was spillway's choice: memory
      * the program, run alone, would have had. It goes, for good, before
      * the driver's refusal reaches the program. */
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && need && release_picked_window(dev, false, &synced))
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && need && sw_winroom_release_picked(dev, false, &synced))
         r = again(dptr, bytesize, ctx);
     sw_gate_unwr();
     if (r == CUDA_SUCCESS) {
@@ -714,18 +488,6 @@ CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize)
                                          : r;
 }
 
-sw_free_kind_t sw_free_kind(CUdeviceptr dptr)
-{
-    if (!sw_gate_rd())
-        return SW_FREE_UNTRACKED;
-    sw_chunk_t *c = sw_tracked() ? sw_table_lookup(sw_tracked(), dptr) : NULL;
-    /* An application's own mapping is the driver's to refuse to free. */
-    sw_free_kind_t k = !c || c->alloc->app   ? SW_FREE_UNTRACKED
-                       : c->alloc->va == dptr ? SW_FREE_TRACKED
-                                              : SW_FREE_INSIDE;
-    sw_gate_unrd();
-    return k;
-}
 
 /* The table stays (its handles are the parent's; releasing them would
  * only fail): with tracking at 0 no hook looks at it again. */
@@ -754,7 +516,7 @@ static void free_tracked(sw_alloc_t *a)
         sw_pool_drain(SW_ON_DEVICE);
         sw_pool_drain(SW_ON_HOST);
         for (int dev = sw_dev_next(-1); dev >= 0; dev = sw_dev_next(dev))
-            release_picked_window(dev, true, &synced);
+            sw_winroom_release_picked(dev, true, &synced);
     }
     sw_stat_add(SW_STAT_tracked_bytes, -(int64_t)a->reserved);
     sw_stat_add(SW_STAT_tracked_allocs, -1);
@@ -799,211 +561,4 @@ CUresult sw_mem_free(CUdeviceptr dptr)
     bool gone = !sw_table_find_base(sw_tracked(), dptr);
     sw_gate_unwr();
     return gone ? SW_CALL(cuMemFree_v2, (dptr)) : sw_mem_free_tracked(&dptr, 1);
-}
-
-bool sw_is_tracked_base(CUdeviceptr p)
-{
-    return sw_free_kind(p) == SW_FREE_TRACKED;
-}
-
-/* The tracked allocation whose reservation holds p, read under the gate.
- * Its size is the one asked for: p at or past base + size is in the
- * rounding behind it, which belongs to no allocation. */
-static bool tracked_range(CUdeviceptr p, CUdeviceptr *base, size_t *size, int *dev)
-{
-    if (!sw_gate_rd())
-        return false;
-    sw_chunk_t *c = sw_tracked() ? sw_table_lookup(sw_tracked(), p) : NULL;
-    /* An application's own mapping: the driver knows it as well, since
-     * the same address always maps one of its handles. */
-    if (c && c->alloc->app)
-        c = NULL;
-    if (c) {
-        *base = c->alloc->va;
-        *size = c->alloc->size;
-        *dev = c->alloc->dev;
-    }
-    sw_gate_unrd();
-    return c != NULL;
-}
-
-/* The contract, the same as simgpu's for a plain cuMemAlloc: the range is
- * the size asked for, and a pointer into the rounding is in no
- * allocation. (What the real driver says of the rounding is open:
- * docs/gpu-facts.md.) */
-CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
-{
-    CUdeviceptr base;
-    size_t size;
-    int dev;
-    if (!tracked_range(dptr, &base, &size, &dev))
-        return SW_REAL(cuMemGetAddressRange_v2)(pbase, psize, dptr);
-    if (dptr >= base + size)
-        return CUDA_ERROR_NOT_FOUND;
-    if (pbase)
-        *pbase = base;
-    if (psize)
-        *psize = size;
-    return CUDA_SUCCESS;
-}
-
-/* Answers one attribute of a pointer into a tracked allocation as the
- * application's cuMemAlloc would have: one device allocation, whichever
- * chunk is under the pointer and wherever it lives. False: not ours to
- * answer (not tracked, or an attribute the driver answers as well). */
-static bool tracked_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
-{
-    CUdeviceptr base;
-    size_t size;
-    int dev;
-    if (!data || !tracked_range(ptr, &base, &size, &dev) || ptr >= base + size)
-        return false;
-    switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
-        return true;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-        *(CUdeviceptr *)data = base;
-        return true;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-        *(size_t *)data = size;
-        return true;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-        *(unsigned long long *)data = base;
-        return true;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-        *(int *)data = 1;
-        return true;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = dev; /* the device it was allocated on, wherever it lives */
-        return true;
-    default:
-        return false;
-    }
-}
-
-CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
-{
-    if (tracked_attr(data, attribute, ptr))
-        return CUDA_SUCCESS;
-    return SW_REAL(cuPointerGetAttribute) ? SW_REAL(cuPointerGetAttribute)(data, attribute, ptr)
-                                          : CUDA_ERROR_NOT_FOUND;
-}
-
-CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void **data,
-                          CUdeviceptr ptr)
-{
-    /* The driver answers first (and judges the arguments); then the
-     * answers about the allocation are made the allocation's. */
-    if (!SW_REAL(cuPointerGetAttributes))
-        return CUDA_ERROR_NOT_FOUND;
-    CUresult r = SW_REAL(cuPointerGetAttributes)(n, attributes, data, ptr);
-    for (unsigned int i = 0; r == CUDA_SUCCESS && i < n; i++)
-        tracked_attr(data[i], attributes[i], ptr);
-    return r;
-}
-
-/* ---- the control API's requests (api.c, include/spillway.h) ---------------- */
-
-void sw_budgets_get(uint64_t *gpu, uint64_t *host, bool *resolved)
-{
-    sw_gate_rd_always();
-    *resolved = sw_tracked() != NULL;
-    uint64_t b;
-    if (sw_tracked()) {
-        /* Budgets are per device; the first device's stands for them all
-         * (spillway_set_budgets sets every device's alike). */
-        *gpu = sw_dev_budget(sw_dev_home(), &b) ? b : SPILLWAY_BUDGET_NONE;
-        *host = sw_host_budget();
-    } else {
-        /* Not resolved yet: a percentage of the device is not known. */
-        const sw_options_t *o = sw_opts();
-        *gpu = gpu_pending != SPILLWAY_BUDGET_KEEP ? gpu_pending
-               : !o->gpu_budget.set               ? SPILLWAY_BUDGET_NONE
-               : o->gpu_budget.is_percent         ? SPILLWAY_BUDGET_UNKNOWN
-                                                  : o->gpu_budget.bytes;
-        *host = host_pending != SPILLWAY_BUDGET_KEEP
-                    ? host_pending
-                    : sw_amount_resolve(&o->host_budget, sw_physical_ram());
-    }
-    sw_gate_unrd();
-}
-
-int sw_budgets_change(uint64_t gpu, uint64_t host)
-{
-    if (gpu == SPILLWAY_BUDGET_UNKNOWN || host == SPILLWAY_BUDGET_NONE ||
-        host == SPILLWAY_BUDGET_UNKNOWN)
-        return SPILLWAY_EINVAL;
-    sw_gate_wr();
-    /* No capture can begin while the gate is held exclusively
-     * (SW_CAPTURE_BEGIN), so this answer holds until sw_gate_unwr. */
-    if (sw_capturing()) {
-        sw_gate_unwr();
-        return SPILLWAY_EBUSY;
-    }
-    if (!sw_tracked()) {
-        /* Every device seen from now on gets it (devices.c). */
-        if (gpu != SPILLWAY_BUDGET_KEEP) {
-            gpu_pending = gpu;
-            sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
-        }
-        if (host != SPILLWAY_BUDGET_KEEP)
-            host_pending = host;
-        sw_gate_unwr();
-        return SPILLWAY_OK;
-    }
-    if (gpu != SPILLWAY_BUDGET_KEEP)
-        sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
-    if (host != SPILLWAY_BUDGET_KEEP)
-        sw_set_host_budget(host);
-    int rc = SPILLWAY_OK;
-    /* The same path an allocation takes to make room, device by device:
-     * victims by the policy (resident chunks are none), one
-     * synchronization first. */
-    bool synced = false;
-    uint64_t budget;
-    for (int dev = sw_dev_next(-1); dev >= 0; dev = sw_dev_next(dev)) {
-        uint64_t used = sw_dev_bytes(dev);
-        if (!sw_dev_budget(dev, &budget) || used <= budget)
-            continue;
-        demote(dev, used - budget, &synced);
-        sw_pool_drain(SW_ON_DEVICE);
-        if (sw_dev_bytes(dev) > budget)
-            rc = SPILLWAY_EPARTIAL;
-    }
-    sw_info("budgets changed: gpu %s%llu bytes, host %llu bytes",
-            gpu == SPILLWAY_BUDGET_KEEP ? "(kept) " : gpu == SPILLWAY_BUDGET_NONE ? "(none) " : "",
-            (unsigned long long)(gpu < SPILLWAY_BUDGET_NONE ? gpu : 0),
-            (unsigned long long)sw_host_budget());
-    sw_gate_unwr();
-    return rc;
-}
-
-int sw_hint_range(uint64_t ptr, uint64_t bytes, int hint)
-{
-    if (bytes == 0 || hint < SPILLWAY_HINT_NONE || hint > SPILLWAY_HINT_READ_ONLY)
-        return SPILLWAY_EINVAL;
-    sw_gate_wr();
-    sw_chunk_t *c = sw_tracked() && sw_tracking_any() ? sw_table_lookup(sw_tracked(), ptr) : NULL;
-    sw_alloc_t *a = c ? c->alloc : NULL;
-    int rc = SPILLWAY_OK;
-    if (!a || ptr >= a->va + a->size)
-        rc = SPILLWAY_ENOTTRACKED; /* the rounding behind an allocation is no one's */
-    else if (bytes > a->va + a->size - ptr)
-        rc = SPILLWAY_EOVERLAP;
-    else if (hint != SPILLWAY_HINT_NONE && hint != SPILLWAY_HINT_KEEP_RESIDENT)
-        rc = SPILLWAY_ENOTSUP;
-    else
-        for (uint32_t i = c->index; i < a->nchunks && a->chunks[i].va < ptr + bytes; i++)
-            a->chunks[i].resident = hint == SPILLWAY_HINT_KEEP_RESIDENT;
-    sw_gate_unwr();
-    return rc;
-}
-
-void sw_phase(void)
-{
-    sw_gate_wr();
-    if (sw_tracked())
-        sw_learn_forget(sw_tracked());
-    sw_gate_unwr();
 }

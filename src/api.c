@@ -3,7 +3,7 @@
  * reaches with dlsym, exported under the symbol version SPILLWAY_1
  * (spillway.map). Like the driver hooks, each is thin: it checks its
  * arguments and hands the request to the layer that owns the state
- * (alloc.c for budgets and hints, stats.c for statistics). The answer
+ * (control.c for budgets and hints, stats.c for statistics). The answer
  * codes and their meanings are the header's.
  */
 #include "api.h"

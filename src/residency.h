@@ -126,13 +126,19 @@ uint64_t sw_period(uint64_t now);
  * (sw_learn_period); else 0: the loop is still being learned. */
 uint64_t sw_agreed_period(uint64_t now);
 
-/* ---- alloc.c: tracked allocations ---- */
+/* ---- ptrinfo.c: what an application asks about a pointer ---- */
 /* Asked by the runtime wrappers too. */
 bool sw_is_tracked_base(CUdeviceptr p);
 /* What p is to the table, looked up under the shared gate: a tracked
  * base, inside a tracked allocation but not its base, or neither. */
 typedef enum { SW_FREE_UNTRACKED, SW_FREE_INSIDE, SW_FREE_TRACKED } sw_free_kind_t;
 sw_free_kind_t sw_free_kind(CUdeviceptr p);
+CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void **data,
+                          CUdeviceptr ptr);
+
+/* ---- alloc.c: tracked allocations ---- */
 /* The stream-ordered allocator's pending frees, as alloc.c needs them:
  * reap (sw_ordered_reap), any (sw_ordered_any), pending
  * (sw_ordered_pending). ordered.c sits above alloc.c and hands them down
@@ -145,18 +151,20 @@ typedef struct {
 void sw_alloc_pending_frees(const sw_pending_frees_t *f);
 CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize);
 CUresult sw_mem_free(CUdeviceptr dptr);
-CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
-CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
-CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void **data,
-                          CUdeviceptr ptr);
 uint64_t sw_device_room(int dev); /* budget left for dev's chunks; UINT64_MAX: none set */
 bool sw_budget_set(void);         /* some device has a budget */
 /* fork.c's child handler: a child of a process that tracked memory forgets
  * it and passes every allocation through (the parent's CUDA state is not
  * the child's). One thread runs then; can't fail. */
 void sw_alloc_fork_child(void);
+/* Budgets a program sets before the first tracked allocation resolves the
+ * options' ones (control.c), kept for it: SPILLWAY_BUDGET_KEEP, none set
+ * or kept. */
+void sw_budgets_pend(uint64_t gpu, uint64_t host);
+void sw_budgets_pending(uint64_t *gpu, uint64_t *host);
 
-/* The control API's requests (api.c; codes and meanings: include/spillway.h).
+/* ---- control.c ----
+ * The control API's requests (api.c; codes and meanings: include/spillway.h).
  * sw_budgets_get: the effective budgets (SPILLWAY_BUDGET_NONE/UNKNOWN as
  * there), and whether they are resolved yet; can't fail.
  * sw_budgets_change: spillway_set_budgets; a shrunk GPU budget demotes
@@ -248,7 +256,7 @@ int sw_window_here(void);
 /* A window's size is a multiple of this, rounded down by
  * sw_window_setup: copies of such multiples keep offsets aligned. */
 #define SW_WINDOW_ALIGN (64u << 10)
-/* Makes dev's window of `size` bytes (alloc.c chooses it out of dev's GPU
+/* Makes dev's window of `size` bytes (winroom.c chooses it out of dev's GPU
  * budget), in the current context (dev's), for the allocations of t,
  * streaming none bigger than `slot` bytes: the bytes it took (0: none
  * made). */
@@ -277,6 +285,21 @@ uint64_t sw_window_fits(int dev);
  * before it). false where it has that room already, or a graph holds its
  * copies (their addresses are in the graph), or a capture uses it. */
 bool sw_window_capture_room(int dev, uint64_t *room);
+/* ---- winroom.c: the streaming window's room in each device's budget ----
+ * sw_winroom_fitted: the window's size is spillway's to fit (no
+ * SPILLWAY_PREFETCH_BYTES given). sw_winroom_bytes: the window's bytes
+ * out of dev's budget, *slot the longest range it streams.
+ * sw_winroom_make: makes dev's window, once, if it has a budget.
+ * sw_winroom_release_picked: gives a window back that a picked budget
+ * made (again: the next binding makes it anew); its bytes.
+ * sw_winroom_keep: keep() for demotions and fills on device *dev: a
+ * chunk in a remapping slot, or another device's. Gate held exclusively
+ * for all but sw_winroom_keep. */
+bool sw_winroom_fitted(void);
+uint64_t sw_winroom_bytes(int dev, uint64_t budget, uint64_t *slot);
+void sw_winroom_make(int dev);
+uint64_t sw_winroom_release_picked(int dev, bool again, bool *synced);
+bool sw_winroom_keep(const sw_chunk_t *c, void *dev);
 /* Gives the window of the current context's device back, for good, when
  * spillway sized it and it is not worth its room (sw_window_worth), or
  * makes it anew at two of its longest copies where that is smaller: the

@@ -6,11 +6,13 @@
  * The layers, each calling only the ones below it:
  *   api        hooks.c (generated from hooks.def), runtime.c (the shared
  *              runtime's entry points), init.c (start-up), fork.c
- *   residency  alloc.c (allocations, budgets, moves), launch.c (the launch
+ *   residency  alloc.c (allocations, budgets, moves; with winroom.c, the
+ *              window's room in the budget; control.c, the control API's
+ *              requests; ptrinfo.c, pointer questions), launch.c (the launch
  *              path; with marks.c, serve.c, promote.c and layouts.c:
  *              argument scanning and rewriting, promotion),
  *              window*.c (the streaming window: copies, fences, write-back;
- *              called by launch.c and alloc.c, calls only below; window.c
+ *              called by launch.c and winroom.c, calls only below; window.c
  *              says which file does what),
  *              remap.c (the remapping window, SPILLWAY_REWRITE=0)
  *   device     vmm.c (VMM primitives, spillway's stream), fingerprint.c

@@ -79,7 +79,7 @@
  * anything ordered after it reads the table. A window that serves nothing
  * for a loop, or copies less in one than five times its size (the link
  * then carries less with its room resident), is given back to the
- * resident set (sw_window_worth, alloc.c). The order ranges are used in
+ * resident set (sw_window_worth, winroom.c). The order ranges are used in
  * is learned as a successor chain: after range u, the ranges used after u
  * last time are copied ahead, as far as the window goes without evicting
  * a copy that was made ahead and not read yet. A copy is no slower than
@@ -113,7 +113,7 @@
 
 /* Each device's window (NULL: none), made when the device's budget first
  * binds, or at its first tracked allocation when its size is given
- * (alloc.c). Written under the exclusive gate, read under the shared one. */
+ * (winroom.c). Written under the exclusive gate, read under the shared one. */
 static win_t *wins[SW_MAX_DEVICES];
 static bool any_on;   /* some window is on */
 

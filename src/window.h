@@ -73,7 +73,7 @@ typedef struct {
     const sw_table_t *table; /* the tracked allocations (alloc.c) */
     CUdeviceptr base;    /* the window */
     uint64_t size, head;
-    uint64_t slot;       /* the largest range it streams (alloc.c, window_bytes) */
+    uint64_t slot;       /* the largest range it streams (winroom.c) */
     CUstream side;       /* where copies go: st, or cst during a capture */
     CUstream st;         /* the device's copy stream (sw_dev_copy_stream) */
     CUstream cst;        /* spillway's stream for captures, made on first use */

@@ -17,7 +17,7 @@ import sys
 # below. A callback handed down is a function pointer: no edge.
 LAYERS = [
     ("api", "hooks runtime init api fork graphnodes"),
-    ("residency", "ordered appvmm launch serve promote marks layouts replay alloc remap place window_use window_capture window_touch window window_copy window_cost tensormap untracked"),
+    ("residency", "ordered appvmm launch serve promote marks layouts replay control alloc ptrinfo winroom remap place window_use window_capture window_touch window window_copy window_cost tensormap untracked"),
     ("device", "vmm fingerprint streams devices pool timers"),
     ("driver", "driver opts stats log"),
 ]
