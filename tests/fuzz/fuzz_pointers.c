@@ -1,12 +1,12 @@
 /*
  * Fuzzes the scan of small host-to-device copies for pointers into
- * tracked memory (sw_note_pointers in launch.c, run on every
+ * tracked memory (sw_note_pointers in marks.c, run on every
  * cuMemcpyHtoD* of at most 64 KiB: pointer tables of grouped GEMMs).
- * Its pure parts are fuzzed here as launch.c composes them: sw_scan_words
+ * Its pure parts are fuzzed here as marks.c composes them: sw_scan_words
  * over the copied bytes, sw_table_lookup of each word, and for a pointer
  * into an allocation of several chunks, sw_segment_note. The composition
- * (mark_pointed, five lines) is launch.c's, restated in note() below,
- * since launch.c needs the driver.
+ * (mark_pointed, five lines) is marks.c's, restated in note() below,
+ * since marks.c needs the driver.
  *
  * The input builds a table (granule 4 KiB to 2 MiB, up to 8 allocations
  * of up to 8 chunks each, any of them refused for overlapping one
@@ -40,7 +40,7 @@ typedef struct {
     bool in[MAX_ALLOCS];      /* in the table now */
     size_t n;
     sw_table_t *t;
-    /* The words each allocation's segments must hold, per launch.c. */
+    /* The words each allocation's segments must hold, per marks.c. */
     uint64_t noted[MAX_ALLOCS][MAX_COPY / 8];
     size_t nnoted[MAX_ALLOCS];
     bool pointed[MAX_ALLOCS][MAX_CHUNKS];
@@ -64,7 +64,7 @@ static bool model_find(const world_t *w, uint64_t addr, size_t *ai, uint32_t *ci
     return false;
 }
 
-/* launch.c's mark_pointed, on the table here, with the model kept. */
+/* marks.c's mark_pointed, on the table here, with the model kept. */
 static void note(uint64_t word, void *arg)
 {
     world_t *w = arg;

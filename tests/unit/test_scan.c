@@ -501,7 +501,7 @@ END_TEST
 
 START_TEST(scan_extra_array_end_to_end)
 {
-    /* what launch.c does: parse `extra`, then scan the buffer it names */
+    /* what serve.c does: parse `extra`, then scan the buffer it names */
     unsigned char raw[56];
     layout_t lt;
     mv_buffer(raw, &lt, 0);
