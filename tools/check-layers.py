@@ -4,7 +4,9 @@
 Reads the symbol tables of libspillway's objects (nm): file A depends on
 file B when A leaves undefined a symbol B defines. Fails on a file with no
 layer, on an edge from a lower layer to a higher one, and on any cycle of
-files, naming the symbols that make each bad edge. Usage:
+files, naming the symbols that make each bad edge; and on a file of src/
+that includes a component's private header (window.h, launch.h) it does
+not belong to. Usage:
     check-layers.py OBJECT_DIR
 OBJECT_DIR holds one NAME.c.o per file of src/ (meson's libspillway.so.p).
 """
@@ -21,6 +23,14 @@ LAYERS = [
     ("device", "vmm fingerprint streams devices pool timers"),
     ("driver", "driver opts stats log"),
 ]
+# A component's private header: the types its files share, included by
+# those files alone (the rest of the layer sees its functions in the
+# layer's header, not its state).
+PRIVATE = {
+    "window.h": "window window_use window_copy window_cost window_touch window_capture",
+    "launch.h": "launch marks serve promote layouts",
+}
+SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
 RANK = {f: len(LAYERS) - i for i, (_, files) in enumerate(LAYERS) for f in files.split()}
 NAME = {f: name for name, files in LAYERS for f in files.split()}
 
@@ -87,6 +97,19 @@ def cycles(files, edges):
     return found
 
 
+def private_includes():
+    """Each file of src/ that includes a private header it does not own."""
+    bad = []
+    for name in sorted(os.listdir(SRC)):
+        if not name.endswith((".c", ".h")):
+            continue
+        text = open(os.path.join(SRC, name), encoding="utf-8").read()
+        for header, owners in PRIVATE.items():
+            if f'#include "{header}"' in text and name[:-2] not in owners.split():
+                bad.append(f"{name} includes {header}, private to {', '.join(owners.split())}")
+    return bad
+
+
 def main():
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         print("usage: check-layers.py OBJECT_DIR (a directory of NAME.c.o)", file=sys.stderr)
@@ -96,6 +119,7 @@ def main():
         print(f"check-layers: only {len(files)} objects in {sys.argv[1]}: wrong directory?")
         return 1
     bad = [f"{f}.c has no layer: add it to LAYERS in {__file__}" for f in sorted(files) if f not in RANK]
+    bad += private_includes()
     for f in sorted(edges):
         for g, syms in sorted(edges[f].items()):
             if f in RANK and g in RANK and RANK[f] < RANK[g]:
