@@ -34,7 +34,7 @@ static fn_t *fns;
  * exclusively (sw_unload). */
 static fn_t *retired;
 /* Bumped whenever an entry is retired: each thread's cache of recent
- * layouts (layout_of) is emptied when it sees a new value. */
+ * layouts (sw_layout) is emptied when it sees a new value. */
 static unsigned layouts_gen;
 
 /* ---- handle provenance ---- */

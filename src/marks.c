@@ -62,7 +62,7 @@ static bool clean(const sw_alloc_t *a, uint32_t first, uint32_t end)
 /* A launch names allocation a, the tensor [word, end) of it: the
  * streaming window may serve it, if it lies wholly on the host and the
  * launches' tensors span it (window.c). The decision waits until the scan
- * is over (serve), when every stamp is in. One that does not fit in use[]
+ * is over (serve.c), when every stamp is in. One that does not fit in use[]
  * is read in place, and every copy goes home first (sw_mark). */
 static void consider(marks_t *m, const sw_alloc_t *a, uint64_t word, uint64_t end)
 {

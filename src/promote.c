@@ -109,7 +109,7 @@ void sw_promote_bring_in(marks_t *m)
     sw_gate_wr();
     if (sw_capturing()) {
         /* A capture began since the check on the launch path: it must see
-         * no synchronization (see "capture" below). */
+         * no synchronization (see "capture" in launch.c). */
     } else if (sw_remap_on()) {
         sw_remap_commit(m->host_va, m->nhost, m->seq);
     } else {

@@ -7,7 +7,9 @@
  * The files call one way only, each only those after it in this list (the
  * layering test keeps it so): window_use.c, window_capture.c,
  * window_touch.c, window.c, window_copy.c, window_cost.c. Every function
- * here but window.c's is called with the window's lock held.
+ * here but window.c's is called with the window's lock held. Names: sw_win_
+ * for what only the window's files call, sw_window_ for what the rest of
+ * the layer calls (residency.h).
  */
 #ifndef SW_WINDOW_H
 #define SW_WINDOW_H
@@ -101,7 +103,7 @@ typedef struct {
     uint8_t sessions;    /* visits timed in place so far (wraps, skipping 0) */
     bool said_repaid;    /* repaid() said timing lowered its bar */
     /* Launches between sw_window_use and sw_window_read holding a copy or
-     * a timer of it (hold): it is not freed under them (sw_window_release). */
+     * a timer of it (window_use.c, hold): it is not freed under them (sw_window_release). */
     int holders;
     float ratios[MAX_UNITS]; /* repaid()'s scratch */
     double copy_rate;        /* the most bytes per ms a copy reached (core/cost.c) */

@@ -427,8 +427,8 @@ void sw_win_drop_for_write(win_t *w, uint64_t lo, uint64_t len, CUstream s)
 }
 
 /* Queues on s, right after the launch that read e, e's way home if that
- * launch changed it (see "home" above), after the range's previous copy
- * home on another stream. Lock held. */
+ * launch changed it (see "home" in window.c), after the range's previous
+ * copy home on another stream. Lock held. */
 CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s)
 {
     const sw_real_t *r = sw_real();

@@ -171,7 +171,7 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
      * the graph may be changed after it is instantiated to write home in
      * place (cuGraphExecKernelNodeSetParams, graphnodes.c), and every later
      * node must then read what it wrote. So each use copies home again,
-     * after the readers of the copy before (evict). */
+     * after the readers of the copy before (sw_win_evict). */
     if (w->origin && u->entry >= 0 && !w->entries[u->entry].pins &&
         sw_win_evict(w, &w->entries[u->entry]) != CUDA_SUCCESS)
         goto out;
