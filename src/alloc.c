@@ -125,9 +125,11 @@ static uint64_t demote(int dev, uint64_t need, bool *synced)
     static sw_chunk_t *victims[MAX_VICTIMS];
     uint64_t would;
     size_t n = sw_opts()->policy == SW_POLICY_LEARNED
-                   ? sw_policy_victims_learned(sw_tracked(), need, sw_launch_now(), sw_winroom_keep, &dev,
-                                               victims, MAX_VICTIMS, &would)
-                   : sw_policy_victims(sw_tracked(), need, sw_winroom_keep, &dev, victims, MAX_VICTIMS, &would);
+                   ? sw_policy_victims_learned(sw_tracked(), need, sw_launch_now(),
+                                               sw_winroom_keep, &dev, victims, MAX_VICTIMS,
+                                               &would)
+                   : sw_policy_victims(sw_tracked(), need, sw_winroom_keep, &dev, victims,
+                                       MAX_VICTIMS, &would);
     if (n == 0)
         return 0;
     /* Pooled device handles are memory the room is wanted for: they go
