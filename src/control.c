@@ -46,16 +46,14 @@ int sw_budgets_change(uint64_t gpu, uint64_t host)
         sw_gate_unwr();
         return SPILLWAY_EBUSY;
     }
+    /* Every device seen from now on gets it too (devices.c). */
+    if (gpu != SPILLWAY_BUDGET_KEEP)
+        sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
     if (!sw_tracked()) {
-        /* Every device seen from now on gets it (devices.c). */
-        if (gpu != SPILLWAY_BUDGET_KEEP)
-            sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
         sw_budgets_pend(gpu, host);
         sw_gate_unwr();
         return SPILLWAY_OK;
     }
-    if (gpu != SPILLWAY_BUDGET_KEEP)
-        sw_dev_set_budgets(gpu != SPILLWAY_BUDGET_NONE, gpu != SPILLWAY_BUDGET_NONE ? gpu : 0);
     if (host != SPILLWAY_BUDGET_KEEP)
         sw_set_host_budget(host);
     int rc = SPILLWAY_OK;
