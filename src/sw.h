@@ -575,10 +575,11 @@ sw_chunk_t *sw_policy_unseen(const sw_table_t *t);
  * chunk of its device the window could stream in its place: one arguments
  * name in the loop (a known gap), not used at launch now, no bigger than
  * window[dev] (that device's window), the one used furthest ahead
- * (sw_policy_victims_learned), holding no more data than *in. Returns 1;
- * or 0, with *in set where it found no such chunk at this launch (one in
- * use now may be free at the next), NULL where there is none to adopt or
- * the victim would hold more data. Pure: looks, never changes. */
+ * (sw_policy_victims_learned), worth no more than *in as sw_policy_pack
+ * weighs it. Returns 1; or 0, with *in set where it found no such chunk
+ * at this launch (one in use now may be free at the next), NULL where
+ * there is none to adopt or the victim is worth more. Pure: looks, never
+ * changes. */
 size_t sw_policy_adopt(const sw_table_t *t, uint64_t now, const uint64_t window[SW_MAX_DEVICES],
                        sw_chunk_t **in, sw_chunk_t **out);
 
@@ -602,29 +603,31 @@ size_t sw_policy_fill(const sw_table_t *t, uint64_t now, uint64_t bytes,
  * the second about half empty. Where the loop reads every chunk once, a
  * resident byte is a byte the link need not carry each loop, so a full
  * host chunk has the better claim on a resident place than half-empty
- * ones. sw_chunk_data: the bytes of c its allocation asked for. */
+ * ones, and one read in place a better claim than one copied. sw_chunk_data: the bytes of c its allocation asked for. */
 uint64_t sw_chunk_data(const sw_chunk_t *c);
 /* A trade that packs the device fuller: in[], host chunks (slot < 0, not
  * fixed) to bring in, and out[], device chunks of their device (not
  * resident, fixed or in a remapping slot) to send home first, freeing
  * at least the room the others take. Every chunk in the trade is read
- * once a loop, so data is all that tells them apart, counted as a tensor
- * surely holds it: in an allocation of a round size (an allocator's
+ * once a loop, so what tells them apart is its worth: the link a loop
+ * it saves resident, in bytes of copies. That is its data, counted as a
+ * tensor surely holds it: in an allocation of a round size (an allocator's
  * segment) a chunk past the last tensor start learned counts only as far
  * as the longest distance between two of its starts reaches past the
  * last, or with one start, the longest tensor the table shows (none: all
- * of it): the rest may be slack. Either the densest host chunk comes in
- * for the emptiest device chunks, or, where that pays nothing, the
- * densest host chunks that fit in the emptiest device chunk's room come
- * in for it, where its device has no window. A chunk may go home for
- * another only where that one has the same claim or a stronger: one the
- * loop's arguments name (its gap within 1/8 of period), or one only a
- * pointer in device memory reaches (pointed, never named), which the
- * window cannot stream, stronger where its device has a window
- * (window[dev] bytes: a named chunk may stream instead). keep() holds a device chunk back (one the launch uses). A
- * trade is made only where what comes in holds SW_PACK_GAIN times the
- * data of what goes home (each trade costs a copy and a
- * synchronization). At most max (<= SW_PACK_MAX) chunks either way.
+ * of it): the rest may be slack. One only a pointer in device memory
+ * reaches (pointed, never named), which the window cannot stream, is
+ * worth SW_COST_LINK_RATIO times its data where its device has a window
+ * (window[dev] bytes): on the host it is read in place, where a named
+ * one would be copied. Either the worthiest host chunk for its size
+ * comes in for the least worthy device chunks, or, where that pays
+ * nothing, the densest host chunks that fit in the least dense device
+ * chunk's room come in for it, where its device has no window. Only
+ * chunks on the loop trade: ones the loop's arguments name (a gap within
+ * 1/8 of period) and table-only ones. keep() holds a device chunk back
+ * (one the launch uses). A trade is made only where what comes in is
+ * worth SW_PACK_GAIN times what goes home (each trade costs a copy and
+ * a synchronization). At most max (<= SW_PACK_MAX) chunks either way.
  * Returns whether there is a trade. Pure: looks, never changes. */
 #define SW_PACK_GAIN 1.25
 #define SW_PACK_MAX 4

@@ -389,6 +389,35 @@ static uint64_t sure_data(const sw_chunk_t *c, uint64_t longest)
     return reach < data ? reach : data;
 }
 
+/* Whether dev has a streaming window (window[dev] bytes; NULL: every
+ * device has one). */
+static bool has_window(const uint64_t *window, int dev)
+{
+    return !window || (dev >= 0 && dev < SW_MAX_DEVICES && window[dev]);
+}
+
+/* Whether only a pointer in device memory reaches c (pointed, never
+ * named by an argument) where its device has a window, which cannot
+ * stream it: read in place, not copied, while it is on the host. */
+static bool table_only(const sw_chunk_t *c, const uint64_t *window)
+{
+    return sw_chunk_pointed(c) && sw_learn_state(c).uses == 0 &&
+           has_window(window, c->alloc->dev);
+}
+
+/* What keeping c resident saves a loop, in bytes of copies: its sure
+ * data, times SW_COST_LINK_RATIO where it is table_only(): its bytes then
+ * cross at the zero-copy rate, where a named chunk's would be copied at
+ * the full one. Placed first by that alone, a table-only layer's 1.06 MiB tail
+ * held a granule where a named layer's full 2 MiB head was copied every
+ * step (28 layers of 3.06 MiB under 36 MiB: 60.6 MiB a step crossed, the
+ * prefetch peer's exact layers 58.2). */
+static double worth(const sw_chunk_t *c, uint64_t longest, const uint64_t *window)
+{
+    double data = (double)sure_data(c, longest);
+    return table_only(c, window) ? data * SW_COST_LINK_RATIO : data;
+}
+
 /* ---- adoption ---- */
 
 typedef struct {
@@ -419,10 +448,12 @@ size_t sw_policy_adopt(const sw_table_t *t, uint64_t now, const uint64_t window[
     size_t n = sw_policy_victims_learned(t, c->size, now, not_streamable, &a, out, 1, &freed);
     if (n == 0 || freed < c->size)
         return 0;
-    /* Not where the victim holds more data than the chunk adopted (a
+    /* Not where the victim is worth more than the chunk adopted (a
      * layer's head for the tail of a table-only one): the link would
-     * carry more each loop, not less. */
-    if (sw_chunk_data(out[0]) > sw_chunk_data(c)) {
+     * carry more each loop, not less. By data alone, adoption and
+     * packing traded two chunks back and forth at every launch. */
+    uint64_t longest = longest_tensor(t);
+    if (worth(out[0], longest, window) > worth(c, longest, window)) {
         *in = NULL;
         return 0;
     }
@@ -482,26 +513,13 @@ uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
 
 /* ---- packing ---- */
 
-/* Whether dev has a streaming window (window[dev] bytes; NULL: every
- * device has one). */
-static bool has_window(const uint64_t *window, int dev)
-{
-    return !window || (dev >= 0 && dev < SW_MAX_DEVICES && window[dev]);
-}
-
-/* A chunk's claim on a resident place, where packing may move it: 2 for
- * one only a pointer in device memory reaches (no argument ever named it:
- * the window cannot serve it) where its device has a window (window[dev]
- * bytes; NULL: every device), 1 for one the loop's arguments name (its
- * gap within 1/8 of the period) or such a chunk of a device without one,
- * where every host chunk is read in place alike, 0 for any other, which
- * packing leaves where it is. */
-static int claim(const sw_chunk_t *c, uint64_t period, const uint64_t *window)
+/* Whether packing may move c: one only a pointer in device memory
+ * reaches (no argument ever named it), or one the loop's arguments name
+ * (its gap within 1/8 of the period). Any other stays where it is. */
+static bool on_loop(const sw_chunk_t *c, uint64_t period)
 {
     const sw_sched_t s = sw_learn_state(c);
-    if (sw_chunk_pointed(c) && s.uses == 0)
-        return has_window(window, c->alloc->dev) ? 2 : 1;
-    return s.gap && sw_learn_same_period(period, s.gap) ? 1 : 0;
+    return (sw_chunk_pointed(c) && s.uses == 0) || (s.gap && sw_learn_same_period(period, s.gap));
 }
 
 typedef struct {
@@ -509,32 +527,30 @@ typedef struct {
     const uint64_t *room; /* sw_policy_into_room's, per device; NULL: packing */
     sw_chunk_t *in;
     const uint64_t *window; /* bytes of each device's window; NULL: every device has one */
-    int in_claim;         /* claim(in), once found */
-    uint64_t in_data;     /* sure_data(in), once found */
+    double in_worth;      /* worth(in), once found */
     uint64_t longest;     /* longest_tensor(), for sure_data */
     bool (*keep)(const sw_chunk_t *c, void *arg); /* the caller's */
     void *arg;
 } pack_t;
 
-/* The better chunk to bring in: the denser (sure data over size: a
- * trade sends home chunks as big as it is), then more data, then the
- * stronger claim, then the lower address. By data alone, a 20 MiB
- * segment holding 18 MiB was proposed ahead of full 8 MiB heads of
- * layers, and no trade paid for it, where a head for four half-empty
- * tails did (24 layers of 9 MiB, the odd ones in 20 MiB segments). */
+/* The better chunk to bring in: the denser (worth over size: a trade
+ * sends home chunks as big as it is), then the worthier, then the lower
+ * address. By data alone, a 20 MiB segment holding 18 MiB was proposed
+ * ahead of full 8 MiB heads of layers, and no trade paid for it, where a
+ * head for four half-empty tails did (24 layers of 9 MiB, the odd ones in
+ * 20 MiB segments). */
 static bool fuller(const sw_chunk_t *a, const sw_chunk_t *b, const pack_t *p)
 {
-    uint64_t da = sure_data(a, p->longest), db = sure_data(b, p->longest);
-    double fa = (double)da * (double)b->size, fb = (double)db * (double)a->size;
+    double wa = worth(a, p->longest, p->window), wb = worth(b, p->longest, p->window);
+    double fa = wa * (double)b->size, fb = wb * (double)a->size;
     if (fa != fb)
         return fa > fb;
-    if (da != db)
-        return da > db;
-    int ka = claim(a, p->period, p->window), kb = claim(b, p->period, p->window);
-    return ka != kb ? ka > kb : a->va < b->va;
+    if (wa != wb)
+        return wa > wb;
+    return a->va < b->va;
 }
 
-/* The host chunk on the loop holding the most sure data: for free room,
+/* The host chunk on the loop holding the most worth: for free room,
  * of those that fit its device's room. */
 static void find_fullest(sw_alloc_t *a, void *arg)
 {
@@ -543,7 +559,7 @@ static void find_fullest(sw_alloc_t *a, void *arg)
         return;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !claim(c, p->period, p->window) ||
+        if (c->where != SW_ON_HOST || c->slot >= 0 || c->fixed || !on_loop(c, p->period) ||
             (p->room && c->size > p->room[a->dev]))
             continue;
         if (!p->in || fuller(c, p->in, p))
@@ -569,25 +585,23 @@ sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
  * and every chunk the trade must not take: one of another device, one a
  * remapping slot holds (its address maps the slot, not its own handle:
  * moved, it took another chunk's bytes, SPILLWAY_REWRITE=0 over 64 MiB
- * layers), one with no claim or a stronger one than in's (a chunk named
- * by arguments never displaces one only a pointer table reaches), and
- * one as full as in. */
+ * layers), one off the loop, and one worth as much as in. */
 static bool not_packable(const sw_chunk_t *c, void *arg)
 {
     const pack_t *p = arg;
-    int k = claim(c, p->period, p->window);
-    return c->alloc->dev != p->in->alloc->dev || c->slot >= 0 || k == 0 || k > p->in_claim ||
-           sure_data(c, p->longest) >= p->in_data || (p->keep && p->keep(c, p->arg));
+    return c->alloc->dev != p->in->alloc->dev || c->slot >= 0 ||
+           !on_loop(c, p->period) || worth(c, p->longest, p->window) >= p->in_worth ||
+           (p->keep && p->keep(c, p->arg));
 }
 
-/* Emptier first, then lower address. */
-static int emptier(const void *pa, const void *pb, void *longestp)
+/* Less worth first, then lower address. */
+static int emptier(const void *pa, const void *pb, void *pp)
 {
-    uint64_t longest = *(const uint64_t *)longestp;
     const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
-    uint64_t da = sure_data(a, longest), db = sure_data(b, longest);
-    if (da != db)
-        return da < db ? -1 : 1;
+    double wa = worth(a, ((const pack_t *)pp)->longest, ((const pack_t *)pp)->window),
+           wb = worth(b, ((const pack_t *)pp)->longest, ((const pack_t *)pp)->window);
+    if (wa != wb)
+        return wa < wb ? -1 : 1;
     return a->va < b->va ? -1 : a->va > b->va;
 }
 
@@ -596,7 +610,6 @@ static int emptier(const void *pa, const void *pb, void *longestp)
 typedef struct {
     const pack_t *p;
     sw_chunk_t *out;      /* the device chunk to send home */
-    int out_claim;
 } gather_t;
 
 /* The emptiest device chunk packing could send home: by the density
@@ -607,7 +620,7 @@ static void find_emptiest(sw_alloc_t *a, void *arg)
     const pack_t *p = g->p;
     for (uint32_t i = 0; i < a->nchunks; i++) {
         sw_chunk_t *c = &a->chunks[i];
-        if (!could_go_home(c) || c->slot >= 0 || !claim(c, p->period, p->window) ||
+        if (!could_go_home(c) || c->slot >= 0 || !on_loop(c, p->period) ||
             (p->keep && p->keep(c, p->arg)))
             continue;
         if (!g->out || fuller(g->out, c, p))
@@ -616,13 +629,12 @@ static void find_emptiest(sw_alloc_t *a, void *arg)
 }
 
 /* keep() for the host chunks that may come in its place: not fixed, of
- * its device, on the loop with a claim at least its own, no bigger. */
+ * its device, on the loop, no bigger. */
 static bool not_gatherable(const sw_chunk_t *c, void *arg)
 {
     const gather_t *g = arg;
-    int k = claim(c, g->p->period, g->p->window);
-    return c->fixed || c->alloc->dev != g->out->alloc->dev || k == 0 || k < g->out_claim ||
-           c->size > g->out->size;
+    return c->fixed || c->alloc->dev != g->out->alloc->dev ||
+           !on_loop(c, g->p->period) || c->size > g->out->size;
 }
 
 static int denser(const void *pa, const void *pb, void *pp)
@@ -648,22 +660,22 @@ static bool gather(const sw_table_t *t, pack_t *p, sw_pack_t *trade, size_t max)
     sw_table_each(t, find_emptiest, &g);
     if (!g.out || has_window(p->window, g.out->alloc->dev))
         return false;
-    g.out_claim = claim(g.out, p->period, p->window);
     cands_t cs = {.keep = not_gatherable, .arg = &g, .host = true};
     sw_table_each(t, collect, &cs);
     if (cs.n > 1)
         qsort_r(cs.v, cs.n, sizeof *cs.v, denser, p);
-    uint64_t room = g.out->size, data = 0;
+    uint64_t room = g.out->size;
+    double in = 0;
     trade->nin = 0;
     for (size_t i = 0; i < cs.n && trade->nin < max; i++) {
         if (cs.v[i]->size > room)
             continue;
         trade->in[trade->nin++] = cs.v[i];
         room -= cs.v[i]->size;
-        data += sure_data(cs.v[i], p->longest);
+        in += worth(cs.v[i], p->longest, p->window);
     }
     free(cs.v);
-    if (trade->nin < 2 || (double)data < SW_PACK_GAIN * (double)sure_data(g.out, p->longest)) {
+    if (trade->nin < 2 || in < SW_PACK_GAIN * worth(g.out, p->longest, p->window)) {
         trade->nin = 0;
         return false;
     }
@@ -686,15 +698,13 @@ bool sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[
     sw_table_each(t, find_fullest, &p);
     if (!p.in)
         return false;
-    p.in_claim = claim(p.in, period, window);
-    p.in_data = sure_data(p.in, p.longest);
+    p.in_worth = worth(p.in, p.longest, window);
     uint64_t freed;
-    size_t n = victims_by(t, p.in->size, not_packable, &p, emptier, &p.longest, trade->out, max,
-                          &freed);
-    uint64_t data = 0;
+    size_t n = victims_by(t, p.in->size, not_packable, &p, emptier, &p, trade->out, max, &freed);
+    double out = 0;
     for (size_t i = 0; i < n; i++)
-        data += sure_data(trade->out[i], p.longest);
-    if (freed < p.in->size || (double)data * SW_PACK_GAIN > (double)p.in_data)
+        out += worth(trade->out[i], p.longest, window);
+    if (freed < p.in->size || out * SW_PACK_GAIN > p.in_worth)
         return gather(t, &p, trade, max);
     trade->in[0] = p.in;
     trade->nin = 1;

@@ -3,10 +3,11 @@
  * from the contract in sw.h: an allocation's last chunk holds only what
  * the allocation asked for of it; a full host chunk on the loop takes the
  * resident places of emptier ones, emptiest first, where it brings
- * SW_PACK_GAIN times their data; chunks off the loop, fixed, resident,
+ * SW_PACK_GAIN times their worth; chunks off the loop, fixed, resident,
  * of another device or kept are never sent home; a chunk only a pointer
- * table reaches is sent home only for one with the same claim, one a
- * table reaches and arguments name like any other; in a round-sized
+ * table reaches is worth SW_COST_LINK_RATIO times its data where its
+ * device has a window, one a table reaches and arguments name is worth
+ * its data like any other; in a round-sized
  * allocation (an allocator's segment), a chunk past its last tensor start
  * counts only what the longest distance between its starts reaches, or
  * with one start the longest tensor the table shows (none: all of it),
@@ -229,27 +230,66 @@ START_TEST(pack_sends_home_a_named_chunk_a_table_also_reaches)
 }
 END_TEST
 
-START_TEST(pack_never_sends_home_for_a_weaker_claim)
+/* A chunk only a pointer table reaches (pointed, never named by an
+ * argument: no uses, no gap), resident, with `tail` bytes in its second
+ * chunk; a full named head on the host, which the window can stream. */
+static sw_chunk_t *table_only_tail(tab_t *tb, uint64_t tail, sw_alloc_t **host)
 {
+    const uint64_t sizes[] = {G, G};
+    const sw_where_t wh[] = {SW_ON_DEVICE, SW_ON_DEVICE};
+    sw_alloc_t *res = add(tb, G + tail, sizes, 2, wh);
+    unseen(res);
+    *host = layer(tb, SW_ON_HOST, SW_ON_HOST);
+    return &res->chunks[1];
+}
+
+START_TEST(pack_weighs_a_table_only_chunk_by_the_link_it_saves)
+{
+    /* Read in place, a table-only chunk's bytes cross at the zero-copy
+     * rate: it is worth SW_COST_LINK_RATIO times its data against a
+     * named chunk the window copies. A 1.06 MiB tail is worth less than
+     * a 2 MiB head by more than SW_PACK_GAIN: the head takes its place. */
     tab_t tb;
     tab_init(&tb);
-    /* A resident tail only a pointer table reaches (pointed, never named
-     * by an argument: no uses, no gap), and a full named head on the
-     * host: the window can stream the head, not the tail. */
-    sw_alloc_t *res = layer(&tb, SW_ON_DEVICE, SW_ON_DEVICE);
-    sw_alloc_t *host = layer(&tb, SW_ON_HOST, SW_ON_HOST);
-    unseen(res);
+    sw_alloc_t *host;
+    sw_chunk_t *tail = table_only_tail(&tb, LAYER - G, &host);
     sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert_ptr_eq(out[0], tail);
+    tab_free(&tb);
+
+    /* A 1.5 MiB tail: worth 1.73 MiB of copies, too much for the head's
+     * 2 to repay SW_PACK_GAIN; named, the same tail would go. */
+    tab_init(&tb);
+    tail = table_only_tail(&tb, MiB(3) / 2, &host);
     ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    ck_assert_ptr_null(in);
     /* Without a window on that device every host chunk is read in place
      * alike: the head takes the tail's place. */
     const uint64_t none[SW_MAX_DEVICES] = {0};
     ck_assert_uint_eq(pack_in(&tb, none, NULL, &in, out, 4, PERIOD), 1);
     ck_assert_ptr_eq(in, &host->chunks[0]);
-    ck_assert_ptr_eq(out[0], &res->chunks[1]);
-    /* A head of the same kind on the host may take its place. */
+    ck_assert_ptr_eq(out[0], tail);
+    /* And a table-only head on the host is worth more than the tail too. */
     unseen(host);
-    assert_head_for_tail(&tb, host, res);
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 1);
+    ck_assert_ptr_eq(in, &host->chunks[0]);
+    ck_assert_ptr_eq(out[0], tail);
+    tab_free(&tb);
+}
+END_TEST
+
+START_TEST(pack_never_sends_home_a_full_table_only_chunk_for_a_named_one)
+{
+    /* Both full: the named head would be copied at the full rate, the
+     * table-only one read in place at less. */
+    tab_t tb;
+    tab_init(&tb);
+    sw_alloc_t *host;
+    table_only_tail(&tb, G, &host);
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
     tab_free(&tb);
 }
 END_TEST
@@ -501,7 +541,8 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_frees_the_room_of_a_bigger_chunk_emptiest_first);
     tcase_add_test(tc, pack_leaves_what_it_must_not_move);
     tcase_add_test(tc, pack_sends_home_a_named_chunk_a_table_also_reaches);
-    tcase_add_test(tc, pack_never_sends_home_for_a_weaker_claim);
+    tcase_add_test(tc, pack_weighs_a_table_only_chunk_by_the_link_it_saves);
+    tcase_add_test(tc, pack_never_sends_home_a_full_table_only_chunk_for_a_named_one);
     tcase_add_test(tc, pack_brings_in_no_chunk_past_a_segments_last_tensor);
     tcase_add_test(tc, pack_takes_a_round_allocation_of_one_tensor_for_full);
     tcase_add_test(tc, pack_sends_home_first_a_segment_chunk_past_its_last_tensor);
