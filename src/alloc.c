@@ -75,14 +75,6 @@ static bool free_pending(CUdeviceptr va)
     return f && f->pending(va);
 }
 
-bool sw_budget_set(void) { return sw_dev_any_budget(); }
-
-uint64_t sw_device_room(int dev)
-{
-    return sw_dev_room(dev);
-}
-
-
 /* Makes the current device ready for a tracked allocation: the table and
  * the host budget once, and each device, when it is first seen, its own
  * budget (devices.c) and its window, out of that budget. Returns the
@@ -328,7 +320,7 @@ const sw_vmm_info_t *sw_alloc_ready(int *dev)
 
 bool sw_room_for(int dev, uint64_t size, bool *synced)
 {
-    uint64_t room = sw_device_room(dev);
+    uint64_t room = sw_dev_room(dev);
     if (room < size && !sw_capturing() && sw_dev_window_due(dev)) {
         /* The budget binds for the first time: its fitted window is
          * made now, after room for it was made, and the pool let go, so
@@ -342,9 +334,9 @@ bool sw_room_for(int dev, uint64_t size, bool *synced)
         if (want > room)
             demote(dev, want - room, synced);
         sw_pool_drain(SW_ON_DEVICE);
-        if (sw_device_room(dev) >= want)
+        if (sw_dev_room(dev) >= want)
             sw_winroom_make(dev);
-        room = sw_device_room(dev);
+        room = sw_dev_room(dev);
     }
     if (room < size && !sw_capturing())
         room += demote(dev, size - room, synced);
@@ -457,7 +449,7 @@ static bool room_short(uint64_t bytesize)
 {
     sw_gate_rd_always();
     int dev = sw_dev_current();
-    bool short_of = dev >= 0 && sw_device_room(dev) < bytesize;
+    bool short_of = dev >= 0 && sw_dev_room(dev) < bytesize;
     sw_gate_unrd();
     return short_of;
 }

@@ -78,7 +78,7 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
      * its own: a range used often enough to displace a colder chunk is
      * noted before sw_serve() takes it off the host list, to be promoted
      * once the capture is over. */
-    if (m.host && sw_capturing() && sw_budget_set())
+    if (m.host && sw_capturing() && sw_dev_any_budget())
         sw_promote_defer_hot(&m);
     if (m.nuse) {
         /* Before sw_serve(): a window given back must hold no copy this
@@ -100,7 +100,7 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     sw_stat_add(SW_STAT_launches_touching_host, 1);
     /* Under capture nothing may synchronize; without a budget there is no
      * room to bring anything into but what OOM left. */
-    if (!sw_capturing() && sw_budget_set())
+    if (!sw_capturing() && sw_dev_any_budget())
         sw_promote_bring_in(&m);
     if (m.host_bytes)
         sw_stat_add(SW_STAT_bytes_zero_copy_estimated, (int64_t)m.host_bytes);
@@ -265,7 +265,7 @@ CUresult sw_capture_end(CUresult (*end)(CUstream, CUgraph *), CUstream s, CUgrap
 void sw_graph_learn(CUgraphExec g)
 {
     /* Nothing on the host: nothing a replay reads could move. */
-    if (sw_capturing() || sw_opts()->policy != SW_POLICY_LEARNED || !sw_budget_set() ||
+    if (sw_capturing() || sw_opts()->policy != SW_POLICY_LEARNED || !sw_dev_any_budget() ||
         !sw_stat_get(SW_STAT_host_bytes))
         return;
     sw_recording_t *rec = sw_recording_of(g);

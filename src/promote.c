@@ -55,7 +55,7 @@ static bool worth_moving(marks_t *m, uint64_t period)
         sw_chunk_t *c = sw_table_lookup(sw_tracked(), m->host_va[i]);
         if (!c || c->where != SW_ON_HOST)
             continue;
-        uint64_t room = sw_device_room(c->alloc->dev);
+        uint64_t room = sw_dev_room(c->alloc->dev);
         keep_t k = {m->seq, c->alloc->dev};
         if (o->policy == SW_POLICY_LRU) {
             /* The baseline brings in whatever it touches, making room. */
@@ -79,7 +79,7 @@ static bool worth_moving(marks_t *m, uint64_t period)
 static bool promote_learned(sw_chunk_t *c, uint64_t period, keep_t *k, bool *synced,
                             bool *moved)
 {
-    uint64_t room = sw_device_room(c->alloc->dev);
+    uint64_t room = sw_dev_room(c->alloc->dev);
     sw_verdict_t verdict = sw_policy_on_touch_learned(c, room, sw_capturing(), period, &link);
     /* No room: a popular chunk may take a colder one's place. */
     sw_chunk_t *cold = verdict != SW_VERDICT_PROMOTE && room < c->size
@@ -129,7 +129,7 @@ void sw_promote_bring_in(marks_t *m)
             }
             /* The baseline (LRU): make room by evicting the least recently
              * used chunks this launch does not touch, then bring it in. */
-            uint64_t room = sw_device_room(c->alloc->dev);
+            uint64_t room = sw_dev_room(c->alloc->dev);
             if (room < c->size) {
                 sw_chunk_t *v[MAX_PROMOTE];
                 uint64_t freed;
@@ -140,7 +140,7 @@ void sw_promote_bring_in(marks_t *m)
                 synced |= n > 0;
                 for (size_t j = 0; j < n; j++)
                     sw_move(v[j], SW_ON_HOST);
-                room = sw_device_room(c->alloc->dev);
+                room = sw_dev_room(c->alloc->dev);
             }
             if (sw_policy_on_touch(c, room, false) != SW_VERDICT_PROMOTE)
                 continue;
@@ -184,7 +184,7 @@ static void want_promoted(sw_chunk_t *c, uint64_t seq)
 {
     keep_t k = {seq, c->alloc->dev};
     if (sw_opts()->policy != SW_POLICY_LEARNED || c->where != SW_ON_HOST ||
-        (sw_device_room(c->alloc->dev) < c->size && !would_displace(c, &k)))
+        (sw_dev_room(c->alloc->dev) < c->size && !would_displace(c, &k)))
         return;
     pthread_mutex_lock(&deferred_lock);
     bool known = false;
@@ -311,7 +311,7 @@ static bool next_trade(uint64_t now, bool replay, trade_t *t, bool *waiting)
 {
     uint64_t period = sw_agreed_period(now), room[SW_MAX_DEVICES], window[SW_MAX_DEVICES];
     for (int dev = 0; dev < SW_MAX_DEVICES; dev++) {
-        room[dev] = sw_device_room(dev);
+        room[dev] = sw_dev_room(dev);
         if (room[dev] == UINT64_MAX) /* no budget: nothing to fill */
             room[dev] = 0;
         window[dev] = replay ? 0 : sw_window_size(dev);
@@ -333,7 +333,7 @@ void sw_promote_trade(uint64_t now, bool replay)
     static uint64_t next;
     trade_t t;
     bool waiting;
-    if (now < __atomic_load_n(&next, __ATOMIC_RELAXED) || !sw_budget_set())
+    if (now < __atomic_load_n(&next, __ATOMIC_RELAXED) || !sw_dev_any_budget())
         return;
     uint64_t period = sw_period(now);
     if (!period || now < 2 * period)

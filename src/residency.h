@@ -151,8 +151,6 @@ typedef struct {
 void sw_alloc_pending_frees(const sw_pending_frees_t *f);
 CUresult sw_mem_alloc(CUdeviceptr *dptr, size_t bytesize);
 CUresult sw_mem_free(CUdeviceptr dptr);
-uint64_t sw_device_room(int dev); /* budget left for dev's chunks; UINT64_MAX: none set */
-bool sw_budget_set(void);         /* some device has a budget */
 /* fork.c's child handler: a child of a process that tracked memory forgets
  * it and passes every allocation through (the parent's CUDA state is not
  * the child's). One thread runs then; can't fail. */

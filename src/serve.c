@@ -222,7 +222,7 @@ void sw_serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, C
                           &written)) {
             u->served = true;
             served++;
-            if (written && !sw_capturing() && sw_budget_set())
+            if (written && !sw_capturing() && sw_dev_any_budget())
                 sw_promote_defer_written(u->start, u->len, m->seq);
         } else {
             sw_window_touch(u->start, u->len, s);
