@@ -50,7 +50,8 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
 {
     const sw_layout_t *l = sw_layout(f);
     sw_promote_deferred();
-    marks_t m = {.seq = sw_launch_next()};
+    marks_t m;
+    sw_marks_begin(&m, sw_launch_next());
     void **params = *pparams, **extra = *pextra;
     sw_stat_add(SW_STAT_launches, 1);
     if (!l) {
@@ -273,7 +274,8 @@ void sw_graph_learn(CUgraphExec g)
         return;
     if (sw_gate_rd()) {
         for (uint32_t i = 0, n = sw_recording_launches(rec); i < n; i++) {
-            marks_t m = {.seq = sw_launch_next()};
+            marks_t m;
+            sw_marks_begin(&m, sw_launch_next());
             uint32_t nw;
             const uint64_t *w = sw_recording_words(rec, i, &nw);
             for (uint32_t k = 0; k < nw; k++)
