@@ -284,7 +284,7 @@ static bool ask_policy(uint64_t now, uint64_t period, const uint64_t *room, cons
                        trade_t *t, bool *waiting)
 {
     sw_pack_t *m = &t->moves;
-    if ((m->in[0] = sw_policy_into_room(sw_tracked(), period, room))) {
+    if ((m->in[0] = sw_policy_into_room(sw_tracked(), period, window, room))) {
         m->nin = 1;
         return true;
     }

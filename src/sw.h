@@ -640,13 +640,15 @@ bool sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[
                     size_t max);
 /* The host chunk (slot < 0, not fixed) to bring into its device's free
  * room (room[dev] bytes, 0 where none may be taken), no chunk going home:
- * of those the loop reads (the claims above), the one holding the most
- * data that fits. Room the window gives back when it shrinks to its
+ * of those on the loop, the worthiest for its size that fits, weighed as
+ * sw_policy_pack does with window[] (NULL: every device has a window;
+ * a replay's trades count none, as its copies were recorded with it). Room the window gives back when it shrinks to its
  * copies is free until something takes it, and launches the window
  * serves bring nothing in: 4 MiB of it stayed free for a thousand
  * launches (4 MiB layers, the odd ones in 8 MiB segments). NULL: none.
  * Pure. */
 sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
+                                const uint64_t window[SW_MAX_DEVICES],
                                 const uint64_t room[SW_MAX_DEVICES]);
 
 /* The link, for cost-model verdicts. */

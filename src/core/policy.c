@@ -568,9 +568,10 @@ static void find_fullest(sw_alloc_t *a, void *arg)
 }
 
 sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
+                                const uint64_t window[SW_MAX_DEVICES],
                                 const uint64_t room[SW_MAX_DEVICES])
 {
-    pack_t p = {.period = period, .room = room};
+    pack_t p = {.period = period, .room = room, .window = window};
     bool any = false;
     for (int dev = 0; dev < SW_MAX_DEVICES; dev++)
         any |= room[dev] != 0;

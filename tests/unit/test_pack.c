@@ -455,30 +455,50 @@ START_TEST(pack_fills_free_room_with_the_fullest_chunk_that_fits)
     const sw_where_t wh[] = {SW_ON_HOST};
     sw_alloc_t *big = add(&tb, MiB(4), sizes, 1, wh);
     uint64_t room[SW_MAX_DEVICES] = {0};
-    ck_assert_ptr_null(sw_policy_into_room(tb.t, PERIOD, room));
+    ck_assert_ptr_null(sw_policy_into_room(tb.t, PERIOD, with_window, room));
     room[0] = G;
-    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &a->chunks[0]);
     room[0] = MiB(4);
-    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &big->chunks[0]);
-    ck_assert_ptr_null(sw_policy_into_room(tb.t, 0, room));
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &big->chunks[0]);
+    ck_assert_ptr_null(sw_policy_into_room(tb.t, 0, with_window, room));
     /* not one off the loop, fixed, in a window slot or another device's */
     big->chunks[0].gap = PERIOD / 2;
-    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &a->chunks[0]);
     big->chunks[0].gap = PERIOD;
     big->chunks[0].fixed = true;
-    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &a->chunks[0]);
     big->chunks[0].fixed = false;
     big->chunks[0].slot = 0;
-    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &a->chunks[0]);
     big->chunks[0].slot = -1;
     big->dev = 1;
-    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &a->chunks[0]);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &a->chunks[0]);
     room[1] = MiB(4);
-    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, room), &big->chunks[0]);
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &big->chunks[0]);
     /* resident chunks are not brought in */
     big->chunks[0].where = SW_ON_DEVICE;
     a->chunks[0].where = a->chunks[1].where = SW_ON_DEVICE;
-    ck_assert_ptr_null(sw_policy_into_room(tb.t, PERIOD, room));
+    ck_assert_ptr_null(sw_policy_into_room(tb.t, PERIOD, with_window, room));
+    tab_free(&tb);
+}
+END_TEST
+
+/* Free room weighs chunks as packing does: a table-only chunk is worth
+ * SW_COST_LINK_RATIO times its data where its device has a window, and
+ * only its data where none does (a replay's trades). */
+START_TEST(pack_fills_free_room_by_worth)
+{
+    tab_t tb;
+    tab_init(&tb);
+    const uint64_t one[] = {G};
+    const sw_where_t wh[] = {SW_ON_HOST};
+    sw_alloc_t *table = add(&tb, MiB(3) / 2, one, 1, wh);  /* 1.5 MiB, worth 1.725 */
+    sw_alloc_t *named = add(&tb, MiB(8) / 5, one, 1, wh);  /* 1.6 MiB */
+    unseen(table);
+    uint64_t room[SW_MAX_DEVICES] = {G};
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, with_window, room), &table->chunks[0]);
+    const uint64_t none[SW_MAX_DEVICES] = {0};
+    ck_assert_ptr_eq(sw_policy_into_room(tb.t, PERIOD, none, room), &named->chunks[0]);
     tab_free(&tb);
 }
 END_TEST
@@ -550,6 +570,7 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_gathers_full_chunks_into_an_emptier_bigger_ones_room);
     tcase_add_test(tc, pack_needs_a_loop);
     tcase_add_test(tc, pack_fills_free_room_with_the_fullest_chunk_that_fits);
+    tcase_add_test(tc, pack_fills_free_room_by_worth);
     tcase_add_test(tc, pack_adopts_a_table_only_chunk_for_a_streamable_one);
     suite_add_tcase(s, tc);
     return s;
