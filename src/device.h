@@ -92,6 +92,10 @@ uint64_t sw_dev_room(int dev);
 bool sw_dev_any_budget(void);
 /* dev's budget into *budget; false when it has none. */
 bool sw_dev_budget(int dev, uint64_t *budget);
+/* sw_dev_budget, or before dev's first tracked allocation the budget set
+ * for it (SPILLWAY_GPU_BUDGET, spillway_set_budgets); a picked one is
+ * known only from then. */
+bool sw_dev_budget_meant(int dev, uint64_t *budget);
 /* dev's budget was picked from its free memory, not given. */
 bool sw_dev_budget_picked(int dev);
 /* dev has a budget and its window was not made yet, nor failed to be

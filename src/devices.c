@@ -332,6 +332,24 @@ bool sw_dev_budget(int dev, uint64_t *budget)
     return true;
 }
 
+bool sw_dev_budget_meant(int dev, uint64_t *budget)
+{
+    if (sw_dev_budget(dev, budget))
+        return true;
+    if (!valid(dev) || devs[dev].state != DEV_UNSEEN)
+        return false;
+    if (override) {
+        *budget = override_budget;
+        return override_set;
+    }
+    const sw_amount_t *a = sw_gpu_budget_of(sw_opts(), dev);
+    size_t total = 0;
+    if (!a->set || SW_CALL(cuDeviceTotalMem_v2, (&total, dev)) != CUDA_SUCCESS)
+        return false;
+    *budget = sw_amount_resolve(a, total);
+    return true;
+}
+
 uint64_t sw_dev_bytes(int dev)
 {
     return valid(dev) ? __atomic_load_n(&devs[dev].bytes, __ATOMIC_RELAXED) : 0;

@@ -5,7 +5,7 @@
  * told, not left to wonder why the budget does not hold. Each route
  * counts the bytes it handed out (passthrough_bytes_<route>, one list in
  * include/spillway/stats_fields.h) and is named once, at info level, the first
- * time it is taken.
+ * time it is taken, and warned of once where it outgrows the budget.
  */
 #include "residency.h"
 
@@ -26,16 +26,45 @@ _Static_assert(SW_STAT_passthrough_bytes_off - SW_STAT_passthrough_bytes_small =
                    SW_ROUTE_off - SW_ROUTE_small,
                "passthrough_bytes_* fields out of route order");
 
-static bool said[SW_ROUTE_COUNT]; /* atomic: each route named once */
+static bool said[SW_ROUTE_COUNT];   /* atomic: each route named once */
+static bool warned[SW_ROUTE_COUNT]; /* atomic: and warned of once */
+
+/* A route whose bytes, with the tracked ones on the current device, pass
+ * that device's GPU budget is warned of, once, at the default log level:
+ * the budget the user set does not bound that memory (40 layers of 1 MiB
+ * under a 16 MiB budget held 40 MiB on the device, none of it tracked).
+ * The bytes are those handed out so far: frees of untracked memory are not
+ * seen. Not while spillway is off, which the user chose. */
+static void warn_if_unbounded(sw_route_t route, uint64_t handed_out)
+{
+    uint64_t budget;
+    int dev;
+    if (route == SW_ROUTE_off || __atomic_load_n(&warned[route], __ATOMIC_RELAXED) ||
+        (dev = sw_dev_current()) < 0 || !sw_dev_budget_meant(dev, &budget) ||
+        handed_out + sw_dev_bytes(dev) <= budget ||
+        __atomic_exchange_n(&warned[route], true, __ATOMIC_RELAXED))
+        return;
+    sw_warn("%s: %llu bytes so far (frees not counted), which with the %llu tracked ones on "
+            "device %d pass its GPU budget of %llu: the budget does not bound them "
+            "(passthrough_bytes_%s)%s",
+            route_help[route], (unsigned long long)handed_out,
+            (unsigned long long)sw_dev_bytes(dev), dev, (unsigned long long)budget,
+            route_names[route],
+            route == SW_ROUTE_small ? "; a smaller SPILLWAY_MIN_ALLOC tracks them, each in whole "
+                                      "granules of the device's VMM granularity"
+                                    : "");
+}
 
 void sw_untracked(sw_route_t route, uint64_t bytes)
 {
     if ((unsigned)route >= SW_ROUTE_COUNT)
         return;
-    sw_stat_add((sw_stat_id_t)(SW_STAT_passthrough_bytes_small + route), (int64_t)bytes);
+    sw_stat_id_t id = (sw_stat_id_t)(SW_STAT_passthrough_bytes_small + route);
+    sw_stat_add(id, (int64_t)bytes);
     if (!__atomic_exchange_n(&said[route], true, __ATOMIC_RELAXED))
         sw_info("not managed (passthrough_bytes_%s): %s; first one %llu bytes", route_names[route],
                 route_help[route], (unsigned long long)bytes);
+    warn_if_unbounded(route, sw_stat_get(id));
 }
 
 /* Managed memory migrates by itself, page by page: it is the driver's to

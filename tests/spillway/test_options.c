@@ -322,6 +322,36 @@ START_TEST(min_alloc_leaves_smaller_allocations_to_the_driver)
 }
 END_TEST
 
+START_TEST(min_alloc_warns_where_untracked_memory_passes_the_budget)
+{
+    /* 40 layers of 1 MiB, below the default SPILLWAY_MIN_ALLOC, under a
+     * 16 MiB budget: the driver holds all 40 MiB, and the user is told the
+     * budget does not bound them and how to track them. */
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "40", "--width", "512", "--steps", "2",
+                          NULL};
+    const char *env[] = {"SIMGPU_MEM=64MiB", "SPILLWAY_GPU_BUDGET=16MiB", NULL};
+    const char *warning = "the budget does not bound them (passthrough_bytes_small); a smaller "
+                          "SPILLWAY_MIN_ALLOC tracks them";
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(swt_file_has(r.err, warning), "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "tracked_allocs_peak") == 0, "%s", swt_describe(&r));
+    /* Tracked, they stay within it, and nothing is said. */
+    const char *tracked[] = {"SIMGPU_MEM=64MiB", "SPILLWAY_GPU_BUDGET=16MiB",
+                             "SPILLWAY_MIN_ALLOC=1MiB", NULL};
+    swt_run(&r, true, tracked, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(!swt_file_has(r.err, "does not bound them"), "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "device_bytes_peak") <= 16 * SWT_MIB, "%s", swt_describe(&r));
+    /* A budget the untracked memory fits in is no cause for a warning. */
+    const char *roomy[] = {"SIMGPU_MEM=128MiB", "SPILLWAY_GPU_BUDGET=64MiB", NULL};
+    swt_run(&r, true, roomy, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(!swt_file_has(r.err, "does not bound them"), "%s", swt_describe(&r));
+}
+END_TEST
+
 START_TEST(exhausted_host_budget_gives_out_of_memory)
 {
     /* 40 MiB of weights, 16 MiB of device and 8 MiB of host: cannot fit.
@@ -420,6 +450,7 @@ Suite *options_suite(void)
     tcase_set_timeout(eff, 60);
     tcase_add_test(eff, percentage_budget_is_of_device_memory);
     tcase_add_test(eff, min_alloc_leaves_smaller_allocations_to_the_driver);
+    tcase_add_test(eff, min_alloc_warns_where_untracked_memory_passes_the_budget);
     tcase_add_test(eff, exhausted_host_budget_gives_out_of_memory);
     tcase_add_test(eff, meminfo_virtual_adds_the_host_budget);
     tcase_add_test(eff, meminfo_physical_is_the_device);
