@@ -408,7 +408,7 @@ static bool table_only(const sw_chunk_t *c, const uint64_t *window)
 /* What keeping c resident saves a loop, in bytes of copies: its sure
  * data, times SW_COST_LINK_RATIO where it is table_only(): its bytes then
  * cross at the zero-copy rate, where a named chunk's would be copied at
- * the full one. Placed first by that alone, a table-only layer's 1.06 MiB tail
+ * the full one. Placed first for being table-only alone, a 1.06 MiB tail
  * held a granule where a named layer's full 2 MiB head was copied every
  * step (28 layers of 3.06 MiB under 36 MiB: 60.6 MiB a step crossed, the
  * prefetch peer's exact layers 58.2). */
@@ -598,9 +598,9 @@ static bool not_packable(const sw_chunk_t *c, void *arg)
 /* Less worth first, then lower address. */
 static int emptier(const void *pa, const void *pb, void *pp)
 {
+    const pack_t *p = pp;
     const sw_chunk_t *a = *(sw_chunk_t *const *)pa, *b = *(sw_chunk_t *const *)pb;
-    double wa = worth(a, ((const pack_t *)pp)->longest, ((const pack_t *)pp)->window),
-           wb = worth(b, ((const pack_t *)pp)->longest, ((const pack_t *)pp)->window);
+    double wa = worth(a, p->longest, p->window), wb = worth(b, p->longest, p->window);
     if (wa != wb)
         return wa < wb ? -1 : 1;
     return a->va < b->va ? -1 : a->va > b->va;
