@@ -40,9 +40,13 @@ static void warn_if_unbounded(sw_route_t route, uint64_t handed_out)
     uint64_t budget;
     int dev;
     if (route == SW_ROUTE_off || __atomic_load_n(&warned[route], __ATOMIC_RELAXED) ||
-        (dev = sw_dev_current()) < 0 || !sw_dev_budget_meant(dev, &budget) ||
-        handed_out + sw_dev_bytes(dev) <= budget ||
-        __atomic_exchange_n(&warned[route], true, __ATOMIC_RELAXED))
+        (dev = sw_dev_current()) < 0)
+        return;
+    /* Budgets change under the exclusive hold (devices.c). */
+    sw_gate_rd_always();
+    bool over = sw_dev_budget_meant(dev, &budget) && handed_out + sw_dev_bytes(dev) > budget;
+    sw_gate_unrd();
+    if (!over || __atomic_exchange_n(&warned[route], true, __ATOMIC_RELAXED))
         return;
     sw_warn("%s: %llu bytes so far (frees not counted), which with the %llu tracked ones on "
             "device %d pass its GPU budget of %llu: the budget does not bound them "
