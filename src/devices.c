@@ -175,25 +175,36 @@ static void find_access(int dev)
  * workspaces, NCCL buffers, activations below SPILLWAY_MIN_ALLOC. */
 #define AUTO_HEADROOM_SHIFT 4 /* a sixteenth */
 
-/* dev's budget: spillway_set_budgets', or the options' amount; unset,
- * what the device has free as it is first tracked (the current context
- * is dev's) less a sixteenth of its total; "none": no budget. */
+/* The budget given for dev: spillway_set_budgets', or the options'
+ * amount, resolved against the device's total memory. false (*budget 0):
+ * none given. */
+static bool given_budget(int dev, uint64_t *budget)
+{
+    if (override) {
+        *budget = override_budget;
+        return override_set;
+    }
+    const sw_amount_t *a = sw_gpu_budget_of(sw_opts(), dev);
+    size_t total = 0;
+    *budget = 0;
+    if (!a->set)
+        return false;
+    SW_CALL(cuDeviceTotalMem_v2, (&total, dev));
+    *budget = sw_amount_resolve(a, total);
+    return true;
+}
+
+/* dev's budget: the one given; none given, what the device has free as it
+ * is first tracked (the current context is dev's) less a sixteenth of its
+ * total; "none": no budget. */
 static void resolve_budget(int dev)
 {
-    const sw_options_t *o = sw_opts();
-    const sw_amount_t *a = sw_gpu_budget_of(o, dev);
     sw_devstate_t *d = &devs[dev];
-    if (override) {
-        d->budget_set = override_set;
-        d->budget = override_budget;
+    d->budget_set = given_budget(dev, &d->budget);
+    if (d->budget_set || override || sw_opts()->gpu_budget_off)
         return;
-    }
     size_t total = 0, avail = 0, all = 0;
     SW_CALL(cuDeviceTotalMem_v2, (&total, dev));
-    d->budget_set = a->set;
-    d->budget = a->set ? sw_amount_resolve(a, total) : 0;
-    if (a->set || o->gpu_budget_off)
-        return;
     uint64_t headroom = (uint64_t)total >> AUTO_HEADROOM_SHIFT;
     if (SW_CALL(cuMemGetInfo_v2, (&avail, &all)) != CUDA_SUCCESS || avail <= headroom) {
         sw_info("device %d: no GPU budget picked (%llu bytes free of %llu): demotion only on "
@@ -336,18 +347,7 @@ bool sw_dev_budget_meant(int dev, uint64_t *budget)
 {
     if (sw_dev_budget(dev, budget))
         return true;
-    if (!valid(dev) || devs[dev].state != DEV_UNSEEN)
-        return false;
-    if (override) {
-        *budget = override_budget;
-        return override_set;
-    }
-    const sw_amount_t *a = sw_gpu_budget_of(sw_opts(), dev);
-    size_t total = 0;
-    if (!a->set || SW_CALL(cuDeviceTotalMem_v2, (&total, dev)) != CUDA_SUCCESS)
-        return false;
-    *budget = sw_amount_resolve(a, total);
-    return true;
+    return valid(dev) && devs[dev].state == DEV_UNSEEN && given_budget(dev, budget);
 }
 
 uint64_t sw_dev_bytes(int dev)

@@ -603,7 +603,8 @@ size_t sw_policy_fill(const sw_table_t *t, uint64_t now, uint64_t bytes,
  * the second about half empty. Where the loop reads every chunk once, a
  * resident byte is a byte the link need not carry each loop, so a full
  * host chunk has the better claim on a resident place than half-empty
- * ones, and one read in place a better claim than one copied. sw_chunk_data: the bytes of c its allocation asked for. */
+ * ones, and one read in place a better claim than one copied.
+ * sw_chunk_data: the bytes of c its allocation asked for. */
 uint64_t sw_chunk_data(const sw_chunk_t *c);
 /* A trade that packs the device fuller: in[], host chunks (slot < 0, not
  * fixed) to bring in, and out[], device chunks of their device (not
@@ -642,11 +643,11 @@ bool sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[
  * room (room[dev] bytes, 0 where none may be taken), no chunk going home:
  * of those on the loop, the worthiest for its size that fits, weighed as
  * sw_policy_pack does with window[] (NULL: every device has a window;
- * a replay's trades count none, as its copies were recorded with it). Room the window gives back when it shrinks to its
- * copies is free until something takes it, and launches the window
- * serves bring nothing in: 4 MiB of it stayed free for a thousand
- * launches (4 MiB layers, the odd ones in 8 MiB segments). NULL: none.
- * Pure. */
+ * a replay's trades count none, as its copies were recorded with it).
+ * Room the window gives back when it shrinks to its copies is free until
+ * something takes it, and launches the window serves bring nothing in: 4
+ * MiB of it stayed free for a thousand launches (4 MiB layers, the odd
+ * ones in 8 MiB segments). NULL: none. Pure. */
 sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
                                 const uint64_t window[SW_MAX_DEVICES],
                                 const uint64_t room[SW_MAX_DEVICES]);

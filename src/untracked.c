@@ -44,7 +44,8 @@ static void warn_if_unbounded(sw_route_t route, uint64_t handed_out)
         return;
     /* Budgets change under the exclusive hold (devices.c). */
     sw_gate_rd_always();
-    bool over = sw_dev_budget_meant(dev, &budget) && handed_out + sw_dev_bytes(dev) > budget;
+    uint64_t tracked = sw_dev_bytes(dev);
+    bool over = sw_dev_budget_meant(dev, &budget) && handed_out + tracked > budget;
     sw_gate_unrd();
     if (!over || __atomic_exchange_n(&warned[route], true, __ATOMIC_RELAXED))
         return;
@@ -52,7 +53,7 @@ static void warn_if_unbounded(sw_route_t route, uint64_t handed_out)
             "device %d pass its GPU budget of %llu: the budget does not bound them "
             "(passthrough_bytes_%s)%s",
             route_help[route], (unsigned long long)handed_out,
-            (unsigned long long)sw_dev_bytes(dev), dev, (unsigned long long)budget,
+            (unsigned long long)tracked, dev, (unsigned long long)budget,
             route_names[route],
             route == SW_ROUTE_small ? "; a smaller SPILLWAY_MIN_ALLOC tracks them, each in whole "
                                       "granules of the device's VMM granularity"
