@@ -169,15 +169,8 @@ static void release_chunks(sw_alloc_t *a, uint32_t n)
         sw_chunk_t *c = &a->chunks[i];
         sw_place_gone(c);
         sw_drop_copy(c);
-        if (c->slot >= 0 || c->mirrored) {
-            sw_remap_forget(c);
-            sw_vmm_release(c->handle);
-        } else {
-            sw_vmm_unback(c);
-        }
+        sw_vmm_unback(c);
     }
-    if (a->mirror)
-        sw_vmm_unreserve(a->mirror, a->reserved);
     sw_segment_free(a);
 }
 
@@ -358,7 +351,7 @@ int sw_alloc_register(sw_alloc_t *a)
 
 void sw_alloc_unregister(sw_alloc_t *a)
 {
-    sw_window_forget(a->va, a->reserved);
+    sw_window_kind()->forget(a);
     sw_table_remove(sw_tracked(), a);
     for (uint32_t i = 0; i < a->nchunks; i++)
         sw_drop_copy(&a->chunks[i]);
@@ -497,7 +490,7 @@ void sw_alloc_fork_child(void)
  * synchronized (the safety rule's synchronization for the unmaps). */
 static void free_tracked(sw_alloc_t *a)
 {
-    sw_window_forget(a->va, a->reserved);
+    sw_window_kind()->forget(a);
     sw_table_remove(sw_tracked(), a);
     release_chunks(a, a->nchunks);
     sw_vmm_unreserve(a->va, a->reserved);

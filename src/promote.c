@@ -102,16 +102,17 @@ static bool promote_learned(sw_chunk_t *c, uint64_t period, keep_t *k, bool *syn
 void sw_promote_bring_in(marks_t *m)
 {
     const sw_options_t *o = sw_opts();
-    if (!sw_remap_on() &&
-        !worth_moving(m, o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0))
+    const sw_window_kind_t *window = sw_window_kind();
+    bool commits = window->commits();
+    if (!commits && !worth_moving(m, o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0))
         return;
     sw_gate_unrd();
     sw_gate_wr();
     if (sw_capturing()) {
         /* A capture began since the check on the launch path: it must see
          * no synchronization (see "capture" in launch.c). */
-    } else if (sw_remap_on()) {
-        sw_remap_commit(m->host_va, m->nhost, m->seq);
+    } else if (commits) {
+        window->commit(m->host_va, m->nhost, m->seq);
     } else {
         bool synced = false, moved;
         uint64_t period = o->policy == SW_POLICY_LEARNED ? sw_period(m->seq) : 0;

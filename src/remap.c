@@ -527,19 +527,21 @@ static void unmirror(sw_chunk_t *c)
         c->mirrored = false;
 }
 
-/* Unmaps c's address and mirror, and gives back its slot; the caller
- * releases c->handle (then its host handle). */
-void sw_remap_forget(sw_chunk_t *c)
+/* a is being freed: each chunk in a slot gives it back, its address
+ * still mapping the slot until the caller unmaps it and releases its
+ * handle (home again); the mirror goes. */
+void sw_remap_forget(sw_alloc_t *a)
 {
-    if (c->slot >= 0) {
-        pf.slots[c->slot].c = NULL;
-        sw_vmm_unmap(c->va, c->size);
-        sw_place_unslotted(c); /* the caller releases the host handle */
-    } else {
-        sw_vmm_unmap(c->va, c->size);
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        sw_chunk_t *c = &a->chunks[i];
+        if (c->slot >= 0) {
+            pf.slots[c->slot].c = NULL;
+            sw_place_unslotted(c);
+        }
+        unmirror(c);
     }
-    if (c->mirrored) {
-        sw_vmm_unmap(mirror_of(c), c->size);
-        c->mirrored = false;
+    if (a->mirror) {
+        sw_vmm_unreserve(a->mirror, a->reserved);
+        a->mirror = 0;
     }
 }

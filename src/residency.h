@@ -224,19 +224,42 @@ uint64_t sw_demote_some(int dev, uint64_t need, bool *synced);
 int sw_alloc_register(sw_alloc_t *a);
 void sw_alloc_unregister(sw_alloc_t *a);
 
-/* ---- remap.c: the remapping window (SPILLWAY_REWRITE=0) ----
- * A pool of device slots, filled from chunks' host copies on spillway's
- * stream, at commit points where the application's streams are quiet. */
+/* ---- the window: one interface, two strategies (winroom.c picks) ----
+ * Beside the resident set, out of the GPU budget, a window brings host
+ * memory to kernels at device speed. SPILLWAY_REWRITE picks how, once:
+ *   streaming (window*.c, the default): a window per device; whole
+ *     allocations are copied into it on spillway's stream, and the
+ *     arguments of each launch that reads them are rewritten, at the
+ *     launch's scan (serve.c), to the copies;
+ *   remapping (remap.c): slots on the first device, filled at commit
+ *     points, where a launch touches host chunks, and each chunk's own
+ *     address remapped to its slot: no argument is rewritten, for a
+ *     program rewriting cannot make safe (README, Known limits).
+ * make: dev's window, once its budget binds: the streaming window of
+ *   `size` bytes for ranges up to `slot` (winroom.c fits both), the
+ *   remapping one of SPILLWAY_PREFETCH_BYTES of `budget` in whole slots,
+ *   on the first device alone. The bytes it took (0: none made).
+ * commits: whether host chunks a launch touches are the window's to bring
+ *   in, at a commit point (commit), rather than residency's (promote.c).
+ * commit: that point, for launch `now`, touching the host chunks at
+ *   need[0..n); gate held exclusively.
+ * forget: a is being freed, after the free's synchronization, before its
+ *   chunks are released: its copies, slots and mirror go, nothing home.
+ * The streaming strategy's steps on the launch path (sw_window_use and
+ * the rest, below) do nothing where no streaming window was made. */
+typedef struct {
+    uint64_t (*make)(int dev, uint64_t size, uint64_t slot, uint64_t budget);
+    bool (*commits)(void);
+    void (*commit)(const uint64_t *need, int n, uint64_t now);
+    void (*forget)(sw_alloc_t *a);
+} sw_window_kind_t;
+const sw_window_kind_t *sw_window_kind(void);
+/* The remapping strategy's steps, reached through sw_window_kind alone
+ * (remap.c): a pool of device slots, filled from chunks' host copies. */
 bool sw_remap_on(void);
-/* Sets up the pool once a GPU budget is known; returns the bytes it took. */
 uint64_t sw_remap_setup(uint64_t budget);
-/* A commit point for launch `now`, which touches the host chunks at the
- * addresses in need[0..n): gate held exclusively. Brings them and the
- * chunks predicted next into the window. */
 void sw_remap_commit(const uint64_t *need, int n, uint64_t now);
-/* Releases a window chunk's slot and home when its allocation is freed
- * (after the free's synchronization). */
-void sw_remap_forget(sw_chunk_t *c);
+void sw_remap_forget(sw_alloc_t *a);
 
 
 /* ---- window*.c: the streaming windows (SPILLWAY_REWRITE=1, the default) ----

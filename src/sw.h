@@ -14,7 +14,9 @@
  *              window*.c (the streaming window: copies, fences, write-back;
  *              called by launch.c and winroom.c, calls only below; window.c
  *              says which file does what),
- *              remap.c (the remapping window, SPILLWAY_REWRITE=0)
+ *              remap.c (the remapping window, SPILLWAY_REWRITE=0; it and
+ *              the streaming window are two strategies behind one
+ *              interface, sw_window_kind_t, which winroom.c picks)
  *   device     vmm.c (VMM primitives, spillway's stream), fingerprint.c
  *              (spillway's kernels), streams.c (the application's streams)
  *   driver     driver.c: the one table of real entry points (sw_real), the

@@ -1,10 +1,10 @@
 /*
- * The streaming window's room in each device's budget: its size (given,
- * or fitted to the allocations it could stream), made when the budget
- * first binds, and given back or made anew as its verdicts say
- * (sw_window_worth, sw_window_capture_room): the room it leaves is
- * filled at once with the host chunks used next. The window itself:
- * window.c.
+ * Which window there is (sw_window_kind: the streaming one, window.c, or
+ * the remapping one, remap.c), and the streaming window's room in each
+ * device's budget: its size (given, or fitted to the allocations it could
+ * stream), made when the budget first binds, and given back or made anew
+ * as its verdicts say (sw_window_worth, sw_window_capture_room): the room
+ * it leaves is filled at once with the host chunks used next.
  */
 #include "residency.h"
 
@@ -61,20 +61,50 @@ uint64_t sw_winroom_bytes(int dev, uint64_t budget, uint64_t *slot)
     return sw_policy_window_fit(e.want, *slot, budget);
 }
 
-/* Makes dev's window out of its budget, if it has one: the streaming
- * window is per device; the remapping one (SPILLWAY_REWRITE=0) is the
- * first device's alone. Once, whether it could be made or not. */
+/* ---- the two strategies behind sw_window_kind ---- */
+
+static uint64_t streaming_make(int dev, uint64_t size, uint64_t slot, uint64_t budget)
+{
+    (void)budget;
+    return sw_window_setup(dev, size, slot, sw_tracked());
+}
+
+/* The streaming window serves a launch at its scan, never at a commit point. */
+static bool streaming_commits(void)
+{
+    return false;
+}
+
+static void streaming_forget(sw_alloc_t *a)
+{
+    sw_window_forget(a->va, a->reserved);
+}
+
+static uint64_t remapping_make(int dev, uint64_t size, uint64_t slot, uint64_t budget)
+{
+    (void)size, (void)slot;
+    return dev == sw_dev_home() ? sw_remap_setup(budget) : 0;
+}
+
+const sw_window_kind_t *sw_window_kind(void)
+{
+    static const sw_window_kind_t streaming = {streaming_make, streaming_commits, NULL,
+                                               streaming_forget};
+    static const sw_window_kind_t remapping = {remapping_make, sw_remap_on, sw_remap_commit,
+                                               sw_remap_forget};
+    return sw_opts()->rewrite ? &streaming : &remapping;
+}
+
+/* Makes dev's window out of its budget, if it has one. Once, whether it
+ * could be made or not. */
 void sw_winroom_make(int dev)
 {
     uint64_t budget;
     if (!sw_dev_window_due(dev) || !sw_dev_budget(dev, &budget))
         return;
     sw_dev_window_tried(dev);
-    uint64_t made = 0, slot, size = sw_winroom_bytes(dev, budget, &slot);
-    if (sw_opts()->rewrite)
-        made = sw_window_setup(dev, size, slot, sw_tracked());
-    else if (dev == sw_dev_home())
-        made = sw_remap_setup(budget);
+    uint64_t slot, size = sw_winroom_bytes(dev, budget, &slot);
+    uint64_t made = sw_window_kind()->make(dev, size, slot, budget);
     sw_place_count(dev, SW_ON_DEVICE, (int64_t)made);
 }
 

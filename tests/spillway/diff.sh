@@ -30,7 +30,9 @@
 #   chunks   the learned budget with a SPILLWAY_CHUNK drawn by the seed:
 #            2, 4, 8 or 16 MiB
 #   remap    the learned budget with the remapping window
-#            (SPILLWAY_REWRITE=0)
+#            (SPILLWAY_REWRITE=0), given a quarter of the cap (its default,
+#            a quarter of the budget, holds fewer than the two 2 MiB slots
+#            it needs at a cap of 16 MiB: it would not be made)
 #   window   the learned budget with SPILLWAY_PREFETCH_BYTES=25% given: a
 #            window the user sizes serves every capture whole, where
 #            spillway's own is given back before a capture with nothing
@@ -68,7 +70,7 @@ mode_env() {
         "SPILLWAY_MIN_ALLOC=64KiB SPILLWAY_GPU_BUDGET=$gpu" ;;
     jitter) echo "SIMGPU_JITTER=50 SIMGPU_SEED=$2 SPILLWAY_CHUNK=2MiB SPILLWAY_GPU_BUDGET=$gpu" ;;
     chunks) echo "SPILLWAY_CHUNK=$((2 << ($2 % 4)))MiB SPILLWAY_GPU_BUDGET=$gpu" ;;
-    remap) echo "SPILLWAY_REWRITE=0 SPILLWAY_CHUNK=2MiB SPILLWAY_GPU_BUDGET=$gpu" ;;
+    remap) echo "SPILLWAY_REWRITE=0 SPILLWAY_CHUNK=2MiB SPILLWAY_PREFETCH_BYTES=$((cap / 4))MiB SPILLWAY_GPU_BUDGET=$gpu" ;;
     window) echo "SPILLWAY_PREFETCH_BYTES=25% SPILLWAY_GPU_BUDGET=$gpu" ;;
     *) echo "diff.sh: unknown mode $1" >&2; exit 2 ;;
     esac
