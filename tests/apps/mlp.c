@@ -40,7 +40,11 @@ static void usage(FILE *f)
             "                   d_l floats a vector to d_(l+1) (not with --width)\n"
             "  --steps S        forward passes (default 4, 1..1000000)\n"
             "  --batch B        B vectors per step through sg_gemm_f32\n"
-            "                   (default: 1 vector through the three gemv forms)\n"
+            "                   (default: 1 vector through the three gemv forms,\n"
+            "                   every third layer's weight read through a pointer\n"
+            "                   table)\n"
+            "  --no-tables      every layer's gemv names its weight: no pointer\n"
+            "                   table (not with --batch)\n"
             "  --one-buffer     all layers' weights in one cuMemAlloc\n"
             "                   (default: one allocation per layer)\n"
             "  --segments M     weights packed into allocations of M MiB holding\n"
@@ -180,7 +184,7 @@ static int check_offload(const mlp_opts_t *o, bool resident_given)
 static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
 {
     enum { OPT_LAYERS = 256, OPT_WIDTH, OPT_WIDTHS, OPT_STEPS, OPT_BATCH, OPT_ONE, OPT_SEGMENTS,
-           OPT_ODD, OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_EAGER,
+           OPT_ODD, OPT_NO_TABLES, OPT_WORKSPACE, OPT_STREAMS, OPT_TRAIN, OPT_LOAD_PASS, OPT_GRAPH, OPT_EAGER,
            OPT_ROUTE, OPT_TIME, OPT_OFFLOAD, OPT_RESIDENT, OPT_HELP };
     static const struct option longopts[] = {
         {"layers", required_argument, NULL, OPT_LAYERS},
@@ -191,6 +195,7 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
         {"one-buffer", no_argument, NULL, OPT_ONE},
         {"segments", required_argument, NULL, OPT_SEGMENTS},
         {"odd-segments", no_argument, NULL, OPT_ODD},
+        {"no-tables", no_argument, NULL, OPT_NO_TABLES},
         {"workspace", required_argument, NULL, OPT_WORKSPACE},
         {"streams", required_argument, NULL, OPT_STREAMS},
         {"train", no_argument, NULL, OPT_TRAIN},
@@ -248,6 +253,9 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
             break;
         case OPT_ODD:
             o->odd_segments = true;
+            break;
+        case OPT_NO_TABLES:
+            o->no_tables = true;
             break;
         case OPT_WORKSPACE:
             if (parse_u32(optarg, 1, 4096, &o->workspace_mib) != 0)
@@ -324,6 +332,11 @@ static int parse_args(int argc, char **argv, mlp_opts_t *o, int *done)
     if (o->one_buffer && o->segment_mib != 0) {
         fprintf(stderr, "mlp: --one-buffer and --segments %u are two layouts; give one\n",
                 o->segment_mib);
+        usage(stderr);
+        return MLP_EXIT_USAGE;
+    }
+    if (o->no_tables && o->gemm) {
+        fprintf(stderr, "mlp: --no-tables is for the gemv forms; --batch uses none\n");
         usage(stderr);
         return MLP_EXIT_USAGE;
     }
@@ -491,6 +504,8 @@ int main(int argc, char **argv)
         printf(" offload=%s resident=%u", offload_name(o.offload), o.resident);
     if (o.workspace_mib != 0)
         printf(" workspace=%uMiB", o.workspace_mib);
+    if (o.no_tables)
+        printf(" tables=no");
     printf(" checksum=0x%016" PRIx64 " result=%s", checksum, mismatch ? "mismatch" : "match");
     if (o.timed)
         printf(" step_ns=%.0f", step_ns);

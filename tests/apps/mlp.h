@@ -54,6 +54,7 @@ typedef struct mlp_opts {
     uint32_t segment_mib; /* --segments: weights packed into segments of this
                            * many MiB, several layers each; 0: not given */
     bool odd_segments; /* --odd-segments: only odd layers packed, even ones alone */
+    bool no_tables;    /* --no-tables: no gemv reads its weight through a pointer table */
     uint32_t workspace_mib; /* --workspace: a scratch allocation of this many MiB
                              * every layer writes a little of; 0: none */
     uint32_t streams;  /* 1, or 2: layers alternate between two streams */

@@ -211,7 +211,7 @@ static int alloc_buffers(mlp_gpu_t *g)
     for (int i = 0; i < 2; i++)
         CK(g->d.MemAlloc(&g->act[i], act_bytes), "cuMemAlloc", "activations %d, %.1fMiB", i,
            mlp_mib(act_bytes));
-    if (!o->gemm)
+    if (!o->gemm && !o->no_tables)
         CK(g->d.MemAlloc(&g->table, o->layers * sizeof(CUdeviceptr)), "cuMemAlloc",
            "weight table, %u entries", o->layers);
     if (o->train)
@@ -330,7 +330,7 @@ static int enqueue_matrix(mlp_gpu_t *g, uint32_t l, CUstream s)
 
         return launch(g, s, g->gemm, "sg_gemm_f32", l, batch, p);
     }
-    if (l % 3 == 0) {
+    if (l % 3 == 0 || o->no_tables) {
         void *p[] = {&g->weight[l], &x, &y, &rows, &cols};
 
         return launch(g, s, g->gemv, "sg_gemv_f32", l, 1, p);
@@ -463,7 +463,7 @@ int mlp_gpu_upload(mlp_gpu_t *g, const float *weights, const float *grad)
     /* simgpu reads the table when a table launch is issued (so must a
      * tracker that wants to know what it touches): write it synchronously
      * before the first launch. */
-    if (!o->gemm)
+    if (!o->gemm && !o->no_tables)
         CK(g->d.MemcpyHtoD(g->table, g->weight, o->layers * sizeof(CUdeviceptr)), "cuMemcpyHtoD",
            "weight table");
     if (o->train)
