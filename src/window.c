@@ -82,7 +82,9 @@
  * resident set (sw_window_worth, winroom.c). The order ranges are used in
  * is learned as a successor chain: after range u, the ranges used after u
  * last time are copied ahead, as far as the window goes without evicting
- * a copy that was made ahead and not read yet. A copy is no slower than
+ * a copy that was made ahead and not read yet, or one the chain meets on
+ * the way (window_copy.c, sw_win_copy_ahead). A range's use that begins a
+ * visit and its uses later in the visit each keep their own successor. A copy is no slower than
  * reading in place (55 against 50 GB/s on an H100's PCIe Gen5,
  * docs/gpu-facts.md), and a kernel re-reading its weight (a GEMM, once
  * per tile row) reads it at HBM speed, so a recurring range the chain did

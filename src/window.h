@@ -33,7 +33,12 @@ typedef struct {
                           * forward pass and update visit a weight each) */
     uint8_t parted;      /* bit 0: a launch of this visit named part of it;
                           * bits 1, 2: of the visit before, and the one before */
-    int next;            /* the unit used after it last time, -1 none */
+    int next;            /* the unit used after the latest use that began a
+                          * visit of it, -1 none */
+    int next_within;     /* after its latest use later in a visit: a
+                          * segment whose layers alternate with another
+                          * allocation's (L1 and L3 in it, L2 alone) is
+                          * followed by L2's after L1, by L4's after L3 */
     int entry;           /* its copy in the window, -1 none */
     bool live;
     bool written;        /* a copy was found changed (said once, in the log) */

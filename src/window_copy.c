@@ -139,8 +139,8 @@ int sw_win_unit_get(win_t *w, uint64_t start, uint64_t len)
      * not dropped: with homed_on NULL nothing waits on its old record. A
      * new id: the old one's timers still out settle into nothing. */
     CUevent homed = w->units[ui].homed;
-    w->units[ui] = (unit_t){.start = start, .len = len, .next = -1, .entry = -1, .live = true,
-                            .homed = homed, .id = ++w->ids};
+    w->units[ui] = (unit_t){.start = start, .len = len, .next = -1, .next_within = -1,
+                            .entry = -1, .live = true, .homed = homed, .id = ++w->ids};
     if (w->fp_on) {
         w->changed[ui] = 0;
         w->escaped[ui] = 0;
@@ -353,25 +353,42 @@ static int soonest(win_t *w, int ui, uint64_t now, uint64_t room)
     return f.best ? sw_win_unit_get(w, f.best->va, f.best->size) : -1;
 }
 
+/* The unit used after u's coming use, as last time: one whose copy is in
+ * the window is about to be read again within its visit, any other
+ * begins a visit. A visit of one use, or of uses with nothing between
+ * (the layers of a segment, one after another), knows only one. */
+static int after(const unit_t *u, bool opens)
+{
+    int mine = opens ? u->next : u->next_within, other = opens ? u->next_within : u->next;
+    return mine >= 0 ? mine : other;
+}
+
 /* The chain: the ranges used after ui last time, copied ahead while the
- * window has room for them. */
+ * window has room for them. A copy the chain meets in the window is read
+ * before what follows it: its room is not there to fill. */
 void sw_win_copy_ahead(win_t *w, int ui, uint64_t now)
 {
     uint64_t room = w->size - w->units[ui].len;
-    int v = w->units[ui].next;
+    int v = after(&w->units[ui], w->units[ui].first);
     if (v < 0)
         v = soonest(w, ui, now, room);
-    for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++, v = w->units[v].next) {
+    for (int k = 0; k < LOOKAHEAD && v >= 0 && v != ui; k++) {
         unit_t *u = &w->units[v];
+        bool held = u->entry >= 0;
+        int following = after(u, !held);
         /* Not one its own launch would not copy (sw_window_use): named
          * in part by its last visits, or written and named in part by one
          * of their launches. */
-        if (u->entry >= 0 || !sw_win_spanned(u) || (u->written && (u->parted & 6)) ||
-            sw_win_cheaper_in_place(w, u))
-            continue;
-        if (u->len > room || !sw_win_streamable(w, u->start, u->len) || !sw_win_fill(w, v, true))
-            break;
-        room -= u->len;
+        if (held) {
+            room -= u->len < room ? u->len : room;
+        } else if (sw_win_spanned(u) && !(u->written && (u->parted & 6)) &&
+                   !sw_win_cheaper_in_place(w, u)) {
+            if (u->len > room || !sw_win_streamable(w, u->start, u->len) ||
+                !sw_win_fill(w, v, true))
+                break;
+            room -= u->len;
+        }
+        v = following;
     }
 }
 

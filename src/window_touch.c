@@ -121,9 +121,13 @@ void sw_window_forget(uint64_t lo, uint64_t len)
                 sw_win_drop_entry(w, &w->entries[u->entry]);
             u->live = false;
         }
-        for (int i = 0; i < w->nunits; i++)
-            if (w->units[i].live && w->units[i].next >= 0 && !w->units[w->units[i].next].live)
-                w->units[i].next = -1;
+        for (int i = 0; i < w->nunits; i++) {
+            unit_t *u = &w->units[i];
+            if (u->live && u->next >= 0 && !w->units[u->next].live)
+                u->next = -1;
+            if (u->live && u->next_within >= 0 && !w->units[u->next_within].live)
+                u->next_within = -1;
+        }
         if (w->last >= 0 && !w->units[w->last].live)
             w->last = -1;
         pthread_mutex_unlock(&w->lock);

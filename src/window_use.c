@@ -175,8 +175,10 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
     if (w->origin && u->entry >= 0 && !w->entries[u->entry].pins &&
         sw_win_evict(w, &w->entries[u->entry]) != CUDA_SUCCESS)
         goto out;
-    if (w->last >= 0 && w->last != ui)
-        w->units[w->last].next = ui;
+    if (w->last >= 0 && w->last != ui) {
+        unit_t *before = &w->units[w->last];
+        *(before->first ? &before->next : &before->next_within) = ui;
+    }
     w->last = ui;
     /* Every copy this use queues reads home after what the application
      * issued so far, which may write it. */

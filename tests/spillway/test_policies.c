@@ -547,6 +547,41 @@ START_TEST(layers_new_to_the_host_stream_ahead_from_their_first_use)
 }
 END_TEST
 
+/* 40 layers of 4 MiB, each even one an allocation of its own, the odd
+ * ones packed in pairs into 8 MiB segments, every layer named (no pointer
+ * table), under 64 MiB: a segment's visit is L1, then L2 alone, then L3
+ * in it again. The chain follows each use's own successor (L2's range
+ * after L1, L4's after L3) and keeps the room of the copies it will read
+ * before: each range is copied ahead. Following the segment's latest
+ * successor alone, L2's range was copied late at every visit and a
+ * segment's copy pushed out before its second read: 6 late copies a
+ * step. Steps 9-12: none late, none read in place. */
+
+START_TEST(a_segment_whose_layers_alternate_with_others_is_copied_ahead)
+{
+    swt_run_t eight, twelve;
+    const char *layout = "--odd-segments";
+    const char *argv8[] = {swt_path("SWT_MLP"), "--layers", "40", "--width", "1024",
+                           "--segments", "8", layout, "--no-tables", "--steps", "8", NULL};
+    const char *argv12[] = {swt_path("SWT_MLP"), "--layers", "40", "--width", "1024",
+                            "--segments", "8", layout, "--no-tables", "--steps", "12", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=64MiB", "SPILLWAY_REWRITE=1", NULL};
+    swt_run(&eight, true, env, argv8);
+    swt_assert_match(&eight);
+    swt_run(&twelve, true, env, argv12);
+    swt_assert_match(&twelve);
+    uint64_t streamed = swt_sw(&twelve, "bytes_streamed") - swt_sw(&eight, "bytes_streamed");
+    uint64_t late = swt_sw(&twelve, "prefetch_late") - swt_sw(&eight, "prefetch_late");
+    uint64_t in_place =
+        swt_sw(&twelve, "launches_touching_host") - swt_sw(&eight, "launches_touching_host");
+    ck_assert_msg(streamed >= 4 * 64 * SWT_MIB, "steps 9-12 streamed %llu bytes: %s",
+                  (unsigned long long)streamed, swt_describe(&twelve));
+    ck_assert_msg(late == 0 && in_place == 0,
+                  "steps 9-12: %llu copies made late, %llu launches read host memory: %s",
+                  (unsigned long long)late, (unsigned long long)in_place, swt_describe(&twelve));
+}
+END_TEST
+
 /* 64 MiB layers, each two 32 MiB chunks, a third of them read only
  * through a pointer table, which points at their first chunk: such a
  * layer is adopted whole (both chunks take resident places), so once it
@@ -1049,6 +1084,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, learned_keeps_a_workspace_every_launch_writes_resident);
     tcase_add_test(tc, learned_promotes_a_workspace_a_graph_writes_at_its_replay);
     tcase_add_test(tc, layers_new_to_the_host_stream_ahead_from_their_first_use);
+    tcase_add_test(tc, a_segment_whose_layers_alternate_with_others_is_copied_ahead);
     tcase_add_test(tc, a_table_only_layer_of_two_chunks_is_adopted_whole);
     tcase_add_test(tc, a_budget_too_small_for_two_chunks_cuts_them_finer);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
