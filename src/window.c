@@ -84,11 +84,12 @@
  * last time are copied ahead, as far as the window goes without evicting
  * a copy that was made ahead and not read yet, or one the chain meets on
  * the way (window_copy.c, sw_win_copy_ahead). A range's use that begins a
- * visit and its uses later in the visit each keep their own successor. A copy is no slower than
- * reading in place (55 against 50 GB/s on an H100's PCIe Gen5,
- * docs/gpu-facts.md), and a kernel re-reading its weight (a GEMM, once
- * per tile row) reads it at HBM speed, so a recurring range the chain did
- * not predict is still copied when its launch comes. Unless measured
+ * visit and its uses later in the visit each keep their own successor.
+ * A copy is no slower than reading in place (55 against 50 GB/s on an
+ * H100's PCIe Gen5, docs/gpu-facts.md), and a kernel re-reading its
+ * weight (a GEMM, once per tile row) reads it at HBM speed, so a
+ * recurring range the chain did not predict is still copied when its
+ * launch comes. Unless measured
  * otherwise: each range's first visits are read in place, and its first
  * copies made, with events timing both on the GPU (timers.c, core/cost.c);
  * a range a visit read in place faster than its copy took (a copy costing

@@ -363,6 +363,15 @@ static int after(const unit_t *u, bool opens)
     return mine >= 0 ? mine : other;
 }
 
+/* Whether u's own launch would copy it (sw_window_use): not where its last
+ * visits named it in part, or wrote it and one of their launches named it
+ * in part, or where it reads faster in place. */
+static bool would_copy(win_t *w, unit_t *u)
+{
+    return sw_win_spanned(u) && !(u->written && (u->parted & 6)) &&
+           !sw_win_cheaper_in_place(w, u);
+}
+
 /* The chain: the ranges used after ui last time, copied ahead while the
  * window has room for them. A copy the chain meets in the window is read
  * before what follows it: its room is not there to fill. */
@@ -376,13 +385,9 @@ void sw_win_copy_ahead(win_t *w, int ui, uint64_t now)
         unit_t *u = &w->units[v];
         bool held = u->entry >= 0;
         int following = after(u, !held);
-        /* Not one its own launch would not copy (sw_window_use): named
-         * in part by its last visits, or written and named in part by one
-         * of their launches. */
         if (held) {
             room -= u->len < room ? u->len : room;
-        } else if (sw_win_spanned(u) && !(u->written && (u->parted & 6)) &&
-                   !sw_win_cheaper_in_place(w, u)) {
+        } else if (would_copy(w, u)) {
             if (u->len > room || !sw_win_streamable(w, u->start, u->len) ||
                 !sw_win_fill(w, v, true))
                 break;
