@@ -186,32 +186,43 @@ static uint64_t chunk_held(uint64_t budget, uint64_t share, const sw_vmm_info_t 
 }
 
 /* The chunks an allocation of `size` bytes on dev is cut to:
- * SPILLWAY_CHUNK; left at its default, one chunk where the allocation
- * fits in the default's 32 MiB, or where dev's budget could not hold two
- * of those, in the largest power of two the budget holds eight times: a
- * tensor of its own moves whole, in one copy and one set of VMM calls
- * (about 60 us a handle on an H100; in 2 MiB chunks, MoE's 4 MiB experts
- * each moved twice: 1.57x a step early on). A bigger allocation (a
- * buffer of many tensors; under a budget below 64 MiB, a segment too) is
- * cut to the largest power of two the budget holds 64 times, so that
- * residency follows the tensors in it: whole chunks are held, and a
- * chunk big beside the budget strands room a tensor only partly fills
- * (a 16 MiB budget kept only the 8 MiB tail of a 40 MiB buffer resident;
- * 36 MiB over layers of 4.5 to 7 MiB, the odd ones alone in 8 MiB
- * segments, held 4.75 MiB of slack in 4 MiB chunks: 1.27x the bound, in
- * 2 MiB ones 1.18x). Not for SPILLWAY_POLICY=lru, which brings chunks
- * back on demand, one fault each: one buffer of 4 MiB layers took 1.7x
- * as long a step in 2 MiB chunks. The remapping window's slots are
- * chunks: not there. */
+ * SPILLWAY_CHUNK; left at its default, never more than an eighth of dev's
+ * budget (the largest power of two it holds eight times, at most the
+ * default's 32 MiB), since a chunk big beside the budget strands the room
+ * left beside the whole chunks it holds (7.56 MiB layers four to a 32 MiB
+ * segment under 121 MiB: three segments resident, 25 MiB held by none,
+ * 1.45x the link bound; in 8 MiB chunks 1.18x).
+ *
+ * An allocation no bigger than that, a tensor of its own, is one chunk:
+ * it moves whole, in one copy and one set of VMM calls (about 60 us a
+ * handle on an H100; in 2 MiB chunks, MoE's 4 MiB experts each moved
+ * twice: 1.57x a step early on). So is a bigger one up to 32 MiB (a
+ * tensor, or an allocator segment of a few) in chunks of an eighth, under
+ * a budget of two default chunks or more (in 2 MiB chunks, 16 MiB layers
+ * each in a 20 MiB segment under 160 MiB moved ten pieces a segment:
+ * 1.46x against 1.34x). Anything bigger (a buffer of many tensors; under a
+ * smaller budget, a segment too) is cut to the largest power of two the
+ * budget holds 64 times, so that residency follows the tensors in it
+ * rather than their slack (36 MiB over layers of 4.5 to 7 MiB, the odd
+ * ones alone in 8 MiB segments, held 4.75 MiB of slack in 4 MiB chunks:
+ * 1.27x the bound, in 2 MiB ones 1.18x).
+ *
+ * Not for SPILLWAY_POLICY=lru, which brings chunks back on demand, one
+ * fault each, and keeps 32 MiB chunks under a budget that holds two (one
+ * buffer of 4 MiB layers took 1.7x as long a step in 2 MiB chunks). The
+ * remapping window's slots are chunks: not there either. */
 static uint64_t chunk_for(int dev, uint64_t size, const sw_vmm_info_t *vi)
 {
     uint64_t budget;
     if (sw_opts()->chunk_given || !sw_opts()->rewrite || !sw_dev_budget(dev, &budget) ||
         budget == 0)
         return vi->chunk;
-    uint64_t whole = budget >= 2 * vi->chunk ? vi->chunk : chunk_held(budget, 8, vi);
-    if (size <= whole || sw_opts()->policy != SW_POLICY_LEARNED)
-        return whole;
+    uint64_t eighth = chunk_held(budget, 8, vi);
+    bool roomy = budget >= 2 * vi->chunk;
+    if (sw_opts()->policy != SW_POLICY_LEARNED)
+        return roomy ? vi->chunk : eighth;
+    if (size <= eighth || (size <= vi->chunk && roomy))
+        return eighth;
     return chunk_held(budget, 64, vi);
 }
 

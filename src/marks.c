@@ -1,9 +1,11 @@
 /*
- * What a launch names: each argument word, descriptor address and
- * pointer-table entry that lands in a tracked allocation stamps its
- * chunks for the learner (the segment from the word to the next learned
- * start), notes the host chunks it reads in place, and lists the
- * allocations the streaming window may serve (launch.c, serve.c).
+ * What a launch names: each argument word and descriptor address that
+ * lands in a tracked allocation stamps its chunks for the learner (the
+ * segment from the word to the next learned start), notes the host chunks
+ * it reads in place, and lists the allocations the streaming window may
+ * serve (launch.c, serve.c). A pointer-table entry (a small host-to-device
+ * copy's words) is a segment start too, and marks its tensor's chunks as
+ * reached through memory no launch names; no launch stamps it.
  */
 #include "launch.h"
 

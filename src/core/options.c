@@ -85,10 +85,10 @@ static const opt_t opts[] = {
       "smaller allocations pass to the driver untracked"),
     O("CHUNK", "auto", K_CHUNK, chunk,
       "unit of demotion: tracked allocations are split into chunks of this size; auto: "
-      "an allocation of at most 32MiB is one chunk (where a device's GPU budget is under "
-      "64MiB, of at most the largest power of two it holds eight times), a bigger one is "
-      "cut to the largest power of two the budget holds 64 times (at least the VMM "
-      "granularity, at most 32MiB)"),
+      "at most 32MiB and at most the largest power of two the device's GPU budget holds "
+      "eight times; an allocation of at most that is one chunk, one of at most 32MiB is "
+      "cut to it where the budget is 64MiB or more, a bigger one to the largest power of "
+      "two the budget holds 64 times (at least the VMM granularity)"),
     O("DISABLE", "0", K_BOOL, disable,
       "pass every call straight to the driver"),
     C("LOG", "warn", log_level, log_levels,

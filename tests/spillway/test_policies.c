@@ -626,6 +626,40 @@ START_TEST(a_budget_too_small_for_two_chunks_cuts_them_finer)
 }
 END_TEST
 
+/* Twelve layers of 7.56 MiB, four to a 32 MiB allocator segment, under
+ * a 72 MiB budget. A segment of one chunk is a third of all the
+ * segments' room: two fit the budget, and its last 8 MiB held nothing
+ * (1.98x the link bound). Left at its default, no chunk is bigger than an
+ * eighth of the budget (8 MiB here), so the budget is used whole (1.31x)
+ * and steps 5-8 read less in place; SPILLWAY_CHUNK given is kept. */
+static void run_quarters(swt_run_t *r, const char *steps, const char *chunk)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1408",
+                          "--segments", "32", "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=72MiB", "SPILLWAY_REWRITE=1",
+                         chunk, NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+START_TEST(no_chunk_is_bigger_than_an_eighth_of_the_budget)
+{
+    swt_run_t four, eight, given;
+    run_quarters(&four, "4", NULL);
+    run_quarters(&eight, "8", NULL);
+    run_quarters(&given, "8", "SPILLWAY_CHUNK=32MiB");
+    ck_assert_msg(swt_sw(&eight, "dev0_device_bytes_peak") > 64 * SWT_MIB, "default chunk: %s",
+                  swt_describe(&eight));
+    ck_assert_msg(swt_sw(&given, "dev0_device_bytes_peak") == 64 * SWT_MIB,
+                  "SPILLWAY_CHUNK=32MiB: %s", swt_describe(&given));
+    /* the model less the budget is 18.75 MiB a step, and that is what
+     * steps 5-8 read in place; two whole segments resident left 30.25 */
+    uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+    ck_assert_msg(in_place <= 4 * 19 * SWT_MIB, "steps 5-8 read %llu bytes in place: %s",
+                  (unsigned long long)in_place, swt_describe(&eight));
+}
+END_TEST
+
 START_TEST(a_given_budgets_window_is_fitted_when_it_binds)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1448", "--steps", "3",
@@ -1087,6 +1121,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_segment_whose_layers_alternate_with_others_is_copied_ahead);
     tcase_add_test(tc, a_table_only_layer_of_two_chunks_is_adopted_whole);
     tcase_add_test(tc, a_budget_too_small_for_two_chunks_cuts_them_finer);
+    tcase_add_test(tc, no_chunk_is_bigger_than_an_eighth_of_the_budget);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
     tcase_add_test(tc, no_window_is_made_where_no_allocation_fits_it);
