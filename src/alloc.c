@@ -196,16 +196,16 @@ static uint64_t chunk_held(uint64_t budget, uint64_t share, const sw_vmm_info_t 
  * An allocation no bigger than that, a tensor of its own, is one chunk:
  * it moves whole, in one copy and one set of VMM calls (about 60 us a
  * handle on an H100; in 2 MiB chunks, MoE's 4 MiB experts each moved
- * twice: 1.57x a step early on). So is a bigger one up to 32 MiB (a
- * tensor, or an allocator segment of a few) in chunks of an eighth, under
- * a budget of two default chunks or more (in 2 MiB chunks, 16 MiB layers
- * each in a 20 MiB segment under 160 MiB moved ten pieces a segment:
- * 1.46x against 1.34x). Anything bigger (a buffer of many tensors; under a
- * smaller budget, a segment too) is cut to the largest power of two the
- * budget holds 64 times, so that residency follows the tensors in it
- * rather than their slack (36 MiB over layers of 4.5 to 7 MiB, the odd
- * ones alone in 8 MiB segments, held 4.75 MiB of slack in 4 MiB chunks:
- * 1.27x the bound, in 2 MiB ones 1.18x).
+ * twice: 1.57x a step early on). A bigger one of at most 32 MiB (a
+ * tensor, or an allocator segment of a few) is cut to that eighth, no
+ * finer, under a budget of two default chunks or more (in 2 MiB chunks,
+ * 16 MiB layers each in a 20 MiB segment under 160 MiB moved ten pieces a
+ * segment: 1.46x against 1.34x). Anything bigger (a buffer of many
+ * tensors; under a smaller budget, a segment too) is cut to the largest
+ * power of two the budget holds 64 times, so that residency follows the
+ * tensors in it rather than their slack (36 MiB over layers of 4.5 to 7
+ * MiB, the odd ones alone in 8 MiB segments, held 4.75 MiB of slack in 4
+ * MiB chunks: 1.27x the bound, in 2 MiB ones 1.18x).
  *
  * Not for SPILLWAY_POLICY=lru, which brings chunks back on demand, one
  * fault each, and keeps 32 MiB chunks under a budget that holds two (one

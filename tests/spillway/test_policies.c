@@ -627,12 +627,12 @@ START_TEST(a_budget_too_small_for_two_chunks_cuts_them_finer)
 END_TEST
 
 /* Twelve layers of 7.56 MiB, four to a 32 MiB allocator segment, under
- * a 72 MiB budget. A segment of one chunk is a third of all the
- * segments' room: two fit the budget, and its last 8 MiB held nothing
- * (1.98x the link bound). Left at its default, no chunk is bigger than an
- * eighth of the budget (8 MiB here), so the budget is used whole (1.31x)
- * and steps 5-8 read less in place; SPILLWAY_CHUNK given is kept. */
-static void run_quarters(swt_run_t *r, const char *steps, const char *chunk)
+ * a 72 MiB budget. With each segment one chunk, two fit the budget and
+ * its last 8 MiB held nothing (1.98x the link bound). Left at its
+ * default, no chunk is bigger than an eighth of the budget (8 MiB here),
+ * so the budget is used whole (1.31x) and steps 5-8 read less in place;
+ * SPILLWAY_CHUNK given is kept. */
+static void run_four_to_a_segment(swt_run_t *r, const char *steps, const char *chunk)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1408",
                           "--segments", "32", "--steps", steps, NULL};
@@ -645,9 +645,9 @@ static void run_quarters(swt_run_t *r, const char *steps, const char *chunk)
 START_TEST(no_chunk_is_bigger_than_an_eighth_of_the_budget)
 {
     swt_run_t four, eight, given;
-    run_quarters(&four, "4", NULL);
-    run_quarters(&eight, "8", NULL);
-    run_quarters(&given, "8", "SPILLWAY_CHUNK=32MiB");
+    run_four_to_a_segment(&four, "4", NULL);
+    run_four_to_a_segment(&eight, "8", NULL);
+    run_four_to_a_segment(&given, "8", "SPILLWAY_CHUNK=32MiB");
     ck_assert_msg(swt_sw(&eight, "dev0_device_bytes_peak") > 64 * SWT_MIB, "default chunk: %s",
                   swt_describe(&eight));
     ck_assert_msg(swt_sw(&given, "dev0_device_bytes_peak") == 64 * SWT_MIB,
