@@ -760,6 +760,29 @@ static int sec_vmm_cost(int iters)
   return 0;
 }
 
+/*
+ * Whether a VMM call's cost grows with the mapping's size: the same cycle
+ * on one handle of 8, 32 and 128 MiB (2 MiB is --vmm-cost). simgpu charges
+ * each call a fixed cost, whatever the size, and spillway's chunks are up
+ * to 32 MiB.
+ */
+static int sec_vmm_sizes(int iters)
+{
+  static const size_t mib[] = { 8, 32, 128 };
+  char loc[32];
+
+  if (!init_cuda())
+    return 1;
+  printf("# host time per call by handle size, median of %d cycles\n", iters);
+  for (size_t i = 0; i < sizeof mib / sizeof mib[0]; i++) {
+    snprintf(loc, sizeof loc, "device_%zum", mib[i]);
+    vmm_cost(loc, CU_MEM_LOCATION_TYPE_DEVICE, g_dev, mib[i] * MiB, iters);
+    snprintf(loc, sizeof loc, "host_%zum", mib[i]);
+    vmm_cost(loc, CU_MEM_LOCATION_TYPE_HOST, 0, mib[i] * MiB, iters);
+  }
+  return 0;
+}
+
 /* ---- a kernel surely running ------------------------------------------------ */
 
 /* k_spin_read over a range, on a stream of its own. */
@@ -1617,6 +1640,7 @@ static void usage(void)
           "  --granularity      VMM attributes, granularities, host VMM use\n"
           "  --numa-create      cuMemCreate with HOST_NUMA id 0 (may crash old drivers)\n"
           "  --vmm-cost[=N]     host time of each VMM call, median of N (100)\n"
+          "  --vmm-sizes[=N]    --vmm-cost on 8, 32 and 128 MiB handles (median of N, 20)\n"
           "  --vmm-batch[=N]    one cuMemSetAccess/cuMemUnmap over 8 mappings against\n"
           "                     one each (median of N, 30); VMM calls beside a kernel\n"
           "  --bandwidth        DMA and zero-copy kernel bandwidth, alone and together\n"
@@ -1647,6 +1671,10 @@ static int run_section(const char *arg)
     return sec_vmm_cost(100);
   if (!strncmp(arg, "--vmm-cost=", 11) && atoi(arg + 11) > 0)
     return sec_vmm_cost(atoi(arg + 11));
+  if (!strcmp(arg, "--vmm-sizes"))
+    return sec_vmm_sizes(20);
+  if (!strncmp(arg, "--vmm-sizes=", 12) && atoi(arg + 12) > 0)
+    return sec_vmm_sizes(atoi(arg + 12));
   if (!strcmp(arg, "--vmm-batch"))
     return sec_vmm_batch(30);
   if (!strncmp(arg, "--vmm-batch=", 12) && atoi(arg + 12) > 0)

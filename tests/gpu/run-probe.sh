@@ -120,6 +120,7 @@ run unmap_device 30 "$probe" --unmap-in-flight=device
 run unmap_host 30 "$probe" --unmap-in-flight=host
 run vmm_cost 60 "$probe" --vmm-cost
 run vmm_batch 30 "$probe" --vmm-batch
+run vmm_sizes 60 "$probe" --vmm-sizes
 run bandwidth 120 "$probe" --bandwidth
 run gemm 120 "$probe" --gemm
 run gemm_batch 120 "$probe" --gemm-batch
