@@ -299,6 +299,10 @@ sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64
  * known, which need not be one it streams: under cuBLAS on the H200, a
  * 64 MiB allocation beside 32 MiB layers). 0 otherwise. */
 uint64_t sw_window_fits(int dev);
+/* What dev's window copied in the last loop judged, as its repaying counts
+ * it (scaled to one loop), and the bytes it had to reach; 0 and 0 with no
+ * window or no loop judged yet. */
+void sw_window_last_loop(int dev, uint64_t *copied, uint64_t *bar);
 /* Whether dev's window is to be made anew, at *room bytes (0: given
  * back), before a capture it would serve: one range's room where its
  * ranges read slower in place than copied, else none (sw_worth_capture;

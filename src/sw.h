@@ -466,6 +466,9 @@ typedef struct {
     uint64_t fits;        /* the loop before's longest copy rounded up to the
                            * slot alignment, where two take less room than the
                            * window; else 0 */
+    uint64_t per_loop;    /* the last loop judged: the bytes it copied that
+                           * count, scaled to one loop ... */
+    uint64_t bar;         /* ... and the bytes they had to reach */
     uint64_t period;      /* the loop it is judged in; 0 none yet */
     uint64_t period_at;   /* the launch that period was first asked at */
     uint64_t unagreed_at; /* the first question since the last with no loop agreed on; 0 none */

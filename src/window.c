@@ -283,6 +283,18 @@ uint64_t sw_window_fits(int dev)
     return slot;
 }
 
+void sw_window_last_loop(int dev, uint64_t *copied, uint64_t *bar)
+{
+    win_t *w = sw_win_get(dev);
+    *copied = *bar = 0;
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    *copied = w->worth.per_loop;
+    *bar = w->worth.bar;
+    pthread_mutex_unlock(&w->lock);
+}
+
 bool sw_window_capture_room(int dev, uint64_t *room)
 {
     win_t *w = sw_win_get(dev);

@@ -195,6 +195,8 @@ static uint64_t refit(int dev, uint64_t size, uint64_t slot, uint64_t now, uint6
 static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
 {
     uint64_t slot = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0, made;
+    uint64_t copied, bar;
+    sw_window_last_loop(dev, &copied, &bar); /* before refit: it may release the window */
     uint64_t bytes = refit(dev, 2 * slot, slot, now, period, synced, &made);
     if (!bytes)
         return;
@@ -202,12 +204,18 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
         sw_info("device %d: the streaming window is two copies of the longest range it "
                 "copies now, %llu bytes: %llu are the resident set's",
                 dev, (unsigned long long)made, (unsigned long long)(bytes - made));
+    else if (why == SW_WINDOW_UNREPAID)
+        /* The numbers say which side moved where the same program keeps
+         * its window on one run and not another (the H200, 2026-11-30). */
+        sw_info("device %d: the streaming window copied too little in a loop to repay its "
+                "room (%llu bytes of the %llu it had to, at launch %llu in a loop of %llu; "
+                "resident, its bytes save more): its %llu bytes are the resident set's now",
+                dev, (unsigned long long)copied, (unsigned long long)bar,
+                (unsigned long long)now, (unsigned long long)period, (unsigned long long)bytes);
     else
         sw_info("device %d: the streaming window %s: its %llu bytes are the resident set's now",
                 dev,
                 why == SW_WINDOW_IDLE       ? "served nothing for a loop"
-                : why == SW_WINDOW_UNREPAID ? "copied too little in a loop to repay its room "
-                                              "(resident, its bytes save more)"
                 : why == SW_WINDOW_LOOPLESS ? "found no loop the memory agrees on, nothing to "
                                               "copy ahead of"
                                             : "could not be made smaller",

@@ -57,7 +57,10 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
         double per_loop =
             (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
         j->fits = slot && 2 * slot < q->size ? slot : 0;
-        j->unpaid = per_loop < q->repaid(q->arg) * (double)(j->fits ? 2 * slot : q->size);
+        double bar = q->repaid(q->arg) * (double)(j->fits ? 2 * slot : q->size);
+        j->unpaid = per_loop < bar;
+        j->per_loop = (uint64_t)per_loop;
+        j->bar = (uint64_t)bar;
         j->copied = j->longest = 0;
         j->loop_at = q->now;
         j->judged = true;

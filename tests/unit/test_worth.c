@@ -43,6 +43,9 @@ START_TEST(worth_kept_while_it_repays_its_room)
         sw_worth_copied(&j, MiB(8), true, true);
     ck_assert_int_eq(judge_at(&j, 350, 345), SW_WINDOW_WORTH); /* within the loop: as before */
     ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_UNREPAID);
+    /* what the log says of it: 64 MiB copied a loop, against five times 16 */
+    ck_assert_uint_eq(j.per_loop, MiB(64));
+    ck_assert_uint_eq(j.bar, MiB(80));
     ck_assert_int_eq(judge_at(&j, 420, 415), SW_WINDOW_UNREPAID); /* until the next loop's end */
 }
 END_TEST
