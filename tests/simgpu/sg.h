@@ -306,8 +306,11 @@ typedef struct {
     double hbm_gbps, h2d_gbps, d2h_gbps, d2d_gbps, zerocopy_gbps, link_gbps, tflops;
     uint64_t kernel_ns, launch_ns, api_ns, memcreate_ns, memmap_ns;
     uint64_t setaccess_ns, unmap_ns, reserve_ns, release_ns;
-    /* host-backed handles cost more (H100, driver 580: docs/gpu-facts.md) */
+    /* host-backed handles cost more, and more the bigger they are: the
+     * cost of a 2 MiB handle, then each MiB more (H100 and H200, driver
+     * 580: docs/gpu-facts.md) */
     uint64_t host_memcreate_ns, host_setaccess_ns, host_unmap_ns, host_release_ns;
+    uint64_t host_memcreate_mib_ns, host_setaccess_mib_ns, host_unmap_mib_ns, host_release_mib_ns;
     char report[4096];
     char timeline[4096]; /* SIMGPU_TIMELINE: one line per op submitted */
     uint64_t fail_nth[SG_FN_COUNT][SG_MAX_FAILS]; /* calls to fail; 0: unused */
@@ -391,9 +394,10 @@ CUresult sg_enter(sg_fn_t fn, sg_cost_t cost);
         CUresult sg_r_ = sg_enter(SG_FN_##fn, SG_COST_##cost);      \
         if (sg_r_ != CUDA_SUCCESS) return sg_r_;                    \
     } while (0)
-/* A VMM call on a host-backed handle costs host_ns in all where sg_enter
- * charged device_ns: charges the difference. */
-void sg_charge_host_backed(uint64_t device_ns, uint64_t host_ns);
+/* A VMM call on `bytes` of a host-backed handle costs host_ns, and
+ * mib_ns for each MiB past the first two, in all where sg_enter charged
+ * device_ns: charges the difference. */
+void sg_charge_host_backed(uint64_t device_ns, uint64_t host_ns, uint64_t mib_ns, uint64_t bytes);
 void sg_lock(void);
 void sg_unlock(void);
 /* fork, as the real driver answers it: a child of a process that
@@ -670,10 +674,6 @@ CUresult sg_ctx_sync(void);                /* g.lock held; every stream */
  * shared legacy and per-thread ones, not another device's. g.lock held. */
 CUresult sg_ctx_sync_device(int dev);
 bool sg_op_vt_done(sg_op_t *op);           /* g.lock held */
-/* For a call that waits for all queued device work before doing its own
- * (cost_ns, already charged on entry): the host clock moves to the end of
- * that work plus cost_ns, in virtual time only. g.lock held. */
-void sg_wait_device_vt(uint64_t cost_ns);
 /* Records a hazard for each queued or running op that overlaps
  * [addr, addr+len), naming the call and the op. g.lock held. */
 void sg_check_hazard(const char *call, uint64_t addr, uint64_t len);

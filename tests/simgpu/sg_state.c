@@ -108,8 +108,11 @@ CUresult sg_enter(sg_fn_t fn, sg_cost_t cost)
     return r;
 }
 
-void sg_charge_host_backed(uint64_t device_ns, uint64_t host_ns)
+void sg_charge_host_backed(uint64_t device_ns, uint64_t host_ns, uint64_t mib_ns, uint64_t bytes)
 {
+    const uint64_t MiB = 1ull << 20;
+    if (bytes > 2 * MiB)
+        host_ns += (bytes - 2 * MiB) / MiB * mib_ns + (bytes - 2 * MiB) % MiB * mib_ns / MiB;
     if (host_ns <= device_ns)
         return;
     sg_lock();

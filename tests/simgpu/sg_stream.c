@@ -773,11 +773,6 @@ CUresult sg_ctx_sync_device(int dev)
     return SG->sticky;
 }
 
-void sg_wait_device_vt(uint64_t cost_ns)
-{
-    SG->host_ns = max_u64(SG->host_ns, SG->last_end_ns + cost_ns);
-}
-
 void sg_check_hazard(const char *call, uint64_t addr, uint64_t len)
 {
     for (sg_stream_t *s = SG->streams; s; s = s->next)

@@ -10,27 +10,21 @@
  *   - a handle's bytes live until it is released and unmapped everywhere.
  * cuMemUnmap and cuMemAddressFree of memory that queued or running work
  * references are hazards (they would be faults or corruption on a GPU).
- * cuMemUnmap and cuMemSetAccess wait for the device in virtual time.
+ * Each call costs its own host time only; none waits for the device.
  */
 #include "sg.h"
 
 #include <fcntl.h>
 #include <string.h>
 
-/* cuMemSetAccess is taken as synchronous: NVIDIA's API reference says so,
- * and a remap "appears to involve at least some synchronous actions with
- * the GPU" (pytorch PR #96995). The call returns after all queued device
- * work and then its own cost, in virtual time. cuMemUnmap is not: on an
- * H100 (driver 580, 2026-11-26, docs/gpu-facts.md) it returned in 0.17 ms
- * while a kernel read the range, and that kernel then faulted with
- * CUDA_ERROR_ILLEGAL_ADDRESS. So an unmap under queued work is a hazard
- * here, and costs only its own time. */
-static void drain(uint64_t cost_ns)
-{
-    sg_lock();
-    sg_wait_device_vt(cost_ns);
-    sg_unlock();
-}
+/* No VMM call waits for the device. cuMemUnmap returned in 0.17 ms on an
+ * H100 while a kernel read the range, and that kernel then faulted with
+ * CUDA_ERROR_ILLEGAL_ADDRESS (driver 580, 2026-11-26), so an unmap under
+ * queued work is a hazard here. cuMemMap, cuMemSetAccess and cuMemUnmap of
+ * a range no kernel uses returned in 3 to 56 us on an H200 beside a 500 ms
+ * kernel on another stream (2026-11-30, docs/gpu-facts.md), so
+ * cuMemSetAccess is not the synchronization NVIDIA's reference suggests:
+ * simgpu had it wait for all queued device work until then. */
 
 static uint64_t granularity_of(int loc)
 {
@@ -120,7 +114,8 @@ SG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     if (size == 0 || size % granularity_of(loc))
         return CUDA_ERROR_INVALID_VALUE;
     if (loc == SG_LOC_HOST)
-        sg_charge_host_backed(SG->cfg.memcreate_ns, SG->cfg.host_memcreate_ns);
+        sg_charge_host_backed(SG->cfg.memcreate_ns, SG->cfg.host_memcreate_ns,
+                              SG->cfg.host_memcreate_mib_ns, size);
     sg_phys_t *p;
     sg_mem_wrlock();
     CUresult r = sg_phys_create(size, loc, prop, &p);
@@ -140,9 +135,11 @@ SG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     sg_phys_t *p = sg_phys_find(handle);
     bool frees = p && p->handle_refs == 1 && p->refs == 1;
     bool host = p && p->loc == SG_LOC_HOST;
+    uint64_t bytes = p ? p->size : 0;
     sg_mem_unlock();
     if (host)
-        sg_charge_host_backed(SG->cfg.release_ns, SG->cfg.host_release_ns);
+        sg_charge_host_backed(SG->cfg.release_ns, SG->cfg.host_release_ns,
+                              SG->cfg.host_release_mib_ns, bytes);
     if (frees) {
         sg_lock();
         sg_check_hazard_handle("cuMemRelease", handle);
@@ -224,7 +221,8 @@ SG_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     CUresult r = m && !m->legacy ? sg_map_remove(ptr, size) : CUDA_ERROR_INVALID_VALUE;
     sg_mem_unlock();
     if (r == CUDA_SUCCESS && host)
-        sg_charge_host_backed(SG->cfg.unmap_ns, SG->cfg.host_unmap_ns);
+        sg_charge_host_backed(SG->cfg.unmap_ns, SG->cfg.host_unmap_ns, SG->cfg.host_unmap_mib_ns,
+                              size);
     return r;
 }
 
@@ -268,9 +266,8 @@ SG_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcces
         r = CUDA_SUCCESS;
     sg_mem_unlock();
     if (r == CUDA_SUCCESS && host)
-        sg_charge_host_backed(SG->cfg.setaccess_ns, SG->cfg.host_setaccess_ns);
-    if (r == CUDA_SUCCESS)
-        drain(host ? SG->cfg.host_setaccess_ns : SG->cfg.setaccess_ns);
+        sg_charge_host_backed(SG->cfg.setaccess_ns, SG->cfg.host_setaccess_ns,
+                              SG->cfg.host_setaccess_mib_ns, size);
     return r;
 }
 

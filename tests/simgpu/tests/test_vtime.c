@@ -526,18 +526,17 @@ START_TEST(vtime_gemm_reads_host_weight_per_tile_row)
 }
 END_TEST
 
-/* ---- remapping waits for the device ------------------------------------- */
+/* ---- remapping does not wait for the device ----------------------------- */
 
-START_TEST(vtime_set_access_waits_for_device_unmap_does_not)
+START_TEST(vtime_vmm_calls_wait_for_no_device_work)
 {
     /* A 1 ms kernel is queued on one stream; an unrelated idle mapping is
-     * then unmapped (0) or given access (1). cuMemSetAccess returns after
-     * the kernel and then its own cost: an event on an idle stream,
-     * recorded right after, is 1 ms + that cost after one recorded before
-     * the kernel. cuMemUnmap returns after its own cost only, as on an
-     * H100 (docs/gpu-facts.md): 17 us plus the few calls around it. */
+     * then unmapped (0) or given access (1). Each returns after its own
+     * cost only, as on an H100 and an H200 (docs/gpu-facts.md): an event
+     * on an idle stream, recorded right after, is that cost (17 or 24 us)
+     * plus the few calls around it after one recorded before the kernel. */
     static const char *const what[] = {"cuMemUnmap", "cuMemSetAccess"};
-    static const double cost[] = {17000, 1e6 + 24000};
+    static const double cost[] = {17000, 24000};
     sgt_env("SIMGPU_KERNEL_NS", "1000000");
     sgt_init();
     CUdeviceptr busy, idle = vmm_range(CU_MEM_LOCATION_TYPE_DEVICE, 2 * MIB);
@@ -572,6 +571,7 @@ struct cost_run {
     int launches; /* kernels launched, one function looked up once */
     bool vmm;     /* reserve, create, map, set access, unmap, release */
     CUmemLocationType loc; /* of the handle, with vmm */
+    uint64_t mib;          /* its size, with vmm; 0: 2 MiB */
 };
 
 static void cost_child(void *arg)
@@ -588,14 +588,15 @@ static void cost_child(void *arg)
     for (int i = 0; i < c->launches; i++)
         SGT_OK(sgt_launch(f, NULL, params));
     if (c->vmm) {
+        const uint64_t size = (c->mib ? c->mib : 2) * MIB;
         CUdeviceptr p;
-        SGT_OK(cuMemAddressReserve(&p, 2 * MIB, 0, 0, 0));
+        SGT_OK(cuMemAddressReserve(&p, size, 0, 0, 0));
         CUmemAllocationProp prop = sgt_prop(c->loc);
         CUmemGenericAllocationHandle h;
-        SGT_OK(cuMemCreate(&h, 2 * MIB, &prop, 0));
-        SGT_OK(cuMemMap(p, 2 * MIB, 0, h, 0));
-        SGT_OK(sgt_set_access(p, 2 * MIB));
-        SGT_OK(cuMemUnmap(p, 2 * MIB));
+        SGT_OK(cuMemCreate(&h, size, &prop, 0));
+        SGT_OK(cuMemMap(p, size, 0, h, 0));
+        SGT_OK(sgt_set_access(p, size));
+        SGT_OK(cuMemUnmap(p, size));
         SGT_OK(cuMemRelease(h));
     }
 }
@@ -614,8 +615,8 @@ static uint64_t cost_vt(struct cost_run c)
 START_TEST(vtime_launch_costs_host_time)
 {
     /* Ten more launches of a 1 ns kernel cost ten launch calls (2500 ns). */
-    uint64_t t10 = cost_vt((struct cost_run){10, false, 0});
-    uint64_t t20 = cost_vt((struct cost_run){20, false, 0});
+    uint64_t t10 = cost_vt((struct cost_run){10, false, 0, 0});
+    uint64_t t20 = cost_vt((struct cost_run){20, false, 0, 0});
     ck_assert_uint_eq(t20 - t10, 10 * 2500);
 }
 END_TEST
@@ -625,11 +626,26 @@ START_TEST(vtime_vmm_calls_cost_host_time)
     /* The H100's costs (README table): reserve 1 us, map 1.5 us, and
      * create, set access, unmap and release of a device handle 9.2, 24,
      * 17 and 11.6 us; of a host handle 178, 79, 45 and 42.5 us. */
-    uint64_t t0 = cost_vt((struct cost_run){0, false, 0});
-    uint64_t dev = cost_vt((struct cost_run){0, true, CU_MEM_LOCATION_TYPE_DEVICE});
-    uint64_t host = cost_vt((struct cost_run){0, true, CU_MEM_LOCATION_TYPE_HOST});
+    uint64_t t0 = cost_vt((struct cost_run){0, false, 0, 0});
+    uint64_t dev = cost_vt((struct cost_run){0, true, CU_MEM_LOCATION_TYPE_DEVICE, 0});
+    uint64_t host = cost_vt((struct cost_run){0, true, CU_MEM_LOCATION_TYPE_HOST, 0});
     ck_assert_uint_eq(dev - t0, 1000 + 9200 + 1500 + 24000 + 17000 + 11600);
     ck_assert_uint_eq(host - t0, 1000 + 178000 + 1500 + 79000 + 45000 + 42500);
+}
+END_TEST
+
+START_TEST(vtime_host_backed_calls_cost_more_the_bigger_the_handle)
+{
+    /* A 32 MiB handle: each of create, set access, unmap and release of a
+     * host-backed one adds its rate for 30 MiB past the first two (210,
+     * 11, 2.4 and 26 us a MiB: the H200's, README table); a device-backed
+     * one costs what a 2 MiB one does. */
+    uint64_t t0 = cost_vt((struct cost_run){0, false, 0, 0});
+    uint64_t dev = cost_vt((struct cost_run){0, true, CU_MEM_LOCATION_TYPE_DEVICE, 32});
+    uint64_t host = cost_vt((struct cost_run){0, true, CU_MEM_LOCATION_TYPE_HOST, 32});
+    ck_assert_uint_eq(dev - t0, 1000 + 9200 + 1500 + 24000 + 17000 + 11600);
+    ck_assert_uint_eq(host - t0, 1000 + 1500 + 178000 + 79000 + 45000 + 42500 +
+                                     30 * (210000 + 11000 + 2400 + 26000));
 }
 END_TEST
 
@@ -723,9 +739,10 @@ Suite *vtime_suite(void)
     sgt_case(s, vtime_copy_alone_is_capped_by_link);
     sgt_case(s, vtime_write_back_charged_after_a_write);
     sgt_loop_case(s, vtime_gemm_reads_host_weight_per_tile_row, 0, 6);
-    sgt_loop_case(s, vtime_set_access_waits_for_device_unmap_does_not, 0, 2);
+    sgt_loop_case(s, vtime_vmm_calls_wait_for_no_device_work, 0, 2);
     sgt_case(s, vtime_launch_costs_host_time);
     sgt_case(s, vtime_vmm_calls_cost_host_time);
+    sgt_case(s, vtime_host_backed_calls_cost_more_the_bigger_the_handle);
     sgt_loop_case(s, vtime_independent_of_real_timing, 0, 2);
     return s;
 }
