@@ -29,6 +29,10 @@
 #                    64 x 32 MiB in one buffer (llama.cpp), 128 x 8 MiB in
 #                    16 MiB segments (PyTorch's caching allocator)
 #   chunk2m.md       correctness again with SPILLWAY_CHUNK=2MiB, if time is left
+#   compare.md       only where named in LEASE_PARTS: COMPARE_GEOMETRY (default
+#                    "--layers 64 --width 4096") under each library in
+#                    LEASE_LIBS (paths, built at other commits) and this
+#                    build's, twice each (compare-libs.sh)
 #   parts.txt        each part's exit status and time
 # (At most eight files: all a lease brings back; chunk2m.md is the ninth
 # only when probe-log.txt is not kept.) Exits 0 when every part ran and passed, 1 otherwise, 77 with no GPU.
@@ -173,7 +177,13 @@ for p in $parts; do
     part chunk2m.md 120 env GPU_ALL_VARIANTS=learned GPU_ALL_TIMEOUT=60 GPU_SPILLWAY_ENV=SPILLWAY_CHUNK=2MiB \
       GPU_ALL_OUT="$tmp/chunk2m.md" sh "$here/run-all.sh" "$build" --only correctness
     ;;
-  *) echo "lease: unknown part $p (correctness cudart probe bench pack chunk2m)" | tee -a "$out/parts.txt" ;;
+  compare)
+    # LEASE_LIBS is a word list of paths: split on purpose.
+    # shellcheck disable=SC2086
+    part compare.md 150 sh "$here/compare-libs.sh" "$build" \
+      "${COMPARE_GEOMETRY:---layers 64 --width 4096}" ${LEASE_LIBS:-} "$build/src/libspillway.so"
+    ;;
+  *) echo "lease: unknown part $p (correctness cudart probe bench pack chunk2m compare)" | tee -a "$out/parts.txt" ;;
   esac
 done
 
