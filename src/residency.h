@@ -292,17 +292,15 @@ uint64_t sw_window_release(int dev);
  * served; SW_WINDOW_IDLE too after a graph launch while no graph held a
  * copy and nothing else was served since. */
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess);
-/* Where sw_window_worth says SW_WINDOW_OVERSIZED: the longest range its
- * latest whole loop copied, rounded up to SW_WINDOW_ALIGN (a slot), two
- * of which take less room than the window
- * (it was fitted, when the budget bound, to the largest allocation then
- * known, which need not be one it streams: under cuBLAS on the H200, a
- * 64 MiB allocation beside 32 MiB layers). 0 otherwise. */
-uint64_t sw_window_fits(int dev);
-/* What dev's window copied in the last loop judged, as its repaying counts
- * it (scaled to one loop), and the bytes it had to reach; 0 and 0 with no
- * window or no loop judged yet. */
-void sw_window_last_loop(int dev, uint64_t *copied, uint64_t *bar);
+/* What dev's window's last loop judged found; all 0 with no window or no
+ * loop judged yet. *fits, where sw_window_worth says SW_WINDOW_OVERSIZED:
+ * the longest range that loop copied, rounded up to SW_WINDOW_ALIGN (a
+ * slot), two of which take less room than the window (it was fitted,
+ * when the budget bound, to the largest allocation then known, which need
+ * not be one it streams: under cuBLAS on the H200, a 64 MiB allocation
+ * beside 32 MiB layers), else 0. *copied: what it copied, as its repaying
+ * counts it, scaled to one loop; *bar: the bytes it had to reach. */
+void sw_window_last_loop(int dev, uint64_t *fits, uint64_t *copied, uint64_t *bar);
 /* Whether dev's window is to be made anew, at *room bytes (0: given
  * back), before a capture it would serve: one range's room where its
  * ranges read slower in place than copied, else none (sw_worth_capture;

@@ -272,24 +272,14 @@ win_t *sw_win_next(int *dev)
     return NULL;
 }
 
-uint64_t sw_window_fits(int dev)
+void sw_window_last_loop(int dev, uint64_t *fits, uint64_t *copied, uint64_t *bar)
 {
     win_t *w = sw_win_get(dev);
-    if (!w)
-        return 0;
-    pthread_mutex_lock(&w->lock);
-    uint64_t slot = w->worth.fits;
-    pthread_mutex_unlock(&w->lock);
-    return slot;
-}
-
-void sw_window_last_loop(int dev, uint64_t *copied, uint64_t *bar)
-{
-    win_t *w = sw_win_get(dev);
-    *copied = *bar = 0;
+    *fits = *copied = *bar = 0;
     if (!w)
         return;
     pthread_mutex_lock(&w->lock);
+    *fits = w->worth.fits;
     *copied = w->worth.per_loop;
     *bar = w->worth.bar;
     pthread_mutex_unlock(&w->lock);

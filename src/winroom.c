@@ -194,9 +194,9 @@ static uint64_t refit(int dev, uint64_t size, uint64_t slot, uint64_t now, uint6
  * 1.06x); any other is given back. Gate held exclusively. */
 static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
 {
-    uint64_t slot = why == SW_WINDOW_OVERSIZED ? sw_window_fits(dev) : 0, made;
-    uint64_t copied, bar;
-    sw_window_last_loop(dev, &copied, &bar); /* before refit: it may release the window */
+    uint64_t fits, copied, bar, made;
+    sw_window_last_loop(dev, &fits, &copied, &bar); /* before refit: it may release the window */
+    uint64_t slot = why == SW_WINDOW_OVERSIZED ? fits : 0;
     uint64_t bytes = refit(dev, 2 * slot, slot, now, period, synced, &made);
     if (!bytes)
         return;
