@@ -356,6 +356,22 @@ uint64_t sg_link_book(int dir, uint64_t start, uint64_t bytes, double cap_gbps);
 /* Forgets bookings that end before `now`: nothing can start earlier. */
 void sg_link_trim(uint64_t now);
 
+/* ---- sg_stream.c: an engine's bookings in virtual time ----
+ * An op's time is fixed when it is issued, but one issued behind a wait
+ * may be booked far ahead: a copy device to device queued after a long
+ * host-to-device copy on spillway's stream. The GPU runs other streams'
+ * kernels in the time before it, so an op whose duration does not depend
+ * on when it starts (no link traffic to share) takes the first gap that
+ * holds it; one with link traffic, whose time the link's bookings set,
+ * goes after everything booked, as before. */
+#define SG_ENGINE_BOOKINGS 64
+typedef struct {
+    uint64_t start[SG_ENGINE_BOOKINGS], end[SG_ENGINE_BOOKINGS]; /* by start */
+    int n;
+    uint64_t floor;  /* no gap before this: bookings forgotten end by then */
+    uint64_t last;   /* the latest end booked */
+} sg_engine_t;
+
 typedef struct sg_state {
     sg_config_t cfg;
     bool initialized;       /* cuInit succeeded */
@@ -363,7 +379,7 @@ typedef struct sg_state {
     pthread_mutex_t lock;
     pthread_cond_t done_cv; /* broadcast whenever an op completes */
     uint64_t host_ns;       /* the host's virtual clock */
-    uint64_t engine_ns[3];  /* when each engine is next free */
+    sg_engine_t engine[3];  /* SG_ENGINE_*: what each engine has booked */
     uint64_t last_end_ns;   /* the latest completion of any op */
     sg_link_t link[2];      /* SG_LINK_*: bookings of the PCIe link */
     uint64_t op_seq;

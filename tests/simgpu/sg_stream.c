@@ -438,6 +438,19 @@ static bool will_copy(uint64_t src, uint64_t len)
     return false;
 }
 
+/* The range spillway's conditional write-back copies from, by its
+ * ranges' order (sg_kernels.c), or -1 for any other kernel. */
+static int write_back_source(const sg_op_t *op)
+{
+    if (op->nranges != 5)
+        return -1;
+    if (strcmp(op->kernel->name, "spillway_copy_if_changed") == 0)
+        return 3;
+    if (strcmp(op->kernel->name, "spillway_way_home") == 0)
+        return 0;
+    return -1;
+}
+
 static cost_t op_cost(sg_op_t *op)
 {
     const sg_config_t *cfg = &SG->cfg;
@@ -448,9 +461,8 @@ static cost_t op_cost(sg_op_t *op)
     case SG_OP_KERNEL: {
         /* Host-backed bytes a kernel reads cross host to device, once per
          * read; those it writes cross device to host. */
-        bool maybe_done = strcmp(op->kernel->name, "spillway_copy_if_changed") == 0 &&
-                          op->nranges == 5 &&
-                          will_copy(op->ranges[3].addr, op->ranges[3].len);
+        int from = write_back_source(op);
+        bool maybe_done = from >= 0 && will_copy(op->ranges[from].addr, op->ranges[from].len);
         log_writes(op);
         for (int i = 0; i < op->nranges; i++) {
             const sg_range_t *r = &op->ranges[i];
@@ -625,6 +637,47 @@ static void timeline(const sg_op_t *op, const sg_stream_t *s, uint64_t start, co
     fflush(f);
 }
 
+/* The first time from `ready` at which e is free for `dur` (sg.h). */
+static uint64_t engine_gap(const sg_engine_t *e, uint64_t ready, uint64_t dur)
+{
+    uint64_t t = max_u64(ready, e->floor);
+    for (int i = 0; i < e->n; i++) {
+        if (e->end[i] <= t)
+            continue;
+        if (e->start[i] >= t + dur)
+            break;
+        t = e->end[i];
+    }
+    return t;
+}
+
+/* Books [start, end) on e, forgetting what ended before the host's clock
+ * (nothing issued now can start earlier); full, the earliest booking is
+ * forgotten and no gap before its end is offered again. */
+static void engine_book(sg_engine_t *e, uint64_t start, uint64_t end)
+{
+    int k = 0;
+    while (k < e->n && e->end[k] <= SG->host_ns)
+        k++;
+    if (k == 0 && e->n == SG_ENGINE_BOOKINGS) {
+        e->floor = max_u64(e->floor, e->end[0]);
+        k = 1;
+    }
+    e->n -= k;
+    memmove(e->start, e->start + k, (size_t)e->n * sizeof *e->start);
+    memmove(e->end, e->end + k, (size_t)e->n * sizeof *e->end);
+    int i = e->n;
+    while (i > 0 && e->start[i - 1] > start) {
+        e->start[i] = e->start[i - 1];
+        e->end[i] = e->end[i - 1];
+        i--;
+    }
+    e->start[i] = start;
+    e->end[i] = end;
+    e->n++;
+    e->last = max_u64(e->last, end);
+}
+
 CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
 {
     if (s->capture)
@@ -655,12 +708,18 @@ CUresult sg_submit(sg_stream_t *s, sg_op_t *op)
         start = max_u64(start, op->deps[i]->end_ns);
     cost_t cost = op_cost(op);
     check_races(op, s, start);
-    if (op->engine >= 0)
-        start = max_u64(start, SG->engine_ns[op->engine]);
     sg_link_trim(SG->host_ns);
+    if (op->engine >= 0) {
+        sg_engine_t *e = &SG->engine[op->engine];
+        bool linked = cost.link[SG_LINK_H2D] || cost.link[SG_LINK_D2H];
+        if (linked)
+            start = max_u64(start, e->last);
+        else
+            start = engine_gap(e, start, op_duration(&cost, start));
+    }
     op->end_ns = start + op_duration(&cost, start);
     if (op->engine >= 0)
-        SG->engine_ns[op->engine] = op->end_ns;
+        engine_book(&SG->engine[op->engine], start, op->end_ns);
     timeline(op, s, start, &cost);
     s->ready_ns = op->end_ns;
     SG->last_end_ns = max_u64(SG->last_end_ns, op->end_ns);

@@ -394,6 +394,44 @@ START_TEST(vtime_d2d_copy_uses_compute_engine)
 }
 END_TEST
 
+/* A kernel issued after a device-to-device copy that waits on its stream
+ * behind a 16 MiB host-to-device copy runs before it, in the time the
+ * compute engine is free: a GPU runs other streams' kernels while one
+ * stream waits. Before 2026-11-30 the copy held the engine from when it
+ * was issued, and the kernel waited the 305 us with it. */
+START_TEST(vtime_kernel_runs_in_the_gap_before_a_copy_booked_later)
+{
+    sgt_init();
+    CUstream sa, sb;
+    SGT_OK(cuStreamCreate(&sa, CU_STREAM_NON_BLOCKING));
+    SGT_OK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
+    struct sized_copy h2d = make_op(0, 16 * MIB), d2d = make_op(2, 4 * MIB);
+    struct sized_copy k = make_op(3, 4096);
+    CUevent e0, e1, e2;
+    SGT_OK(cuEventCreate(&e0, CU_EVENT_DEFAULT));
+    SGT_OK(cuEventCreate(&e1, CU_EVENT_DEFAULT));
+    SGT_OK(cuEventCreate(&e2, CU_EVENT_DEFAULT));
+    SGT_OK(cuEventRecord(e0, sa));
+    SGT_OK(cuStreamWaitEvent(sb, e0, 0));
+    issue_on(sa, &h2d);
+    issue_on(sa, &d2d);
+    SGT_OK(cuEventRecord(e2, sa));
+    issue_on(sb, &k);
+    SGT_OK(cuEventRecord(e1, sb));
+    SGT_OK(cuEventSynchronize(e1));
+    SGT_OK(cuEventSynchronize(e2));
+    float kernel_ms = -1, copies_ms = -1;
+    SGT_OK(cuEventElapsedTime(&kernel_ms, e0, e1));
+    SGT_OK(cuEventElapsedTime(&copies_ms, e0, e2));
+    double copies = 16.0 * MIB / 55.0 + 4.0 * MIB / 1500.0;
+    ck_assert_msg(kernel_ms * 1e6 <= 20000,
+                  "a kernel beside a copy booked %.0f ns ahead ended at %.0f ns", copies,
+                  kernel_ms * 1e6);
+    ck_assert_msg(copies_ms * 1e6 >= copies * 0.999 && copies_ms * 1e6 <= copies + 20000,
+                  "the copies took %.0f ns, want %.0f", copies_ms * 1e6, copies);
+}
+END_TEST
+
 /* A marker on `later` after a 1 ms kernel on `earlier` that has really
  * finished: the implicit legacy-stream dependency must still hold in
  * virtual time, whatever the real timing. */
@@ -732,6 +770,7 @@ Suite *vtime_suite(void)
     sgt_case(s, vtime_kernels_run_one_at_a_time);
     sgt_case(s, vtime_kernel_overlaps_copy);
     sgt_case(s, vtime_d2d_copy_uses_compute_engine);
+    sgt_case(s, vtime_kernel_runs_in_the_gap_before_a_copy_booked_later);
     sgt_case(s, vtime_legacy_stream_waits_for_finished_blocking_work);
     sgt_case(s, vtime_blocking_stream_waits_for_finished_legacy_work);
     sgt_case(s, vtime_zero_copy_read_shares_link_with_copy);
