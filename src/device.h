@@ -166,6 +166,15 @@ CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64
                                CUdeviceptr fp_home, CUdeviceptr fp_now, CUdeviceptr changed,
                                CUstream st);
 
+/* Queues spillway_way_home (fingerprint.cu): the fingerprint of [src,
+ * +bytes) summed into the three zeroed words at acc, and on a difference
+ * from the one at fp_home a copy to dst, the 32-bit word at `changed` set
+ * and fp_home made the new one; acc is left zero. NOT_FOUND without the
+ * kernel. */
+#define SW_FP_ACC_BYTES 24
+CUresult sw_fp_way_home(int dev, CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
+                        CUdeviceptr fp_home, CUdeviceptr acc, CUdeviceptr changed, CUstream st);
+
 /* spillway_unwindow's one parameter (fingerprint.cu, and simgpu's
  * built-in, field for field): in the spans, every 8-byte word holding an
  * address in [copy[k], +copy_len[k]) is put back to home[k] at the same

@@ -26,6 +26,7 @@ typedef struct {
     CUfunction fn;   /* spillway_fingerprint, or NULL */
     CUfunction cic;  /* spillway_copy_if_changed, loaded with it */
     CUfunction unwindow; /* spillway_unwindow, loaded with it */
+    CUfunction way_home; /* spillway_way_home, loaded with it */
     CUdeviceptr out; /* one fingerprint, for sw_fp_take */
     uint64_t *host;  /* its pinned copy */
 } fp_module_t;
@@ -56,6 +57,7 @@ static const fp_module_t *module(int dev)
         r->cuModuleGetFunction(&fp->fn, mod, "spillway_fingerprint") != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp->cic, mod, "spillway_copy_if_changed") != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp->unwindow, mod, "spillway_unwindow") != CUDA_SUCCESS ||
+        r->cuModuleGetFunction(&fp->way_home, mod, "spillway_way_home") != CUDA_SUCCESS ||
         r->cuMemAlloc_v2(&fp->out, SW_FP_BYTES) != CUDA_SUCCESS ||
         r->cuMemAllocHost_v2((void **)&fp->host, SW_FP_BYTES) != CUDA_SUCCESS) {
         sw_warn("device %d: cannot load the fingerprint kernel: every copy leaving its memory "
@@ -93,6 +95,17 @@ CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64
         return CUDA_ERROR_NOT_FOUND;
     void *args[] = {&src, &dst, &bytes, &fp_home, &fp_now, &changed};
     return SW_REAL(cuLaunchKernel)(fp->cic, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
+                                   NULL);
+}
+
+CUresult sw_fp_way_home(int dev, CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
+                        CUdeviceptr fp_home, CUdeviceptr acc, CUdeviceptr changed, CUstream st)
+{
+    const fp_module_t *fp = module(dev);
+    if (!fp)
+        return CUDA_ERROR_NOT_FOUND;
+    void *args[] = {&src, &dst, &bytes, &fp_home, &acc, &changed};
+    return SW_REAL(cuLaunchKernel)(fp->way_home, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
                                    NULL);
 }
 

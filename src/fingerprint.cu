@@ -53,7 +53,10 @@ __device__ static u64 mix1(u64 w, u64 i)
     return w ^ (w >> 31);
 }
 
-extern "C" __global__ void spillway_fingerprint(const void *src, u64 bytes, u64 *out)
+// Adds this thread's share of the fingerprint of [src, +bytes) into
+// out[0..1]: its words, strided over the grid, the tail zero-padded by
+// the first thread, summed over the warp first.
+__device__ static void add_fingerprint(const void *src, u64 bytes, u64 *out)
 {
     const u64 *w = (const u64 *)src;
     u64 n = bytes / 8, s0 = 0, s1 = 0;
@@ -81,6 +84,11 @@ extern "C" __global__ void spillway_fingerprint(const void *src, u64 bytes, u64 
     }
 }
 
+extern "C" __global__ void spillway_fingerprint(const void *src, u64 bytes, u64 *out)
+{
+    add_fingerprint(src, bytes, out);
+}
+
 // The streaming window's write-back (window.c): copies a window copy home
 // only if the kernels that read it changed it, without the host looking.
 // fp_home is the fingerprint of the bytes home holds, fp_now that of the
@@ -105,6 +113,51 @@ extern "C" __global__ void spillway_copy_if_changed(const void *src, void *dst, 
     if (blockIdx.x == 0 && threadIdx.x == 0)
         for (u64 k = 8 * n; k < bytes; k++)
             ((unsigned char *)dst)[k] = ((const unsigned char *)src)[k];
+}
+
+// The streaming window's way home after a launch, in one kernel where the
+// copy was never found changed (window.c, ORDER): spillway_fingerprint of
+// the copy into acc[0..1], then the last block to finish compares it with
+// fp_home and, on a difference, copies the copy home, sets *changed and
+// takes the copy's fingerprint as home's; it leaves acc[0..2] zero for the
+// next launch. One kernel where three and a memset ran: a segment of
+// twenty tensors pays it after each of their twenty launches. The last
+// block copies alone, slowly (a few GB/s), but only once: *changed tells
+// the host that the range is written, and its later ways home copy with
+// the whole grid (spillway_copy_if_changed). acc[2] counts the blocks done.
+extern "C" __global__ void spillway_way_home(const void *src, void *dst, u64 bytes,
+                                             u64 *fp_home, u64 *acc, unsigned *changed)
+{
+    __shared__ bool last;
+    add_fingerprint(src, bytes, acc);
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&acc[2], 1ull) == gridDim.x - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    u64 now0 = *(volatile u64 *)&acc[0], now1 = *(volatile u64 *)&acc[1];
+    bool same = fp_home[0] == now0 && fp_home[1] == now1;
+    if (!same) {
+        const u64 *w = (const u64 *)src;
+        u64 *d = (u64 *)dst, n = bytes / 8;
+        for (u64 i = threadIdx.x; i < n; i += blockDim.x)
+            d[i] = w[i];
+        if (threadIdx.x == 0)
+            for (u64 k = 8 * n; k < bytes; k++)
+                ((unsigned char *)dst)[k] = ((const unsigned char *)src)[k];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (!same) {
+            *changed = 1;
+            fp_home[0] = now0;
+            fp_home[1] = now1;
+        }
+        acc[0] = acc[1] = acc[2] = 0;
+    }
 }
 
 // The streaming window's guard for pointers a kernel derives from its

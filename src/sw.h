@@ -363,8 +363,12 @@ uint64_t sw_parts(uint64_t start, uint64_t len, uint64_t lo, uint64_t hi);
 
 /* ---- core/cost.c: a range read in place against its copy -------------- */
 
-/* The two ways a launch may read a host range the window could copy. */
-typedef enum { SW_COST_PLACE, SW_COST_COPY } sw_cost_kind_t;
+/* The two ways a launch may read a host range the window could copy, and
+ * what a served launch costs its own stream: the way home after it (the
+ * look for stored window addresses, the copy's fingerprint, the copy home
+ * if it changed), a pass over the whole copy at device speed and one or
+ * two kernels' fixed cost, after every launch the copy serves. */
+typedef enum { SW_COST_PLACE, SW_COST_COPY, SW_COST_HOME, SW_COST_KINDS } sw_cost_kind_t;
 
 /* Samples of each way kept, the fastest counting. */
 #define SW_COST_SAMPLES 4
@@ -374,8 +378,8 @@ typedef enum { SW_COST_PLACE, SW_COST_COPY } sw_cost_kind_t;
 #define SW_COST_MARGIN 1.05f
 
 typedef struct {
-    float best[2];   /* the fastest sample of each way, in ms; 0 none */
-    uint8_t seen[2]; /* samples of each way taken */
+    float best[SW_COST_KINDS];   /* the fastest sample of each way, in ms; 0 none */
+    uint8_t seen[SW_COST_KINDS]; /* samples of each way taken */
 } sw_cost_t;
 
 /* Whether c wants another sample of way k. */
@@ -387,13 +391,22 @@ void sw_cost_forget(sw_cost_t *c, sw_cost_kind_t k);
 /* A copy of `bytes` took ms: *rate, the most bytes per ms any copy over the
  * link reached, rises to it if faster. */
 void sw_cost_rate_note(double *rate, uint64_t bytes, float ms);
-/* c's range, of `bytes`, read in place over copied: its fastest visit in
- * place over its fastest copy or its bytes at `rate` (sw_cost_rate_note),
- * whichever is less; 0 until both ways were timed. */
-double sw_cost_ratio(const sw_cost_t *c, uint64_t bytes, double rate);
+/* c's range's copy, of `bytes`: its fastest or its bytes at `rate`
+ * (sw_cost_rate_note), whichever is less, in ms. */
+double sw_cost_copy_ms(const sw_cost_t *c, uint64_t bytes, double rate);
+/* The ways home of `uses` launches served from c's range's copy, in ms;
+ * 0 until one was timed. */
+double sw_cost_home_ms(const sw_cost_t *c, uint32_t uses);
+/* c's range, of `bytes`, read in place over served from a copy: its
+ * fastest visit in place over the longer of what serving a visit of
+ * `uses` launches takes of the link and of the launches' stream, its copy
+ * (sw_cost_copy_ms) and `uses` ways home, which run on the stream while
+ * the link carries the next copy; their sum unless copies can be made
+ * `ahead` (the window holds two). 0 until both ways were timed. */
+double sw_cost_ratio(const sw_cost_t *c, uint64_t bytes, double rate, uint32_t uses, bool ahead);
 /* Whether reading c's range in place was the faster by SW_COST_MARGIN
  * (sw_cost_ratio): it is then read in place. */
-bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate);
+bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate, uint32_t uses, bool ahead);
 
 /* How long a kernel takes to read host memory in place against a copy of
  * it, by the link rates alone: about 48 GB/s (50, less the link idle

@@ -24,13 +24,15 @@
  *   read   the launch's stream s waits for `filled`, the launch runs with
  *          its rewritten arguments;
  *   home   right after it, on s, the copy goes home if the launch changed
- *          it: spillway_fingerprint takes its fingerprint and
- *          spillway_copy_if_changed compares it with home's and copies
- *          only on a difference (fingerprint.cu), also for a range its
- *          kernels write (a training step): in one step most launches
- *          only read it (the forward pass), and asking costs a pass over
- *          the copy at device speed where copying it home costs all of it
- *          over the link. Then `read[s]` is recorded.
+ *          it: spillway_way_home takes its fingerprint, compares it with
+ *          home's and copies only on a difference, in one kernel, at one
+ *          block's speed (fingerprint.cu); a range found written once (a
+ *          training step) goes by spillway_fingerprint and
+ *          spillway_copy_if_changed, which copies with the whole grid: in
+ *          one step most launches only read it (the forward pass), and
+ *          asking costs a pass over the copy at device speed where
+ *          copying it home costs all of it over the link. Then `read[s]`
+ *          is recorded.
  * So home is current as soon as the launch's stream has passed it: any
  * work the application orders after the launch, on any stream, by any
  * pointer, reads right bytes at home. The copies home of one range are
@@ -53,8 +55,9 @@
  * would be a guess a fused weight or an interior pointer runs off. It is
  * streamed when its chunks are on the host (all, or some with the rest on
  * the device, which the copy takes device to device), it fits in the window,
- * it recurs with the launch loop (one of its last uses lies one period
- * back; in a capture, any, since a graph is replayed as a loop), and the
+ * it recurs with the launch loop (one of its last visits began one
+ * period back, or ended there; one just moved to the host, by its chunks'
+ * learned loop; in a capture, any, since a graph is replayed as a loop), and the
  * tensors its launches name span it whole: over each of its last two
  * visits (its uses within a quarter of the loop of each other); each
  * launch alone in a capture, where a copy serves one launch, and for a
@@ -91,13 +94,16 @@
  * recurring range the chain did not predict is still copied when its
  * launch comes. Unless measured
  * otherwise: each range's first visits are read in place, and its first
- * copies made, with events timing both on the GPU (timers.c, core/cost.c);
- * a range a visit read in place faster than its copy took (a copy costing
- * at most its link bytes at the best rate any copy reached: one timed
- * beside kernels reading host memory is slowed by them) is read in place
- * from then on. That is a copy carrying bytes no kernel reads (a 16
- * MiB tensor alone in a 20 MiB allocator segment: 337.5 us in place
- * against 381.3 us copied on simgpu), which the pointers cannot show.
+ * copies made and ways home queued, with events timing them on the GPU
+ * (timers.c, core/cost.c); a range a visit read in place faster than a
+ * visit served takes (the longer of its copy, costing at most its link
+ * bytes at the best rate any copy reached: one timed beside kernels
+ * reading host memory is slowed by them, and its launches' ways home, on
+ * their stream) is read in place from then on. That is a copy carrying
+ * bytes no kernel reads (a 16 MiB tensor alone in a 20 MiB allocator
+ * segment: 337.5 us in place against 381.3 us copied on simgpu), which
+ * the pointers cannot show, or a segment of many small tensors mostly
+ * resident, whose launches would each pay a way home over all of it.
  *
  * LOCKING. One mutex per window, `lock`, guards everything in it; `wins`
  * is written only under the gate held exclusively. Callers hold the gate
@@ -199,7 +205,10 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
     w->last = -1;
     w->timers = sw_timers_new();
     w->fp_on = sw_fp_ready(dev) &&
-              r->cuMemAlloc_v2(&w->fp, (size_t)MAX_UNITS * 2 * SW_FP_BYTES) == CUDA_SUCCESS &&
+              r->cuMemAlloc_v2(&w->fp, (size_t)MAX_UNITS * FP_UNIT_BYTES) == CUDA_SUCCESS &&
+              r->cuMemsetD8Async(w->fp, 0, (size_t)MAX_UNITS * FP_UNIT_BYTES, w->st) ==
+                  CUDA_SUCCESS &&
+              r->cuStreamSynchronize(w->st) == CUDA_SUCCESS &&
               r->cuMemAllocHost_v2((void **)&w->changed, MAX_UNITS * sizeof *w->changed) ==
                   CUDA_SUCCESS &&
               r->cuMemAllocHost_v2((void **)&w->escaped, MAX_UNITS * sizeof *w->escaped) ==

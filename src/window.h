@@ -21,12 +21,15 @@
 #define READERS 4   /* streams that may read one copy before it is evicted */
 #define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
 
-#define RECALL 4 /* uses a range remembers, to see it recur with the loop */
+#define RECALL 4 /* visits a range remembers, to see it recur with the loop */
 #define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
 
 typedef struct {
     uint64_t start, len; /* home: [start, start + len) */
-    uint64_t used[RECALL]; /* its latest uses (launch numbers), newest first */
+    uint64_t used[RECALL]; /* its latest visits' first uses (launch numbers), newest first */
+    uint64_t latest;     /* its latest use; 0 none */
+    uint64_t ended;      /* the last use of its visit before; 0 none */
+    bool recurring;      /* its latest visit recurs with the loop (window_use.c) */
     uint64_t named;      /* the parts (sw_parts) its launches' tensors span, this visit */
     uint64_t named_last; /* the same over its visit before; 0 unknown */
     uint64_t named_prev; /* and over the visit before that (a training step's
@@ -48,6 +51,8 @@ typedef struct {
     CUstream homed_on;   /* the stream that copy home ran on */
     uint32_t id;         /* which range this is, of those the slot held: timers name it */
     uint32_t visits;     /* visits begun (visit) */
+    uint16_t uses;       /* launches of the visit being made */
+    uint16_t uses_last;  /* launches of the visit before: each pays a way home, served */
     bool first;          /* its latest use began a visit */
     sw_cost_t cost;      /* a visit read in place against a copy, timed (core/cost.c) */
     uint64_t linked;     /* bytes its latest copy moved over the link (host chunks) */
@@ -114,11 +119,19 @@ typedef struct {
     double copy_rate;        /* the most bytes per ms a copy reached (core/cost.c) */
 } win_t;
 
+/* Each unit's words in w->fp: home's fingerprint, the copy's, and the
+ * sums spillway_way_home adds into, zero between its runs. */
+#define FP_UNIT_BYTES 64
+_Static_assert(2 * SW_FP_BYTES + SW_FP_ACC_BYTES <= FP_UNIT_BYTES, "a unit's words fit");
 static inline CUdeviceptr fp_home(const win_t *w, int ui)
 {
-    return w->fp + (uint64_t)ui * 2 * SW_FP_BYTES;
+    return w->fp + (uint64_t)ui * FP_UNIT_BYTES;
 }
 static inline CUdeviceptr fp_now(const win_t *w, int ui) { return fp_home(w, ui) + SW_FP_BYTES; }
+static inline CUdeviceptr fp_acc(const win_t *w, int ui)
+{
+    return fp_home(w, ui) + 2 * SW_FP_BYTES;
+}
 
 static inline bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
@@ -134,6 +147,7 @@ void sw_win_timed(uint64_t tag, float ms, void *arg);
  * is begun unless `may` (the launch is timed by no other timer, nor holds
  * another device's window). */
 int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may);
+int sw_win_time_home(win_t *w, const int *entries, int n, CUstream s);
 double sw_win_place_ratio(const win_t *w, const unit_t *u);
 bool sw_win_cheaper_in_place(const win_t *w, unit_t *u);
 double sw_win_repaid(void *arg);

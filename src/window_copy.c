@@ -472,6 +472,11 @@ CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s)
             u->fp_known = w->fp_on &&
                           sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), s) == CUDA_SUCCESS;
         }
+    } else if (c == CUDA_SUCCESS && !u->written) {
+        /* One kernel, which copies home on a difference at one block's
+         * speed: the first change found, after which u is written. */
+        c = sw_fp_way_home(w->dev, copy, u->start, u->len, fp_home(w, ui), fp_acc(w, ui),
+                           (CUdeviceptr)(uintptr_t)&w->changed[ui], s);
     } else if (c == CUDA_SUCCESS) {
         c = sw_fp_queue(w->dev, copy, u->len, fp_now(w, ui), s);
         if (c == CUDA_SUCCESS)

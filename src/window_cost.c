@@ -64,6 +64,10 @@ void sw_win_timed(uint64_t tag, float ms, void *arg)
         sw_cost_rate_note(&w->copy_rate, u->linked, ms);
         return;
     }
+    if (k == SW_COST_HOME) {
+        sw_cost_note(&u->cost, SW_COST_HOME, ms);
+        return;
+    }
     if (u->session != (uint8_t)(tag >> 40))
         return;
     u->settled++;
@@ -113,6 +117,35 @@ int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may)
     return i;
 }
 
+/* Times the way home on s after a launch served from the copies of
+ * entries[0..n), where it read one, whose range wants a sample: the
+ * timer, or -1. A launch reading several copies pays their ways home
+ * together, which no one range's sample should show. */
+int sw_win_time_home(win_t *w, const int *entries, int n, CUstream s)
+{
+    if (n != 1 || !sw_win_can_time(w))
+        return -1;
+    int ui = w->entries[entries[0]].unit;
+    unit_t *u = &w->units[ui];
+    if (!sw_cost_wants(&u->cost, SW_COST_HOME))
+        return -1;
+    return sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_HOME), s);
+}
+
+/* The launches of u's visits, each paying a way home when served: the
+ * visit before's, or this one's if more. */
+static uint32_t visit_uses(const unit_t *u)
+{
+    return u->uses > u->uses_last ? u->uses : u->uses_last;
+}
+
+/* Whether w has room for u's copy beside another as big: else each copy
+ * of u waits for the readers of the one before. */
+static bool ahead(const win_t *w, const unit_t *u)
+{
+    return 2 * u->len <= w->size;
+}
+
 /* Whether u's two ways were timed with its range placed as it is now
  * (the bytes its copy carries over the link, linked). */
 static bool placed_alike(const unit_t *u)
@@ -124,22 +157,38 @@ static bool placed_alike(const unit_t *u)
  * were timed with its range placed alike; 0 otherwise. */
 double sw_win_place_ratio(const win_t *w, const unit_t *u)
 {
-    return placed_alike(u) ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate) : 0;
+    return placed_alike(u) ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate, visit_uses(u), ahead(w, u))
+                            : 0;
 }
 
 /* Whether u is read in place by its costs: a visit read there was faster
- * than its copy. Said once. */
+ * than one served from its copy. Said once. */
 bool sw_win_cheaper_in_place(const win_t *w, unit_t *u)
 {
-    if (!placed_alike(u) || !sw_cost_in_place(&u->cost, u->linked, w->copy_rate))
+    if (!placed_alike(u) ||
+        !sw_cost_in_place(&u->cost, u->linked, w->copy_rate, visit_uses(u), ahead(w, u)))
         return false;
     if (!u->cheap) {
+        double copy = sw_cost_copy_ms(&u->cost, u->linked, w->copy_rate);
+        double home = sw_cost_home_ms(&u->cost, visit_uses(u));
         sw_stat_add(SW_STAT_ranges_read_in_place, 1);
-        sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it there "
-                "in %.1f us, its copy takes %.1f us",
-                w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
-                1e3 * u->cost.best[SW_COST_PLACE],
-                1e3 * u->cost.best[SW_COST_PLACE] / sw_win_place_ratio(w, u));
+        if (!ahead(w, u))
+            sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it "
+                    "there in %.1f us, where from the window's one copy it waits for its copy, "
+                    "%.1f us, and its %u launches' ways home, %.1f us",
+                    w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
+                    1e3 * u->cost.best[SW_COST_PLACE], 1e3 * copy, visit_uses(u), 1e3 * home);
+        else if (home > copy)
+            sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it "
+                    "there in %.1f us, where its %u launches' ways home from a copy take "
+                    "%.1f us (its copy %.1f us)",
+                    w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
+                    1e3 * u->cost.best[SW_COST_PLACE], visit_uses(u), 1e3 * home, 1e3 * copy);
+        else
+            sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it "
+                    "there in %.1f us, its copy takes %.1f us",
+                    w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
+                    1e3 * u->cost.best[SW_COST_PLACE], 1e3 * copy);
     }
     u->cheap = true;
     return true;

@@ -19,6 +19,18 @@
  * an H200 (2026-11-28), 32 MiB copies timed at 1.4-2.9 ms where the link
  * moves them in 0.61, and three of 32 layers were judged in place (0.8 ms)
  * that copy faster; simgpu shares the link evenly and never showed it.
+ *
+ * A copy also costs the stream that reads it: after each launch it
+ * serves, the way home passes over all of it (window.c, ORDER). A
+ * segment of twenty 1 MiB tensors is twenty passes over 20 MiB and sixty
+ * small kernels a visit, more than its twenty launches read in place
+ * take; the copy itself runs beside them on the link. So a visit served
+ * costs the longer of its copy and its ways home (simgpu, 2026-11-30:
+ * 400 x 1 MiB layers in 20 MiB segments, every one named, served 2.02x
+ * the link bound, 9.2 ms a step of which 3.6 ms were ways home); their
+ * sum where the window has room for no copy beside it, which then waits
+ * for the readers of the one before (the same layers under 120 MiB, a
+ * window of one 20 MiB copy: 2.95x served, 1.65x in place).
  */
 #include "sw.h"
 
@@ -50,19 +62,31 @@ void sw_cost_rate_note(double *rate, uint64_t bytes, float ms)
         *rate = (double)bytes / ms;
 }
 
-double sw_cost_ratio(const sw_cost_t *c, uint64_t bytes, double rate)
+double sw_cost_copy_ms(const sw_cost_t *c, uint64_t bytes, double rate)
 {
-    if (!c->seen[SW_COST_PLACE] || !c->seen[SW_COST_COPY])
-        return 0;
     double copy = c->best[SW_COST_COPY];
     if (rate > 0 && (double)bytes / rate < copy)
         copy = (double)bytes / rate;
-    return c->best[SW_COST_PLACE] / copy;
+    return copy;
 }
 
-bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate)
+double sw_cost_home_ms(const sw_cost_t *c, uint32_t uses)
 {
-    double ratio = sw_cost_ratio(c, bytes, rate);
+    return (double)uses * c->best[SW_COST_HOME];
+}
+
+double sw_cost_ratio(const sw_cost_t *c, uint64_t bytes, double rate, uint32_t uses, bool ahead)
+{
+    if (!c->seen[SW_COST_PLACE] || !c->seen[SW_COST_COPY])
+        return 0;
+    double copy = sw_cost_copy_ms(c, bytes, rate), home = sw_cost_home_ms(c, uses);
+    double served = !ahead ? copy + home : home > copy ? home : copy;
+    return c->best[SW_COST_PLACE] / served;
+}
+
+bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate, uint32_t uses, bool ahead)
+{
+    double ratio = sw_cost_ratio(c, bytes, rate, uses, ahead);
     return ratio > 0 && ratio * SW_COST_MARGIN < 1;
 }
 

@@ -332,6 +332,48 @@ static void cic_run(const void *a, void *const *h)
     memcpy(h[4], h[3], p->bytes);
 }
 
+/* ---- spillway_way_home: the fingerprint and write-back in one kernel
+ * (fingerprint.cu): the copy's fingerprint added to acc[0..1], compared
+ * with fp_home; on a difference the copy goes to dst, *changed is set and
+ * fp_home takes the new one; acc[0..2] is left zero. The copy, the flag
+ * and fp_home are "maybe" writes, as spillway_copy_if_changed's. ---- */
+typedef struct {
+    const void *src; void *dst; uint64_t bytes;
+    uint64_t *fp_home, *acc; uint32_t *changed;
+} wh_args_t;
+static int wh_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    const wh_args_t *p = a;
+    r[0] = R(p->src, p->bytes, false);
+    r[1] = R(p->acc, 24, true);
+    r[2] = R(p->fp_home, 16, true);
+    r[3] = R(p->changed, 4, true);
+    r[4] = R(p->dst, p->bytes, true);
+    r[2].maybe = r[3].maybe = r[4].maybe = true; /* written only on a difference */
+    return 5;
+}
+static double wh_flops(const void *a) { return (double)((const wh_args_t *)a)->bytes / 2; }
+static void wh_run(const void *a, void *const *h)
+{
+    const wh_args_t *p = a;
+    fp_args_t fp = {p->src, p->bytes, NULL};
+    uint64_t sum[2], acc[3], home[2];
+    void *fh[2] = {h[0], sum};
+    fp_run(&fp, fh);
+    memcpy(acc, h[1], sizeof acc);
+    sum[0] += acc[0];
+    sum[1] += acc[1];
+    memset(acc, 0, sizeof acc);
+    memcpy(h[1], acc, sizeof acc);
+    memcpy(home, h[2], sizeof home);
+    if (home[0] == sum[0] && home[1] == sum[1])
+        return;
+    uint32_t one = 1;
+    memcpy(h[3], &one, 4);
+    memcpy(h[2], sum, sizeof sum);
+    memcpy(h[4], h[0], p->bytes);
+}
+
 /* ---- gemm: the compute-bound case ----
  * A tiled GEMM reads its weight once per tile row of the activations.
  * Host-backed, every such read crosses PCIe. cuBLAS on an H200 (fp16
@@ -544,6 +586,11 @@ static const sg_kernel_t kernels[] = {
       {S(cic_args_t, src), S(cic_args_t, dst), S(cic_args_t, bytes), S(cic_args_t, fp_home),
        S(cic_args_t, fp_now), S(cic_args_t, changed)}),
     K("spillway_unwindow", unwindow_args_t, unwindow, 1, {0}, {sizeof(unwindow_args_t)}),
+    K("spillway_way_home", wh_args_t, wh, 6,
+      {P(wh_args_t, src), P(wh_args_t, dst), P(wh_args_t, bytes), P(wh_args_t, fp_home),
+       P(wh_args_t, acc), P(wh_args_t, changed)},
+      {S(wh_args_t, src), S(wh_args_t, dst), S(wh_args_t, bytes), S(wh_args_t, fp_home),
+       S(wh_args_t, acc), S(wh_args_t, changed)}),
     K("sg_gemm_f32", gemm_args_t, gemm, 6,
       {P(gemm_args_t, W), P(gemm_args_t, X), P(gemm_args_t, Y), P(gemm_args_t, rows),
        P(gemm_args_t, cols), P(gemm_args_t, batch)},

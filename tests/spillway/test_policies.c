@@ -1030,6 +1030,50 @@ START_TEST(a_segment_read_faster_in_place_than_copied_is_read_in_place)
 }
 END_TEST
 
+/* 128 layers of 2 MiB, eight to a 16 MiB segment, every one named (no
+ * pointer table), under 128 MiB: a segment's visit is eight launches, more
+ * than a range once remembered, and a segment just moved to the host has
+ * no record at all, so such segments were read in place (0 bytes streamed
+ * in steps 5-8). They recur visit by visit, or by their chunks' learned
+ * loop, and stream (160 MiB a step). */
+static void run_many(swt_run_t *r, const char *layers, const char *width, const char *segment,
+                     const char *streams, const char *budget, const char *steps)
+{
+    const char *args[] = {"--layers", layers, "--widths", width, "--segments", segment,
+                          "--no-tables", "--streams", streams, "--steps", steps, NULL};
+    run_windowed(r, budget, args);
+}
+
+START_TEST(segments_of_many_named_tensors_are_streamed)
+{
+    swt_run_t four, eight;
+    run_many(&four, "128", "1024,512", "16", "1", "SPILLWAY_GPU_BUDGET=128MiB", "4");
+    run_many(&eight, "128", "1024,512", "16", "1", "SPILLWAY_GPU_BUDGET=128MiB", "8");
+    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    ck_assert_msg(streamed >= 4 * 8 * SWT_MIB, "steps 5-8 streamed %llu bytes: %s",
+                  (unsigned long long)streamed, swt_describe(&eight));
+}
+END_TEST
+
+/* 400 layers of 1 MiB in 20 MiB segments, every one named, on two
+ * streams, under 120 MiB: the window holds one 20 MiB copy, so each copy
+ * waits for the readers of the one before, and its twenty launches each
+ * pay a way home after it. Served, a step took 2.95x the link bound; the
+ * copy and the ways home weighed together against reading in place, the
+ * window is given back and steps 5-8 stream nothing (1.65x). */
+START_TEST(a_window_of_one_copy_weighs_the_copy_and_its_ways_home_together)
+{
+    swt_run_t four, eight;
+    run_many(&four, "400", "512", "20", "2", "SPILLWAY_GPU_BUDGET=120MiB", "4");
+    run_many(&eight, "400", "512", "20", "2", "SPILLWAY_GPU_BUDGET=120MiB", "8");
+    ck_assert_msg(swt_file_has(four.err, "streaming window released"), "%s",
+                  swt_describe(&four));
+    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
+    ck_assert_msg(streamed == 0, "steps 5-8 streamed %llu bytes: %s", (unsigned long long)streamed,
+                  swt_describe(&eight));
+}
+END_TEST
+
 /* The same segments at batch 129: the GEMM reads each weight twice (once
  * per 128-row tile), so a launch in place takes longer than the copy, and
  * every step keeps streaming. */
@@ -1149,5 +1193,11 @@ Suite *policies_suite(void)
     tcase_add_test(tc, segments_in_a_cyclic_scan_trade_no_places_once_learned);
     tcase_add_test(tc, segments_a_training_step_writes_are_read_in_place);
     suite_add_tcase(s, tc);
+    /* Segments of many tensors, and what a served launch costs after it. */
+    TCase *many = tcase_create("many");
+    tcase_set_timeout(many, 120);
+    tcase_add_test(many, segments_of_many_named_tensors_are_streamed);
+    tcase_add_test(many, a_window_of_one_copy_weighs_the_copy_and_its_ways_home_together);
+    suite_add_tcase(s, many);
     return s;
 }

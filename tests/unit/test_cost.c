@@ -13,14 +13,14 @@
 START_TEST(cost_decides_nothing_until_both_ways_are_timed)
 {
     sw_cost_t c = {0};
-    ck_assert(!sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(!sw_cost_in_place(&c, MiB(20), 0, 1, true));
     sw_cost_note(&c, SW_COST_PLACE, 0.3375f);
-    ck_assert(!sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(!sw_cost_in_place(&c, MiB(20), 0, 1, true));
     sw_cost_t d = {0};
     sw_cost_note(&d, SW_COST_COPY, 0.3813f);
-    ck_assert(!sw_cost_in_place(&d, MiB(20), 0));
+    ck_assert(!sw_cost_in_place(&d, MiB(20), 0, 1, true));
     sw_cost_note(&c, SW_COST_COPY, 0.3813f);
-    ck_assert(sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(sw_cost_in_place(&c, MiB(20), 0, 1, true));
 }
 END_TEST
 
@@ -29,7 +29,7 @@ START_TEST(cost_a_copy_carrying_unread_bytes_loses_to_reading_in_place)
     sw_cost_t c = {0};
     sw_cost_note(&c, SW_COST_PLACE, 0.3375f);
     sw_cost_note(&c, SW_COST_COPY, 0.3813f);
-    ck_assert(sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(sw_cost_in_place(&c, MiB(20), 0, 1, true));
 }
 END_TEST
 
@@ -38,7 +38,34 @@ START_TEST(cost_a_copy_of_what_the_kernel_reads_whole_wins)
     sw_cost_t c = {0};
     sw_cost_note(&c, SW_COST_PLACE, 0.086f);
     sw_cost_note(&c, SW_COST_COPY, 0.076f);
-    ck_assert(!sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(!sw_cost_in_place(&c, MiB(20), 0, 1, true));
+}
+END_TEST
+
+/* A served visit costs its stream a way home after every launch, beside
+ * its copy on the link: twenty 1 MiB tensors of a 20 MiB segment read in
+ * place in 426 us, its copy takes 381 and each way home 15 (simgpu,
+ * 2026-11-30). One layer alone in 4 MiB pays one way home of 9. */
+START_TEST(cost_a_visit_of_many_launches_pays_a_way_home_after_each)
+{
+    sw_cost_t c = {0};
+    sw_cost_note(&c, SW_COST_PLACE, 0.426f);
+    sw_cost_note(&c, SW_COST_COPY, 0.381f);
+    ck_assert(!sw_cost_in_place(&c, MiB(20), 0, 20, true)); /* not timed yet: the copy alone */
+    sw_cost_note(&c, SW_COST_HOME, 0.015f);
+    ck_assert_double_eq_tol(sw_cost_ratio(&c, MiB(20), 0, 20, true), 0.426 / 0.381, 1e-3);
+    ck_assert(!sw_cost_in_place(&c, MiB(20), 0, 20, true)); /* 300 us home, beside 381 copying */
+    ck_assert_double_eq_tol(sw_cost_ratio(&c, MiB(20), 0, 40, true), 0.426 / 0.6, 1e-3);
+    ck_assert(sw_cost_in_place(&c, MiB(20), 0, 40, true));
+    /* With no room for a copy beside it, each waits for the readers of
+     * the one before: copy and ways home add up, 681 us. */
+    ck_assert_double_eq_tol(sw_cost_ratio(&c, MiB(20), 0, 20, false), 0.426 / 0.681, 1e-3);
+    ck_assert(sw_cost_in_place(&c, MiB(20), 0, 20, false));
+    sw_cost_t one = {0};
+    sw_cost_note(&one, SW_COST_PLACE, 0.086f);
+    sw_cost_note(&one, SW_COST_COPY, 0.076f);
+    sw_cost_note(&one, SW_COST_HOME, 0.009f);
+    ck_assert(!sw_cost_in_place(&one, MiB(4), 0, 1, true));
 }
 END_TEST
 
@@ -47,9 +74,9 @@ START_TEST(cost_in_place_must_win_by_the_margin)
     sw_cost_t c = {0};
     sw_cost_note(&c, SW_COST_COPY, 1.0f);
     sw_cost_note(&c, SW_COST_PLACE, 0.97f); /* faster, within the margin */
-    ck_assert(!sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(!sw_cost_in_place(&c, MiB(20), 0, 1, true));
     sw_cost_note(&c, SW_COST_PLACE, 0.9f);
-    ck_assert(sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(sw_cost_in_place(&c, MiB(20), 0, 1, true));
 }
 END_TEST
 
@@ -95,11 +122,11 @@ START_TEST(cost_forgets_one_way_and_wants_it_again)
     sw_cost_forget(&c, SW_COST_PLACE);
     ck_assert(sw_cost_wants(&c, SW_COST_PLACE));
     ck_assert(!sw_cost_wants(&c, SW_COST_COPY));
-    ck_assert_double_eq(sw_cost_ratio(&c, MiB(4), 0), 0);
-    ck_assert(!sw_cost_in_place(&c, MiB(4), 0));
+    ck_assert_double_eq(sw_cost_ratio(&c, MiB(4), 0, 1, true), 0);
+    ck_assert(!sw_cost_in_place(&c, MiB(4), 0, 1, true));
     sw_cost_note(&c, SW_COST_PLACE, 0.0891f);
     ck_assert_float_eq(c.best[SW_COST_PLACE], 0.0891f);
-    ck_assert(!sw_cost_in_place(&c, MiB(4), 0));
+    ck_assert(!sw_cost_in_place(&c, MiB(4), 0, 1, true));
 }
 END_TEST
 
@@ -111,7 +138,7 @@ START_TEST(cost_ignores_a_sample_that_is_not_a_positive_time)
     sw_cost_note(&c, SW_COST_COPY, NAN);
     ck_assert_uint_eq(c.seen[SW_COST_COPY], 0);
     sw_cost_note(&c, SW_COST_PLACE, 0.1f);
-    ck_assert(!sw_cost_in_place(&c, MiB(20), 0));
+    ck_assert(!sw_cost_in_place(&c, MiB(20), 0, 1, true));
 }
 END_TEST
 
@@ -124,23 +151,23 @@ START_TEST(cost_a_copy_slowed_by_reads_beside_it_costs_its_bytes_at_the_best_rat
     sw_cost_t c = {0};
     sw_cost_note(&c, SW_COST_PLACE, 0.795f);
     sw_cost_note(&c, SW_COST_COPY, 1.410f);
-    ck_assert(sw_cost_in_place(&c, MiB(32), 0));
+    ck_assert(sw_cost_in_place(&c, MiB(32), 0, 1, true));
     double rate = 0;
     sw_cost_rate_note(&rate, MiB(32), 1.410f);
-    ck_assert(sw_cost_in_place(&c, MiB(32), rate)); /* its own rate: no better */
+    ck_assert(sw_cost_in_place(&c, MiB(32), rate, 1, true)); /* its own rate: no better */
     sw_cost_rate_note(&rate, MiB(32), 0.606f);      /* another layer's clean copy */
     sw_cost_rate_note(&rate, MiB(32), 2.950f);      /* a slower one moves nothing */
     ck_assert_double_eq_tol(rate, MiB(32) / 0.606, 1);
-    ck_assert(!sw_cost_in_place(&c, MiB(32), rate));
-    ck_assert_double_eq_tol(sw_cost_ratio(&c, MiB(32), rate), 0.795 / 0.606, 1e-3);
+    ck_assert(!sw_cost_in_place(&c, MiB(32), rate, 1, true));
+    ck_assert_double_eq_tol(sw_cost_ratio(&c, MiB(32), rate, 1, true), 0.795 / 0.606, 1e-3);
     /* A rate never raises a copy's cost above its own best sample. */
-    ck_assert_double_eq_tol(sw_cost_ratio(&c, MiB(256), rate), 0.795 / 1.410, 1e-3);
+    ck_assert_double_eq_tol(sw_cost_ratio(&c, MiB(256), rate, 1, true), 0.795 / 1.410, 1e-3);
     sw_cost_rate_note(&rate, MiB(32), 0.0f);
     sw_cost_rate_note(&rate, MiB(32), NAN);
     ck_assert_double_eq_tol(rate, MiB(32) / 0.606, 1);
     sw_cost_t untimed = {0};
     sw_cost_note(&untimed, SW_COST_PLACE, 0.1f);
-    ck_assert_double_eq(sw_cost_ratio(&untimed, MiB(32), rate), 0);
+    ck_assert_double_eq(sw_cost_ratio(&untimed, MiB(32), rate, 1, true), 0);
 }
 END_TEST
 
@@ -187,6 +214,7 @@ Suite *cost_suite(void)
     tcase_add_test(tc, cost_a_copy_carrying_unread_bytes_loses_to_reading_in_place);
     tcase_add_test(tc, cost_a_copy_of_what_the_kernel_reads_whole_wins);
     tcase_add_test(tc, cost_in_place_must_win_by_the_margin);
+    tcase_add_test(tc, cost_a_visit_of_many_launches_pays_a_way_home_after_each);
     tcase_add_test(tc, cost_keeps_the_fastest_sample_of_each_way);
     tcase_add_test(tc, cost_wants_a_few_samples_then_no_more);
     tcase_add_test(tc, cost_forgets_one_way_and_wants_it_again);

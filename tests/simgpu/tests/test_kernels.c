@@ -368,6 +368,64 @@ START_TEST(kernel_fingerprint_targeted)
 }
 END_TEST
 
+/* spillway_way_home's arguments and what one run of it left: dst's
+ * bytes, its words (fp_home, then acc) and the flag. */
+typedef struct {
+    CUdeviceptr src, dst, words, changed;
+    uint64_t bytes;
+    unsigned char *back;
+    uint64_t got[8];
+    uint32_t flag;
+} way_home_t;
+
+static void way_home(way_home_t *t)
+{
+    CUdeviceptr fp_home = t->words, acc = t->words + 16;
+    void *params[] = {&t->src, &t->dst, &t->bytes, &fp_home, &acc, &t->changed};
+    launch("spillway_way_home", params);
+    SGT_OK(cuCtxSynchronize());
+    SGT_OK(cuMemcpyDtoH(t->back, t->dst, t->bytes));
+    SGT_OK(cuMemcpyDtoH(t->got, t->words, sizeof t->got));
+    SGT_OK(cuMemcpyDtoH(&t->flag, t->changed, 4));
+}
+
+/* spillway_way_home: the fingerprint of src added to the zeroed acc and
+ * compared with fp_home. Equal, nothing is written but acc, left zero;
+ * different, src goes to dst, *changed is set and fp_home takes src's
+ * fingerprint, so the same bytes again are not copied. */
+START_TEST(kernel_way_home_copies_only_a_changed_copy)
+{
+    sgt_init();
+    const uint64_t n = 100003;
+    unsigned char *h = malloc(n), *zero = calloc(1, n);
+    sgt_pattern(h, n, 5);
+    way_home_t t = {.src = upload(h, n), .dst = upload(zero, n), .words = upload(zero, 64),
+                    .changed = upload(zero, 4), .bytes = n, .back = malloc(n)};
+    uint64_t want[2];
+    ref_fp(h, n, want);
+    SGT_OK(cuMemcpyHtoD(t.words, want, 16)); /* home holds src's bytes: nothing goes */
+    way_home(&t);
+    ck_assert(memcmp(t.back, zero, n) == 0);
+    ck_assert_uint_eq(t.flag, 0);
+    ck_assert(t.got[0] == want[0] && t.got[1] == want[1]);
+    ck_assert(t.got[2] == 0 && t.got[3] == 0 && t.got[4] == 0);
+    SGT_OK(cuMemsetD8(t.words, 0, 16)); /* home's fingerprint differs: src goes */
+    way_home(&t);
+    ck_assert(memcmp(t.back, h, n) == 0);
+    ck_assert_uint_eq(t.flag, 1);
+    ck_assert(t.got[0] == want[0] && t.got[1] == want[1]);
+    ck_assert(t.got[2] == 0 && t.got[3] == 0 && t.got[4] == 0);
+    SGT_OK(cuMemsetD8(t.changed, 0, 4)); /* and the same bytes again stay */
+    SGT_OK(cuMemsetD8(t.dst, 0, n));
+    way_home(&t);
+    ck_assert(memcmp(t.back, zero, n) == 0);
+    ck_assert_uint_eq(t.flag, 0);
+    free(h);
+    free(zero);
+    free(t.back);
+}
+END_TEST
+
 START_TEST(kernel_gemm_f32)
 {
     sgt_init();
@@ -401,6 +459,7 @@ Suite *kernels_suite(void)
     sgt_case(s, kernel_checksum_u64);
     sgt_case(s, kernel_fingerprint_reference);
     sgt_case(s, kernel_fingerprint_targeted);
+    sgt_case(s, kernel_way_home_copies_only_a_changed_copy);
     sgt_case(s, kernel_gemm_f32);
     return s;
 }
