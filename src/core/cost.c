@@ -27,10 +27,10 @@
  * take; the copy itself runs beside them on the link. So a visit served
  * costs the longer of its copy and its ways home (simgpu, 2026-11-30:
  * 400 x 1 MiB layers in 20 MiB segments, every one named, served 2.02x
- * the link bound, 9.2 ms a step of which 3.6 ms were ways home); their
+ * the link bound, 9.2 ms a step of which 4.5 ms were ways home); their
  * sum where the window has room for no copy beside it, which then waits
  * for the readers of the one before (the same layers under 120 MiB, a
- * window of one 20 MiB copy: 2.95x served, 1.65x in place).
+ * window of one 20 MiB copy: 2.54x the link bound served, 1.41x in place).
  */
 #include "sw.h"
 

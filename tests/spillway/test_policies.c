@@ -1058,9 +1058,9 @@ END_TEST
 /* 400 layers of 1 MiB in 20 MiB segments, every one named, on two
  * streams, under 120 MiB: the window holds one 20 MiB copy, so each copy
  * waits for the readers of the one before, and its twenty launches each
- * pay a way home after it. Served, a step took 2.95x the link bound; the
+ * pay a way home after it. Served, a step took 2.54x the link bound; the
  * copy and the ways home weighed together against reading in place, the
- * window is given back and steps 5-8 stream nothing (1.65x). */
+ * window is given back and steps 5-8 stream nothing (1.41x). */
 START_TEST(a_window_of_one_copy_weighs_the_copy_and_its_ways_home_together)
 {
     swt_run_t four, eight;
