@@ -156,6 +156,19 @@ int sw_window_here(void)
     return -1;
 }
 
+/* Frees what w's fingerprints hold, all or what was made of it: true
+ * when every free succeeded. */
+static bool fp_free(win_t *w)
+{
+    const sw_real_t *r = sw_real();
+    bool ok = !w->fp || r->cuMemFree_v2(w->fp) == CUDA_SUCCESS;
+    ok &= !w->changed || r->cuMemFreeHost(w->changed) == CUDA_SUCCESS;
+    ok &= !w->escaped || r->cuMemFreeHost(w->escaped) == CUDA_SUCCESS;
+    w->fp = 0;
+    w->changed = w->escaped = NULL;
+    return ok;
+}
+
 /* Makes w's memory, streams and events in the current context, dev's;
  * false, with nothing left allocated, when one cannot be made. */
 static bool make(win_t *w, int dev, uint64_t size)
@@ -204,7 +217,10 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
     w->dev = dev;
     w->last = -1;
     w->timers = sw_timers_new();
-    w->fp_on = sw_fp_ready(dev) &&
+    /* Fingerprints need their sums zeroed before any way home: waited
+     * for here, which no capture may see (made in one, a window sends
+     * every copy home whole). */
+    w->fp_on = !sw_capturing() && sw_fp_ready(dev) &&
               r->cuMemAlloc_v2(&w->fp, (size_t)MAX_UNITS * FP_UNIT_BYTES) == CUDA_SUCCESS &&
               r->cuMemsetD8Async(w->fp, 0, (size_t)MAX_UNITS * FP_UNIT_BYTES, w->st) ==
                   CUDA_SUCCESS &&
@@ -216,6 +232,8 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
     if (w->fp_on) {
         memset(w->changed, 0, MAX_UNITS * sizeof *w->changed);
         memset(w->escaped, 0, MAX_UNITS * sizeof *w->escaped);
+    } else {
+        fp_free(w);
     }
     for (int i = 0; i < MAX_ENTRIES; i++)
         w->entries[i].unit = -1;
@@ -243,10 +261,7 @@ static void teardown(win_t *w)
 {
     const sw_real_t *r = sw_real();
     bool ok = r->cuMemFree_v2(w->base) == CUDA_SUCCESS;
-    if (w->fp_on)
-        ok &= r->cuMemFree_v2(w->fp) == CUDA_SUCCESS &&
-              r->cuMemFreeHost(w->changed) == CUDA_SUCCESS &&
-              r->cuMemFreeHost(w->escaped) == CUDA_SUCCESS;
+    ok &= fp_free(w);
     if (!ok)
         sw_warn("device %d: the streaming window's memory could not all be freed", w->dev);
     for (int i = 0; i < MAX_ENTRIES; i++) {
