@@ -33,11 +33,13 @@ typedef struct {
 
 static fp_module_t fps[SW_MAX_DEVICES];
 
-/* Grid for a kernel walking `bytes` with 256 threads a block, a word each. */
-static unsigned blocks_for(uint64_t bytes)
+/* Queues fn on st over a grid walking `bytes` with 256 threads a block, a
+ * word each (1024 blocks at most: the rest stride). */
+static CUresult walk(CUfunction fn, uint64_t bytes, void **args, CUstream st)
 {
     uint64_t words = bytes / 8 + 1;
-    return (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
+    unsigned blocks = (unsigned)(words / 256 + 1 < 1024 ? words / 256 + 1 : 1024);
+    return SW_REAL(cuLaunchKernel)(fn, blocks, 1, 1, 256, 1, 1, 0, st, args, NULL);
 }
 
 /* dev's module, loaded if it can be now; NULL when it is not ready. */
@@ -82,7 +84,7 @@ CUresult sw_fp_queue(int dev, CUdeviceptr src, uint64_t bytes, CUdeviceptr out, 
     CUresult e = r->cuMemsetD8Async(out, 0, SW_FP_BYTES, st);
     void *args[] = {&src, &bytes, &out};
     if (e == CUDA_SUCCESS)
-        e = r->cuLaunchKernel(fp->fn, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args, NULL);
+        e = walk(fp->fn, bytes, args, st);
     return e;
 }
 
@@ -94,8 +96,7 @@ CUresult sw_fp_copy_if_changed(int dev, CUdeviceptr src, CUdeviceptr dst, uint64
     if (!fp)
         return CUDA_ERROR_NOT_FOUND;
     void *args[] = {&src, &dst, &bytes, &fp_home, &fp_now, &changed};
-    return SW_REAL(cuLaunchKernel)(fp->cic, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
-                                   NULL);
+    return walk(fp->cic, bytes, args, st);
 }
 
 CUresult sw_fp_way_home(int dev, CUdeviceptr src, CUdeviceptr dst, uint64_t bytes,
@@ -105,8 +106,7 @@ CUresult sw_fp_way_home(int dev, CUdeviceptr src, CUdeviceptr dst, uint64_t byte
     if (!fp)
         return CUDA_ERROR_NOT_FOUND;
     void *args[] = {&src, &dst, &bytes, &fp_home, &acc, &changed};
-    return SW_REAL(cuLaunchKernel)(fp->way_home, blocks_for(bytes), 1, 1, 256, 1, 1, 0, st, args,
-                                   NULL);
+    return walk(fp->way_home, bytes, args, st);
 }
 
 CUresult sw_fp_unwindow(int dev, const sw_unwindow_t *a, CUstream st)
@@ -118,8 +118,7 @@ CUresult sw_fp_unwindow(int dev, const sw_unwindow_t *a, CUstream st)
     for (uint32_t s = 0; s < a->nspans; s++)
         most = a->len[s] > most ? a->len[s] : most;
     void *args[] = {(void *)a};
-    return SW_REAL(cuLaunchKernel)(fp->unwindow, blocks_for(most), 1, 1, 256, 1, 1, 0, st, args,
-                                   NULL);
+    return walk(fp->unwindow, most, args, st);
 }
 
 CUresult sw_fp_take(int dev, CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending)
