@@ -157,8 +157,9 @@ static bool placed_alike(const unit_t *u)
  * were timed with its range placed alike; 0 otherwise. */
 double sw_win_place_ratio(const win_t *w, const unit_t *u)
 {
-    return placed_alike(u) ? sw_cost_ratio(&u->cost, u->linked, w->copy_rate, visit_uses(u), ahead(w, u))
-                            : 0;
+    if (!placed_alike(u))
+        return 0;
+    return sw_cost_ratio(&u->cost, u->linked, w->copy_rate, visit_uses(u), ahead(w, u));
 }
 
 /* Whether u is read in place by its costs: a visit read there was faster
@@ -172,23 +173,11 @@ bool sw_win_cheaper_in_place(const win_t *w, unit_t *u)
         double copy = sw_cost_copy_ms(&u->cost, u->linked, w->copy_rate);
         double home = sw_cost_home_ms(&u->cost, visit_uses(u));
         sw_stat_add(SW_STAT_ranges_read_in_place, 1);
-        if (!ahead(w, u))
-            sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it "
-                    "there in %.1f us, where from the window's one copy it waits for its copy, "
-                    "%.1f us, and its %u launches' ways home, %.1f us",
-                    w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
-                    1e3 * u->cost.best[SW_COST_PLACE], 1e3 * copy, visit_uses(u), 1e3 * home);
-        else if (home > copy)
-            sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it "
-                    "there in %.1f us, where its %u launches' ways home from a copy take "
-                    "%.1f us (its copy %.1f us)",
-                    w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
-                    1e3 * u->cost.best[SW_COST_PLACE], visit_uses(u), 1e3 * home, 1e3 * copy);
-        else
-            sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it "
-                    "there in %.1f us, its copy takes %.1f us",
-                    w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
-                    1e3 * u->cost.best[SW_COST_PLACE], 1e3 * copy);
+        sw_info("device %d: allocation 0x%llx +%llu is read in place: a visit reads it there "
+                "in %.1f us, its copy takes %.1f us and its %u launches' ways home %.1f us%s",
+                w->dev, (unsigned long long)u->start, (unsigned long long)u->len,
+                1e3 * u->cost.best[SW_COST_PLACE], 1e3 * copy, visit_uses(u), 1e3 * home,
+                ahead(w, u) ? "" : ", one after the other (the window holds one copy)");
     }
     u->cheap = true;
     return true;
