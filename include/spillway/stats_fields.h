@@ -56,7 +56,7 @@
     X(COUNTER, launches_waited, "count", "rewritten launches issued before their window copy had landed (the GPU waits, the host does not)") \
     X(COUNTER, descriptors_recognised, "count", "TMA descriptors in launch arguments matched to a cuTensorMapEncode* call") \
     X(COUNTER, ordered_frees_deferred, "count", "stream-ordered frees of tracked memory, released once the stream reached them") \
-    X(COUNTER, ranges_read_in_place, "count", "ranges the streaming window leaves in place: timed, a visit read them there faster than their copy took") \
+    X(COUNTER, ranges_read_in_place, "count", "ranges the streaming window leaves in place: timed, a visit read them there faster than one served from a copy took") \
     SW_PASSTHROUGH_ROUTES(SW_PASSTHROUGH_FIELD, X) \
     SW_STATS_DEVICE(X, 0) SW_STATS_DEVICE(X, 1) SW_STATS_DEVICE(X, 2) SW_STATS_DEVICE(X, 3)     \
     SW_STATS_DEVICE(X, 4) SW_STATS_DEVICE(X, 5) SW_STATS_DEVICE(X, 6) SW_STATS_DEVICE(X, 7)
