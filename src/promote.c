@@ -270,13 +270,27 @@ void sw_promote_deferred(void)
 
 typedef struct {
     sw_pack_t moves;            /* out[0..nout) go home, then in[0..nin) come */
-    bool adopted;               /* adoption's, else packing's or free room's */
+    const char *why;            /* for the log, where a chunk goes home */
+    bool spread;                /* spreading's: the window's count starts again */
 } trade_t;
 
 /* keep() for packing: a chunk the launch at *arg uses stays. */
 static bool used_now(const sw_chunk_t *c, void *arg)
 {
     return sw_learn_state(c).last_use == *(const uint64_t *)arg;
+}
+
+/* Spreading sorts the loop's chunks: asked once a loop while it finds no
+ * trade, and after one, at once again. */
+static bool spread(uint64_t now, uint64_t period, const uint64_t *window, sw_pack_t *m)
+{
+    static uint64_t next; /* relaxed atomic */
+    if (now < __atomic_load_n(&next, __ATOMIC_RELAXED))
+        return false;
+    bool found = sw_policy_spread(sw_tracked(), now, period, window, used_now, &now, m);
+    if (!found)
+        __atomic_store_n(&next, now + period, __ATOMIC_RELAXED);
+    return found;
 }
 
 /* next_trade's questions to policy, which reads the learned segment
@@ -293,10 +307,17 @@ static bool ask_policy(uint64_t now, uint64_t period, const uint64_t *room, cons
     *waiting = m->in[0] && m->nout == 0;
     if (m->nout == 1) {
         m->nin = 1;
-        t->adopted = true;
+        t->why = "reached through a pointer table";
         return true;
     }
-    return period && sw_policy_pack(sw_tracked(), period, window, used_now, &now, m, SW_PACK_MAX);
+    if (!period)
+        return false;
+    t->why = "fuller";
+    if (sw_policy_pack(sw_tracked(), period, window, used_now, &now, m, SW_PACK_MAX))
+        return true;
+    t->why = "spread among the streamed";
+    t->spread = true;
+    return spread(now, period, window, m);
 }
 
 /* The next sw_promote_trade, asked under any hold of the gate; false: none, and
@@ -319,7 +340,8 @@ static bool next_trade(uint64_t now, bool replay, trade_t *t, bool *waiting)
     }
     sw_pack_t *m = &t->moves;
     m->nin = m->nout = 0;
-    t->adopted = false;
+    t->why = NULL;
+    t->spread = false;
     *waiting = false;
     sw_segments_lock();
     bool any = ask_policy(now, period, room, window, t, waiting);
@@ -354,6 +376,8 @@ void sw_promote_trade(uint64_t now, bool replay)
             moved = sw_move(m->out[i], SW_ON_HOST) == CUDA_SUCCESS;
         for (size_t i = 0; i < m->nin && moved; i++)
             moved = sw_move(m->in[i], SW_ON_DEVICE) == CUDA_SUCCESS;
+        if (t.spread)
+            sw_window_residency_moved(m->out[0]->alloc->dev);
         if (moved && m->nout == 0)
             sw_debug("launch %llu: 0x%llx (%llu bytes of data) resident in free room",
                      (unsigned long long)now, (unsigned long long)m->in[0]->va,
@@ -362,8 +386,7 @@ void sw_promote_trade(uint64_t now, bool replay)
             sw_debug("launch %llu: 0x%llx (%llu bytes of data) and %zu more resident instead of "
                      "0x%llx and %zu more: %s", (unsigned long long)now,
                      (unsigned long long)m->in[0]->va, (unsigned long long)sw_chunk_data(m->in[0]),
-                     m->nin - 1, (unsigned long long)m->out[0]->va, m->nout - 1,
-                     t.adopted ? "reached through a pointer table" : "fuller");
+                     m->nin - 1, (unsigned long long)m->out[0]->va, m->nout - 1, t.why);
     }
     /* Trades made, more may wait for chunks this launch uses: asked again
      * soon, as a chunk to adopt that found no victim. */

@@ -518,6 +518,10 @@ typedef struct {
  * segment's copy whose every copy waited (190 of 199): 2.25x the
  * all-resident step, given back 1.08x (2026-11-29, simgpu). */
 void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays, bool may_repay);
+/* The resident set changed under the loop being counted: the count starts
+ * again at the next question, and its first loop counts the copies that
+ * could be made ahead, as in a new period. */
+void sw_worth_moved(sw_worth_t *j);
 /* The window's worth, as above; updates j's clocks. */
 sw_window_worth_t sw_worth_judge(sw_worth_t *j, const sw_worth_ask_t *q);
 /* The room a window serving a capture needs: slot (one range) where its
@@ -669,6 +673,31 @@ bool sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[
 sw_chunk_t *sw_policy_into_room(const sw_table_t *t, uint64_t period,
                                 const uint64_t window[SW_MAX_DEVICES],
                                 const uint64_t room[SW_MAX_DEVICES]);
+
+/* What keeping a chunk resident saves a loop, as sw_policy_pack weighs
+ * it, for other policies that must not undo its trades: made once per
+ * question (it reads the whole table), then asked per chunk. */
+typedef struct {
+    uint64_t longest;       /* the longest tensor the table shows */
+    const uint64_t *window; /* each device's window bytes; NULL: every one has one */
+} sw_policy_worth_t;
+sw_policy_worth_t sw_policy_worth_of(const sw_table_t *t, const uint64_t *window);
+double sw_policy_worth(const sw_chunk_t *c, const sw_policy_worth_t *w);
+
+/* Spreading (core/spread.c): a trade of equal worth that moves a resident
+ * chunk out of a long run of resident ones in the loop and a streamed one
+ * in, so that the window's copies run while resident kernels do. Of
+ * devices with a window (window[dev] bytes), chunks that are whole
+ * allocations visited each loop of period launches (as of launch now);
+ * the resident one sent home splits the longest stretch of launches
+ * between two streamed visits nearest its middle, the streamed one of
+ * its size, worth no less, brought in where its two stretches are
+ * shortest, where the first product (the launches either side) is at
+ * least twice the second. keep() holds a device chunk back (one the
+ * launch uses). One chunk either way; false: none. Pure. */
+bool sw_policy_spread(const sw_table_t *t, uint64_t now, uint64_t period,
+                      const uint64_t window[SW_MAX_DEVICES],
+                      bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_pack_t *trade);
 
 /* The link, for cost-model verdicts. */
 typedef struct {

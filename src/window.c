@@ -309,6 +309,16 @@ void sw_window_last_loop(int dev, uint64_t *fits, uint64_t *copied, uint64_t *ba
     pthread_mutex_unlock(&w->lock);
 }
 
+void sw_window_residency_moved(int dev)
+{
+    win_t *w = sw_win_get(dev);
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    sw_worth_moved(&w->worth);
+    pthread_mutex_unlock(&w->lock);
+}
+
 bool sw_window_capture_room(int dev, uint64_t *room)
 {
     win_t *w = sw_win_get(dev);

@@ -418,6 +418,16 @@ static double worth(const sw_chunk_t *c, uint64_t longest, const uint64_t *windo
     return table_only(c, window) ? data * SW_COST_LINK_RATIO : data;
 }
 
+sw_policy_worth_t sw_policy_worth_of(const sw_table_t *t, const uint64_t *window)
+{
+    return (sw_policy_worth_t){longest_tensor(t), window};
+}
+
+double sw_policy_worth(const sw_chunk_t *c, const sw_policy_worth_t *w)
+{
+    return worth(c, w->longest, w->window);
+}
+
 /* ---- adoption ---- */
 
 typedef struct {

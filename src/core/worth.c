@@ -68,6 +68,12 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
     return j->unpaid;
 }
 
+void sw_worth_moved(sw_worth_t *j)
+{
+    j->loop_at = 0;
+    j->judged = false;
+}
+
 /* In the loop of q->period. A loop is judged only in the period it was
  * counted in: where the period moves (a new phase of the program), the
  * clocks start again. */

@@ -11,6 +11,7 @@
  * budgeted policy promote as well as demote.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "swt.h"
@@ -1055,6 +1056,29 @@ START_TEST(segments_of_many_named_tensors_are_streamed)
 }
 END_TEST
 
+/* 128 layers of 2 MiB, an allocation each, every one named, on two
+ * streams, under 160 MiB (the link bound: 96 MiB at simgpu's 55 GB/s,
+ * 1830 us a step). Allocation order left the first layers resident: each
+ * step ran them in one stretch while the window, two copies ahead, let
+ * the link idle, 1.17x the bound. The trades spreading the resident
+ * layers among the streamed ones keep it busy. */
+START_TEST(resident_layers_spread_among_streamed_ones_keep_the_link_busy)
+{
+    const char *args[] = {"--layers", "128", "--widths", "1024,512", "--no-tables", "--streams",
+                          "2", "--steps", "8", "--time", "4", NULL};
+    swt_run_t r;
+    run_windowed(&r, "SPILLWAY_GPU_BUDGET=160MiB", args);
+    char *out = swt_slurp(r.out);
+    const char *at = out ? strstr(out, "step_ns=") : NULL;
+    ck_assert_msg(at, "no step time: %s", swt_describe(&r));
+    double step_ns = strtod(at + strlen("step_ns="), NULL);
+    free(out);
+    double bound_ns = (double)(96 * SWT_MIB) / 55.0;
+    ck_assert_msg(step_ns < 1.10 * bound_ns, "steps 5-8: %.0f ns, %.3fx the bound: %s", step_ns,
+                  step_ns / bound_ns, swt_describe(&r));
+}
+END_TEST
+
 /* 400 layers of 1 MiB in 20 MiB segments, every one named, on two
  * streams, under 120 MiB: the window holds one 20 MiB copy, so each copy
  * waits for the readers of the one before, and its twenty launches each
@@ -1198,6 +1222,7 @@ Suite *policies_suite(void)
     tcase_set_timeout(many, 120);
     tcase_add_test(many, segments_of_many_named_tensors_are_streamed);
     tcase_add_test(many, a_window_of_one_copy_weighs_the_copy_and_its_ways_home_together);
+    tcase_add_test(many, resident_layers_spread_among_streamed_ones_keep_the_link_busy);
     suite_add_tcase(s, many);
     return s;
 }

@@ -21,6 +21,7 @@ int main(void)
     srunner_add_suite(sr, pack_suite());
     srunner_add_suite(sr, worth_suite());
     srunner_add_suite(sr, replay_suite());
+    srunner_add_suite(sr, spread_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

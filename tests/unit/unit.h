@@ -56,4 +56,5 @@ Suite *cost_suite(void);
 Suite *pack_suite(void);
 Suite *worth_suite(void);
 Suite *replay_suite(void);
+Suite *spread_suite(void);
 #endif
