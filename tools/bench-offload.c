@@ -144,6 +144,9 @@ typedef struct scenario {
     bool jitter;        /* also run learned and rewrite-off under SIMGPU_JITTER */
     uint32_t workspace; /* mlp --workspace, MiB (0: none): scratch every layer
                          * writes, made before the weights, as cuBLAS's is */
+    bool halves;        /* mlp --widths W,W/2: layers of W x W/2 floats, from
+                         * W wide to W/2 and back (a 2 MiB layer at 1024,
+                         * which no square one is) */
 } scenario_t;
 
 /* Shorthands for the tables below. */
@@ -167,6 +170,12 @@ typedef struct scenario {
  * segments variant: a 64 MiB layer is bigger than a segment and gets its
  * own allocation, which makes the very calls of decode-64M.
  *
+ * decode-2M-deep: 256 layers of 2 MiB, a model of many small tensors,
+ * under 288 MiB: the resident layers' kernels run for as long as ten or
+ * more copies, so where they lie in the step decides whether the link
+ * idles meanwhile (all at the front, as the peers keep them and as
+ * allocation order leaves them).
+ *
  * prefill: width 1024, batch 16 at 0.45 TFLOPS: a layer's GEMM computes
  * 2 * 1024^2 * 16 flops in 74.6 us, plus simgpu's 2 us per kernel, 76.6 us;
  * its 4 MiB take 76.3 us at 55 GB/s.  A batch below one 128-row GEMM tile
@@ -176,6 +185,7 @@ static const scenario_t full_set[] = {
     {"decode-1M", FAM_DECODE, 40, 512, 0, PL, 1, 0, 3, 4, MiB(16), NULL, CORE, false, 0},
     {"decode-1M-one", FAM_DECODE, 40, 512, 0, ONE, 1, 0, 3, 4, MiB(16), NULL, CORE, false, 0},
     {"decode-1M-seg", FAM_DECODE, 400, 512, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
+    {"decode-2M-deep", FAM_DECODE, 256, 1024, 0, PL, 2, 0, 3, 4, MiB(288), NULL, CORE, false, 0, true},
     {"decode-4M", FAM_DECODE, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, CORE, false, 0},
     {"decode-4M-one", FAM_DECODE, 20, 1024, 0, ONE, 2, 0, 3, 4, MiB(32), NULL, BASELINES, false, 0},
     {"decode-4M-seg", FAM_DECODE, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
@@ -189,23 +199,23 @@ static const scenario_t full_set[] = {
     {"decode-64M-one", FAM_DECODE, 10, 4096, 0, ONE, 2, 0, 3, 3, MiB(256), NULL, CORE, false, 8},
     {"graph-4M-seg", FAM_GRAPH, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
     {"graph-16M", FAM_GRAPH, 20, 2048, 0, PL, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 0},
-    {"prefill", FAM_PREFILL, 20, 1024, 16, PL, 1, 0, 3, 3, MiB(32), "0.45", BASELINES, false, 0},
-    {"train", FAM_TRAIN, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, BASELINES, false, 0},
-    {"train-seg", FAM_TRAIN, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0},
-    {"moe", FAM_MOE, 32, 1024, 0, PL, 1, 2, 100, 40, MiB(51), NULL, BASELINES, false, 0},
-    {"moe-early", FAM_MOE, 32, 1024, 0, PL, 1, 2, 20, 40, MiB(51), NULL, BASELINES, false, 0},
+    {"prefill", FAM_PREFILL, 20, 1024, 16, PL, 1, 0, 3, 3, MiB(32), "0.45", BASELINES, false, 0, false},
+    {"train", FAM_TRAIN, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, BASELINES, false, 0, false},
+    {"train-seg", FAM_TRAIN, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0, false},
+    {"moe", FAM_MOE, 32, 1024, 0, PL, 1, 2, 100, 40, MiB(51), NULL, BASELINES, false, 0, false},
+    {"moe-early", FAM_MOE, 32, 1024, 0, PL, 1, 2, 20, 40, MiB(51), NULL, BASELINES, false, 0, false},
 };
 
 /* --quick: the same families, tiny, for the test suite (correctness
  * only).  prefill: batch 2 at 0.056 TFLOPS keeps compute about equal to
  * copy (2 * 1024^2 * 2 flops in 74.9 us). */
 static const scenario_t quick_set[] = {
-    {"decode", FAM_DECODE, 20, 512, 0, PL, 1, 0, 2, 2, MiB(8), NULL, BASELINES, false, 0},
-    {"decode-seg", FAM_DECODE, 20, 512, 0, SEG, 2, 0, 2, 2, MiB(8), NULL, CORE, true, 0},
-    {"graph-one", FAM_GRAPH, 20, 512, 0, ONE, 2, 0, 2, 2, MiB(8), NULL, CORE, false, 0},
-    {"prefill", FAM_PREFILL, 10, 1024, 2, PL, 1, 0, 2, 2, MiB(16), "0.056", CORE, false, 0},
-    {"train", FAM_TRAIN, 10, 512, 0, SEG, 2, 0, 2, 2, MiB(4), NULL, CORE, true, 0},
-    {"moe", FAM_MOE, 16, 1024, 0, PL, 1, 2, 8, 8, MiB(26), NULL, BASELINES, false, 0},
+    {"decode", FAM_DECODE, 20, 512, 0, PL, 1, 0, 2, 2, MiB(8), NULL, BASELINES, false, 0, false},
+    {"decode-seg", FAM_DECODE, 20, 512, 0, SEG, 2, 0, 2, 2, MiB(8), NULL, CORE, true, 0, false},
+    {"graph-one", FAM_GRAPH, 20, 512, 0, ONE, 2, 0, 2, 2, MiB(8), NULL, CORE, false, 0, false},
+    {"prefill", FAM_PREFILL, 10, 1024, 2, PL, 1, 0, 2, 2, MiB(16), "0.056", CORE, false, 0, false},
+    {"train", FAM_TRAIN, 10, 512, 0, SEG, 2, 0, 2, 2, MiB(4), NULL, CORE, true, 0, false},
+    {"moe", FAM_MOE, 16, 1024, 0, PL, 1, 2, 8, 8, MiB(26), NULL, BASELINES, false, 0, false},
 };
 
 #undef PL
@@ -239,7 +249,7 @@ static bool is_moe(const scenario_t *s)
 
 static uint64_t unit_bytes(const scenario_t *s)
 {
-    return (uint64_t)s->width * s->width * sizeof(float);
+    return (uint64_t)s->width * (s->halves ? s->width / 2 : s->width) * sizeof(float);
 }
 
 static uint64_t model_bytes(const scenario_t *s)
@@ -475,8 +485,13 @@ static int scenario_args(const scenario_t *s, char **a)
         a[i++] = "--layers";
         a[i++] = xasprintf("%u", s->count);
     }
-    a[i++] = "--width";
-    a[i++] = xasprintf("%u", s->width);
+    if (s->halves) {
+        a[i++] = "--widths";
+        a[i++] = xasprintf("%u,%u", s->width, s->width / 2);
+    } else {
+        a[i++] = "--width";
+        a[i++] = xasprintf("%u", s->width);
+    }
     if (s->batch > 0) {
         a[i++] = "--batch";
         a[i++] = xasprintf("%u", s->batch);
