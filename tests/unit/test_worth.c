@@ -119,6 +119,32 @@ START_TEST(worth_counts_late_half_size_copies_in_the_first_loop_only)
 }
 END_TEST
 
+/* Chunks moved under the loop being counted (spreading's trades): its
+ * count starts again at the next question, and late copies count in the
+ * loop after, as in a new period. Without it the loop of the moves,
+ * short of the copies of ranges just sent home, gave the window back. */
+START_TEST(worth_counts_anew_after_chunks_move)
+{
+    sw_worth_t j = {0};
+    judge_at(&j, 200, 190);
+    judge_at(&j, 210, 205);
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(&j, MiB(8), true, true);
+    ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_WORTH); /* judged: late copies no longer count */
+    for (int i = 0; i < 4; i++)
+        sw_worth_copied(&j, MiB(8), true, true);
+    sw_worth_moved(&j);
+    ck_assert_int_eq(judge_at(&j, 360, 355), SW_WINDOW_WORTH); /* the count begins again */
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(&j, MiB(8), false, true);
+    ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_WORTH); /* not yet a loop */
+    ck_assert_int_eq(judge_at(&j, 460, 455), SW_WINDOW_WORTH); /* 96 MiB counted, late ones too */
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(&j, MiB(8), false, true);
+    ck_assert_int_eq(judge_at(&j, 560, 555), SW_WINDOW_UNREPAID); /* judged since: late ones do not */
+}
+END_TEST
+
 static double below_five(void *arg)
 {
     (void)arg;
@@ -170,6 +196,7 @@ Suite *worth_suite(void)
     tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
     tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
     tcase_add_test(tc, worth_counts_late_half_size_copies_in_the_first_loop_only);
+    tcase_add_test(tc, worth_counts_anew_after_chunks_move);
     tcase_add_test(tc, worth_capture_keeps_one_range_only_where_reads_in_place_are_slower);
     suite_add_tcase(s, tc);
     return s;
