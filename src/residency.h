@@ -292,11 +292,13 @@ uint64_t sw_window_release(int dev);
  * served; SW_WINDOW_IDLE too after a graph launch while no graph held a
  * copy and nothing else was served since. */
 sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess);
-/* Chunks of dev moved between the resident set and the host while its
- * window counted a loop: the ranges sent home are copied late at their
- * first visits, before the window learns their order, so its count
- * starts again as in a new period (sw_worth_moved). */
-void sw_window_residency_moved(int dev);
+/* Chunks of dev moved between the resident set and the host at launch
+ * now, while its window counted a loop of `period`: the ranges sent home
+ * are copied late at their first visits, before the window learns their
+ * order, so where the window repaid its room so far (sw_worth_on_pace)
+ * its count starts again as in a new period (sw_worth_moved). One that
+ * did not, or cannot tell yet, is judged as it would have been. */
+void sw_window_residency_moved(int dev, uint64_t now, uint64_t period);
 /* What dev's window's last loop judged found; all 0 with no window or no
  * loop judged yet. *fits, where sw_window_worth says SW_WINDOW_OVERSIZED:
  * the longest range that loop copied, rounded up to SW_WINDOW_ALIGN (a

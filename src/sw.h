@@ -518,6 +518,10 @@ typedef struct {
  * segment's copy whose every copy waited (190 of 199): 2.25x the
  * all-resident step, given back 1.08x (2026-11-29, simgpu). */
 void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays, bool may_repay);
+/* Whether the window repays its room as far as can be told at q->now: its
+ * last loop judged in this period did, or with none judged yet, the half
+ * loop or more counted so far is on pace to. Changes nothing. */
+bool sw_worth_on_pace(const sw_worth_t *j, const sw_worth_ask_t *q);
 /* The resident set changed under the loop being counted: the count starts
  * again at the next question, and its first loop counts the copies that
  * could be made ahead, as in a new period. */

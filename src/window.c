@@ -309,16 +309,6 @@ void sw_window_last_loop(int dev, uint64_t *fits, uint64_t *copied, uint64_t *ba
     pthread_mutex_unlock(&w->lock);
 }
 
-void sw_window_residency_moved(int dev)
-{
-    win_t *w = sw_win_get(dev);
-    if (!w)
-        return;
-    pthread_mutex_lock(&w->lock);
-    sw_worth_moved(&w->worth);
-    pthread_mutex_unlock(&w->lock);
-}
-
 bool sw_window_capture_room(int dev, uint64_t *room)
 {
     win_t *w = sw_win_get(dev);
@@ -336,15 +326,10 @@ bool sw_window_capture_room(int dev, uint64_t *room)
     return changes;
 }
 
-sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess)
+/* The question about w at launch now; w->lock held. */
+static sw_worth_ask_t ask(win_t *w, uint64_t now, uint64_t period, uint64_t guess)
 {
-    win_t *w = sw_win_get(dev);
-    if (!w)
-        return SW_WINDOW_WORTH;
-    if (__atomic_load_n(&w->idle_replays, __ATOMIC_RELAXED) >= SW_WINDOW_IDLE_LOOPS)
-        return SW_WINDOW_IDLE;
-    pthread_mutex_lock(&w->lock);
-    const sw_worth_ask_t q = {
+    return (sw_worth_ask_t){
         .now = now,
         .period = period,
         .guess = guess,
@@ -355,9 +340,32 @@ sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64
         .repaid = sw_win_repaid,
         .arg = w,
     };
+}
+
+sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64_t guess)
+{
+    win_t *w = sw_win_get(dev);
+    if (!w)
+        return SW_WINDOW_WORTH;
+    if (__atomic_load_n(&w->idle_replays, __ATOMIC_RELAXED) >= SW_WINDOW_IDLE_LOOPS)
+        return SW_WINDOW_IDLE;
+    pthread_mutex_lock(&w->lock);
+    const sw_worth_ask_t q = ask(w, now, period, guess);
     sw_window_worth_t why = sw_worth_judge(&w->worth, &q);
     pthread_mutex_unlock(&w->lock);
     return why;
+}
+
+void sw_window_residency_moved(int dev, uint64_t now, uint64_t period)
+{
+    win_t *w = sw_win_get(dev);
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    const sw_worth_ask_t q = ask(w, now, period, 0);
+    if (sw_worth_on_pace(&w->worth, &q))
+        sw_worth_moved(&w->worth);
+    pthread_mutex_unlock(&w->lock);
 }
 
 uint64_t sw_window_release(int dev)

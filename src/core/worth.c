@@ -19,6 +19,14 @@ void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays, bool may_repay)
         j->longest = len;
 }
 
+/* The bytes a loop must copy: the times its size q->repaid says, of the
+ * size it would have made anew at two of its longest copies (slot) where
+ * those take less room. */
+static double bar_of(const sw_worth_ask_t *q, uint64_t slot)
+{
+    return q->repaid(q->arg) * (double)(slot && 2 * slot < q->size ? 2 * slot : q->size);
+}
+
 /*
  * Whether the latest whole loop, counted from the first question once the
  * loop is known, copied less than repaid() times the window's size; asked
@@ -57,7 +65,7 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
         double per_loop =
             (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
         j->fits = slot && 2 * slot < q->size ? slot : 0;
-        double bar = q->repaid(q->arg) * (double)(j->fits ? 2 * slot : q->size);
+        double bar = bar_of(q, slot);
         j->unpaid = per_loop < bar;
         j->per_loop = (uint64_t)per_loop;
         j->bar = (uint64_t)bar;
@@ -66,6 +74,18 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
         j->judged = true;
     }
     return j->unpaid;
+}
+
+bool sw_worth_on_pace(const sw_worth_t *j, const sw_worth_ask_t *q)
+{
+    if (!q->period || !sw_learn_same_period(j->period, q->period))
+        return false;
+    if (j->judged)
+        return !j->unpaid;
+    if (!j->loop_at || q->now < j->loop_at || 2 * (q->now - j->loop_at) < q->period)
+        return false;
+    double per_loop = (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
+    return per_loop >= bar_of(q, sw_round_up(j->longest, q->align));
 }
 
 void sw_worth_moved(sw_worth_t *j)

@@ -145,6 +145,37 @@ START_TEST(worth_counts_anew_after_chunks_move)
 }
 END_TEST
 
+/* On pace: what the last loop judged said, or with none judged yet, what
+ * half a loop or more counted so far says; nothing before that, or in
+ * another period. */
+START_TEST(worth_on_pace_from_half_a_loop_counted)
+{
+    sw_worth_t j = {0};
+    sw_worth_ask_t q = ask(200, PERIOD, 190);
+    ck_assert(!sw_worth_on_pace(&j, &q)); /* no period judged in yet */
+    judge_at(&j, 200, 190);
+    judge_at(&j, 210, 205); /* the count begins */
+    for (int i = 0; i < 5; i++)
+        sw_worth_copied(&j, MiB(8), true, true);
+    q = ask(250, PERIOD, 245);
+    ck_assert(!sw_worth_on_pace(&j, &q)); /* 40 launches: under half a loop */
+    q = ask(260, PERIOD, 255);
+    ck_assert(sw_worth_on_pace(&j, &q)); /* 40 MiB in half a loop: 80 a loop */
+    q = ask(280, PERIOD, 275);
+    ck_assert(!sw_worth_on_pace(&j, &q)); /* 40 MiB in 70 launches: 57 a loop */
+    q = ask(280, PERIOD / 2, 275);
+    ck_assert(!sw_worth_on_pace(&j, &q)); /* another period */
+    for (int i = 0; i < 7; i++)
+        sw_worth_copied(&j, MiB(8), true, true);
+    ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_WORTH);
+    q = ask(320, PERIOD, 315);
+    ck_assert(sw_worth_on_pace(&j, &q)); /* the loop judged repaid */
+    ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_UNREPAID);
+    q = ask(420, PERIOD, 415);
+    ck_assert(!sw_worth_on_pace(&j, &q)); /* the loop judged did not */
+}
+END_TEST
+
 static double below_five(void *arg)
 {
     (void)arg;
@@ -197,6 +228,7 @@ Suite *worth_suite(void)
     tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
     tcase_add_test(tc, worth_counts_late_half_size_copies_in_the_first_loop_only);
     tcase_add_test(tc, worth_counts_anew_after_chunks_move);
+    tcase_add_test(tc, worth_on_pace_from_half_a_loop_counted);
     tcase_add_test(tc, worth_capture_keeps_one_range_only_where_reads_in_place_are_slower);
     suite_add_tcase(s, tc);
     return s;
