@@ -8,7 +8,7 @@
  * then idles. Allocation order makes the first layers resident and the
  * rest streamed: one long resident run a loop, and the link idle through
  * most of it (256 layers of 2 MiB under 288 MiB on simgpu: 650 us of a
- * 5005 us step, 1.17x the link bound; spread, 1.05x). Spread among the
+ * 5005 us step, 1.17x the link bound; spread, 1.02x). Spread among the
  * streamed chunks, each resident run's kernels run while a copy does.
  *
  * The measure is the launches from one streamed visit to the next, a
@@ -17,11 +17,11 @@
  * sends home the resident chunk that splits the widest gap nearest its
  * middle (a and b launches either side: the sum falls by 2ab) and brings
  * in the streamed chunk of the same size, worth no less, whose two gaps
- * merge at the least cost (the sum rises by 2 * before * after, a gap r
- * splits counted as the side of it next to the one brought in), where
- * the split gains SPREAD_GAIN times what the merge costs: each trade is
- * two moves and a synchronization. The sum falls with every trade, so
- * trades end.
+ * merge at the least cost (the sum rises by 2 * before * after, where the
+ * gap the resident one splits is one of those two, its side next to the
+ * one brought in), where the split gains SPREAD_GAIN times what the merge
+ * costs, and something: each trade is two moves, a batch of them a
+ * synchronization. The sum falls with every trade, so trades end.
  *
  * Only a chunk that is a whole allocation trades (a tensor of its own, or
  * an allocator's segment): part of a bigger tensor sent home would leave
@@ -39,13 +39,11 @@ typedef struct {
     uint64_t at;      /* where its visits start in the loop: [0, period) */
     bool streamed;    /* on the host: copied into the window, or read in place */
     bool movable;     /* may trade */
-    uint64_t before;  /* streamed: launches since the streamed visit before;
-                       * resident: since the streamed visit before it */
+    uint64_t before;  /* launches since the streamed visit before it */
     uint64_t after;   /* launches to the next streamed visit */
 } spot_t;
 
 typedef struct {
-    const sw_table_t *t;
     uint64_t now, period;
     int dev;
     bool (*keep)(const sw_chunk_t *c, void *arg);
@@ -195,6 +193,8 @@ static bool spread_dev(spots_t *sp, const sw_policy_worth_t *w, sw_pack_t *trade
     qsort(splits, nsplit, sizeof *splits, wider_split);
     bool found = false;
     for (size_t i = 0; i < nsplit && i < SPREAD_TRIES && !found; i++) {
+        if (splits[i]->before * splits[i]->after == 0)
+            break; /* no wider splits left: a trade would gain nothing */
         spot_t *h = partner(sp->v, sp->n, sp->period, splits[i], w);
         if (h) {
             trade->out[0] = splits[i]->c;
@@ -215,7 +215,7 @@ bool sw_policy_spread(const sw_table_t *t, uint64_t now, uint64_t period,
     if (!period)
         return false;
     sw_policy_worth_t w = sw_policy_worth_of(t, window);
-    spots_t sp = {.t = t, .now = now, .period = period, .keep = keep, .arg = arg};
+    spots_t sp = {.now = now, .period = period, .keep = keep, .arg = arg};
     bool found = false;
     for (int dev = 0; dev < SW_MAX_DEVICES && !found; dev++) {
         if (!window[dev])

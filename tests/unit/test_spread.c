@@ -141,6 +141,28 @@ START_TEST(spread_ends_with_the_resident_layers_spread_evenly)
 }
 END_TEST
 
+/* Layers visited two at a time (each pair's launch names both): where a
+ * resident layer shares its place with a streamed one, splitting there
+ * gains nothing, and a trade for nothing would never end. */
+START_TEST(spread_never_trades_for_nothing)
+{
+    loop_t l;
+    loop_init(&l, 0);
+    for (int i = 0; i < LAYERS; i++) {
+        layer(&l, i)->visit = layer(&l, i)->last_use = FIRST + (uint64_t)(i / 2) * 2 * STRIDE;
+        layer(&l, i)->where = i % 2 || i < 4 ? SW_ON_HOST : SW_ON_DEVICE;
+    }
+    int trades = 0;
+    sw_pack_t m;
+    while (sw_policy_spread(l.t, NOW, PERIOD, with_window, NULL, NULL, &m)) {
+        apply(&m);
+        ck_assert_msg(++trades <= LAYERS, "trades do not end");
+    }
+    ck_assert_int_eq(resident_count(&l), LAYERS / 2 - 2);
+    loop_free(&l);
+}
+END_TEST
+
 START_TEST(spread_leaves_an_even_loop_alone)
 {
     loop_t l;
@@ -234,6 +256,7 @@ Suite *spread_suite(void)
     tcase_add_test(tc, spread_splits_a_resident_run_at_its_middle);
     tcase_add_test(tc, spread_ends_with_the_resident_layers_spread_evenly);
     tcase_add_test(tc, spread_leaves_an_even_loop_alone);
+    tcase_add_test(tc, spread_never_trades_for_nothing);
     tcase_add_test(tc, spread_trades_only_a_chunk_of_the_same_size_and_no_less_worth);
     tcase_add_test(tc, spread_leaves_what_it_must_not_move);
     suite_add_tcase(s, tc);
