@@ -697,8 +697,10 @@ double sw_policy_worth(const sw_chunk_t *c, const sw_policy_worth_t *w);
  * between two streamed visits nearest its middle, the streamed one of
  * its size, worth no less, brought in where its two stretches are
  * shortest, where the first product (the launches either side) is at
- * least twice the second. keep() holds a device chunk back (one the
- * launch uses). One chunk either way; false: none. Pure. */
+ * least twice the second, and not zero: the sum of the stretches'
+ * squares falls with each trade, so repeated trades end. keep() holds a
+ * device chunk back (one the launch uses). One chunk either way; false:
+ * none. Pure. */
 bool sw_policy_spread(const sw_table_t *t, uint64_t now, uint64_t period,
                       const uint64_t window[SW_MAX_DEVICES],
                       bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_pack_t *trade);
