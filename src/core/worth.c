@@ -19,6 +19,13 @@ void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays, bool may_repay)
         j->longest = len;
 }
 
+/* The bytes counted since j->loop_at, scaled to one loop of q->period
+ * (q->now past loop_at). */
+static double per_loop_of(const sw_worth_t *j, const sw_worth_ask_t *q)
+{
+    return (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
+}
+
 /* The bytes a loop must copy: the times its size q->repaid says, of the
  * size it would have made anew at two of its longest copies (slot) where
  * those take less room. */
@@ -62,8 +69,7 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
          * window made anew at two of its longest copies needs only to
          * repay those. */
         uint64_t slot = sw_round_up(j->longest, q->align);
-        double per_loop =
-            (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
+        double per_loop = per_loop_of(j, q);
         j->fits = slot && 2 * slot < q->size ? slot : 0;
         double bar = bar_of(q, slot);
         j->unpaid = per_loop < bar;
@@ -84,8 +90,7 @@ bool sw_worth_on_pace(const sw_worth_t *j, const sw_worth_ask_t *q)
         return !j->unpaid;
     if (!j->loop_at || q->now < j->loop_at || 2 * (q->now - j->loop_at) < q->period)
         return false;
-    double per_loop = (double)j->copied * (double)q->period / (double)(q->now - j->loop_at);
-    return per_loop >= bar_of(q, sw_round_up(j->longest, q->align));
+    return per_loop_of(j, q) >= bar_of(q, sw_round_up(j->longest, q->align));
 }
 
 void sw_worth_moved(sw_worth_t *j)
