@@ -658,8 +658,11 @@ uint64_t sw_chunk_data(const sw_chunk_t *c);
  * Returns whether there is a trade. Pure: looks, never changes. */
 #define SW_PACK_GAIN 1.25
 #define SW_PACK_MAX 4
+/* The most chunks a trade moves either way: packing's SW_PACK_MAX, or
+ * spreading's whole allocations. */
+#define SW_TRADE_MAX 16
 typedef struct {
-    sw_chunk_t *in[SW_PACK_MAX], *out[SW_PACK_MAX];
+    sw_chunk_t *in[SW_TRADE_MAX], *out[SW_TRADE_MAX];
     size_t nin, nout;
 } sw_pack_t;
 bool sw_policy_pack(const sw_table_t *t, uint64_t period, const uint64_t window[SW_MAX_DEVICES],
@@ -689,18 +692,20 @@ sw_policy_worth_t sw_policy_worth_of(const sw_table_t *t, const uint64_t *window
 double sw_policy_worth(const sw_chunk_t *c, const sw_policy_worth_t *w);
 
 /* Spreading (core/spread.c): a trade of equal worth that moves a resident
- * chunk out of a long run of resident ones in the loop and a streamed one
- * in, so that the window's copies run while resident kernels do. Of
- * devices with a window (window[dev] bytes), chunks that are whole
- * allocations visited each loop of period launches (as of launch now);
+ * allocation out of a long run of resident ones in the loop and a
+ * streamed one in, so that the window's copies run while resident kernels
+ * do. Of devices with a window (window[dev] bytes), whole allocations of
+ * at most SW_TRADE_MAX chunks, all visited by one launch each loop of
+ * period launches (as of launch now), all on the device or all on the
+ * host;
  * the resident one sent home splits the longest stretch of launches
  * between two streamed visits nearest its middle, the streamed one of
- * its size, worth no less, brought in where its two stretches are
- * shortest, where the first product (the launches either side) is at
+ * its chunks' sizes, worth no less, brought in where its two stretches
+ * are shortest, where the first product (the launches either side) is at
  * least twice the second, and not zero: the sum of the stretches'
  * squares falls with each trade, so repeated trades end. keep() holds a
- * device chunk back (one the launch uses). One chunk either way; false:
- * none. Pure. */
+ * device chunk back (one the launch uses). One allocation's chunks
+ * either way, in order; false: none. Pure. */
 bool sw_policy_spread(const sw_table_t *t, uint64_t now, uint64_t period,
                       const uint64_t window[SW_MAX_DEVICES],
                       bool (*keep)(const sw_chunk_t *c, void *arg), void *arg, sw_pack_t *trade);

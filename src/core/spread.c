@@ -23,9 +23,16 @@
  * costs, and something: each trade is two moves, a batch of them a
  * synchronization. The sum falls with every trade, so trades end.
  *
- * Only a chunk that is a whole allocation trades (a tensor of its own, or
- * an allocator's segment): part of a bigger tensor sent home would leave
- * that tensor partly resident, copied whole all the same.
+ * Only whole allocations trade (a tensor of its own, or an allocator's
+ * segment), all their chunks at once, and only for one of the same
+ * chunks: part of a tensor sent home would leave it partly resident,
+ * copied whole all the same. An allocation of several chunks is one spot
+ * where one launch visits all of them (a tensor bigger than a chunk:
+ * 64 MiB layers in 16 MiB chunks, the prefill of a model with a GEMM a
+ * layer, whose resident layers' compute the link sat out while it was one
+ * run, 1.43x the link bound on simgpu); one whose chunks are visited
+ * apart (a buffer of many tensors) is a spot per chunk, none of them
+ * movable.
  */
 #include "../sw.h"
 
@@ -35,10 +42,11 @@
 #define SPREAD_TRIES 8 /* the widest splits tried for a partner */
 
 typedef struct {
-    sw_chunk_t *c;
+    sw_chunk_t *c;    /* its first chunk */
+    sw_alloc_t *a;    /* the allocation it is whole, or NULL: c alone */
     uint64_t at;      /* where its visits start in the loop: [0, period) */
-    bool streamed;    /* on the host: copied into the window, or read in place */
-    bool movable;     /* may trade */
+    bool streamed;    /* on the host, some of it: copied into the window, or read in place */
+    bool movable;     /* may trade (then a is set) */
     uint64_t before;  /* launches since the streamed visit before it */
     uint64_t after;   /* launches to the next streamed visit */
 } spot_t;
@@ -63,35 +71,74 @@ static bool in_loop(const sw_sched_t *s, uint64_t now, uint64_t period)
 
 static bool movable(const sw_chunk_t *c, const spots_t *sp)
 {
-    if (c->alloc->nchunks != 1 || c->fixed || c->resident || c->slot >= 0)
+    if (c->fixed || c->resident || c->slot >= 0)
         return false;
     return c->where == SW_ON_HOST || !sp->keep || !sp->keep(c, sp->arg);
+}
+
+static bool placed(const sw_chunk_t *c, const sw_sched_t *s, const spots_t *sp)
+{
+    return (c->where == SW_ON_HOST || c->where == SW_ON_DEVICE) && in_loop(s, sp->now, sp->period);
+}
+
+static bool add(spots_t *sp, spot_t spot)
+{
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? sp->cap * 2 : 256;
+        spot_t *v = realloc(sp->v, cap * sizeof *v);
+        if (!v) {
+            sp->oom = true;
+            return false;
+        }
+        sp->v = v;
+        sp->cap = cap;
+    }
+    sp->v[sp->n++] = spot;
+    return true;
+}
+
+static uint64_t place_of(const sw_sched_t *s, const spots_t *sp)
+{
+    return sp->period - 1 - (sp->now - s->visit) % sp->period;
+}
+
+/* a as one spot, if one launch visits every chunk of it (a tensor) and
+ * a trade could move them all; movable where they lie alike. */
+static bool add_whole(sw_alloc_t *a, spots_t *sp)
+{
+    if (a->nchunks > SW_TRADE_MAX)
+        return false;
+    const sw_sched_t first = sw_learn_state(&a->chunks[0]);
+    bool host = false, device = false, movable_all = true;
+    for (uint32_t i = 0; i < a->nchunks; i++) {
+        const sw_chunk_t *c = &a->chunks[i];
+        const sw_sched_t s = sw_learn_state(c);
+        if (!placed(c, &s, sp) || s.visit != first.visit)
+            return false;
+        host |= c->where == SW_ON_HOST || c->slot >= 0;
+        device |= c->where == SW_ON_DEVICE && c->slot < 0;
+        movable_all &= movable(c, sp);
+    }
+    add(sp, (spot_t){.c = &a->chunks[0],
+                     .a = a,
+                     .at = place_of(&first, sp),
+                     .streamed = host,
+                     .movable = movable_all && !(host && device)});
+    return true;
 }
 
 static void collect(sw_alloc_t *a, void *arg)
 {
     spots_t *sp = arg;
-    if (a->dev != sp->dev)
+    if (a->dev != sp->dev || sp->oom || add_whole(a, sp))
         return;
     for (uint32_t i = 0; i < a->nchunks && !sp->oom; i++) {
         sw_chunk_t *c = &a->chunks[i];
         const sw_sched_t s = sw_learn_state(c);
-        if ((c->where != SW_ON_HOST && c->where != SW_ON_DEVICE) || !in_loop(&s, sp->now, sp->period))
-            continue;
-        if (sp->n == sp->cap) {
-            size_t cap = sp->cap ? sp->cap * 2 : 256;
-            spot_t *v = realloc(sp->v, cap * sizeof *v);
-            if (!v) {
-                sp->oom = true;
-                return;
-            }
-            sp->v = v;
-            sp->cap = cap;
-        }
-        sp->v[sp->n++] = (spot_t){.c = c,
-                                  .at = sp->period - 1 - (sp->now - s.visit) % sp->period,
-                                  .streamed = c->where == SW_ON_HOST || c->slot >= 0,
-                                  .movable = movable(c, sp)};
+        if (placed(c, &s, sp))
+            add(sp, (spot_t){.c = c,
+                             .at = place_of(&s, sp),
+                             .streamed = c->where == SW_ON_HOST || c->slot >= 0});
     }
 }
 
@@ -146,6 +193,26 @@ static int wider_split(const void *pa, const void *pb)
     return a->c->va < b->c->va ? -1 : a->c->va > b->c->va;
 }
 
+/* Whether a and b, whole allocations, are cut into chunks alike: a trade
+ * of one for the other leaves every budget as it was. */
+static bool same_chunks(const sw_alloc_t *a, const sw_alloc_t *b)
+{
+    if (a->nchunks != b->nchunks)
+        return false;
+    for (uint32_t i = 0; i < a->nchunks; i++)
+        if (a->chunks[i].size != b->chunks[i].size)
+            return false;
+    return true;
+}
+
+static double worth(const sw_alloc_t *a, const sw_policy_worth_t *w)
+{
+    double sum = 0;
+    for (uint32_t i = 0; i < a->nchunks; i++)
+        sum += sw_policy_worth(&a->chunks[i], w);
+    return sum;
+}
+
 /* The streamed partner for resident r, which splits the gap from the
  * streamed visit r->before launches back to the one r->after ahead: of
  * its size and worth no less, whose merge costs least; NULL: none pays.
@@ -157,17 +224,16 @@ static spot_t *partner(spot_t *v, size_t n, uint64_t period, const spot_t *r,
 {
     spot_t *best = NULL;
     uint64_t split = r->before * r->after, best_cost = 0;
-    double rw = sw_policy_worth(r->c, w);
+    double rw = worth(r->a, w);
     for (size_t i = 0; i < n; i++) {
         spot_t *h = &v[i];
-        if (!h->streamed || !h->movable || h->c->size != r->c->size)
+        if (!h->streamed || !h->movable || !same_chunks(h->a, r->a))
             continue;
         uint64_t ahead = (h->at + period - r->at) % period;
         uint64_t before = ahead == r->after ? r->after : h->before;
         uint64_t after = ahead && period - ahead == r->before ? r->before : h->after;
         uint64_t cost = before * after;
-        if (cost * SPREAD_GAIN > split || (best && cost >= best_cost) ||
-            sw_policy_worth(h->c, w) < rw)
+        if (cost * SPREAD_GAIN > split || (best && cost >= best_cost) || worth(h->a, w) < rw)
             continue;
         best = h;
         best_cost = cost;
@@ -197,9 +263,12 @@ static bool spread_dev(spots_t *sp, const sw_policy_worth_t *w, sw_pack_t *trade
             break; /* no wider splits left: a trade would gain nothing */
         spot_t *h = partner(sp->v, sp->n, sp->period, splits[i], w);
         if (h) {
-            trade->out[0] = splits[i]->c;
-            trade->in[0] = h->c;
-            trade->nout = trade->nin = 1;
+            const sw_alloc_t *out = splits[i]->a, *in = h->a;
+            for (uint32_t k = 0; k < out->nchunks; k++) {
+                trade->out[k] = &out->chunks[k];
+                trade->in[k] = &in->chunks[k];
+            }
+            trade->nout = trade->nin = out->nchunks;
             found = true;
         }
     }

@@ -1079,6 +1079,37 @@ START_TEST(resident_layers_spread_among_streamed_ones_keep_the_link_busy)
 }
 END_TEST
 
+/* A prefill whose layers are bigger than a chunk: 20 layers of 16 MiB
+ * (SPILLWAY_CHUNK=4MiB cuts each in four) under 128 MiB, a GEMM at batch
+ * 16 taking a third of its layer's copy (1.3 TFLOPS), as on the H200's
+ * prefill. Allocation order left the first six layers resident; their
+ * compute ran as one stretch the link sat out, 1.29x the bound (192 MiB
+ * at 55 GB/s). Spread whole, four chunks a trade, the resident layers'
+ * compute runs beside copies: 1.17x, the floor of a window of two layers
+ * (14 copied where 12 must be). */
+START_TEST(resident_tensors_of_several_chunks_spread_whole)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "2048", "--batch",
+                          "16", "--steps", "7", "--time", "3", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SIMGPU_TFLOPS=1.3", "SPILLWAY_GPU_BUDGET=128MiB",
+                         "SPILLWAY_CHUNK=4MiB", "SPILLWAY_LOG=debug", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(swt_file_has(r.err, "and 3 more resident instead of") &&
+                      swt_file_has(r.err, "spread among the streamed"),
+                  "no trade of four chunks: %s", swt_describe(&r));
+    char *out = swt_slurp(r.out);
+    const char *at = out ? strstr(out, "step_ns=") : NULL;
+    ck_assert_msg(at, "no step time: %s", swt_describe(&r));
+    double step_ns = strtod(at + strlen("step_ns="), NULL);
+    free(out);
+    double bound_ns = (double)(192 * SWT_MIB) / 55.0;
+    ck_assert_msg(step_ns < 1.22 * bound_ns, "steps 4-7: %.0f ns, %.3fx the bound: %s", step_ns,
+                  step_ns / bound_ns, swt_describe(&r));
+}
+END_TEST
+
 /* 400 layers of 1 MiB in 20 MiB segments, every one named, on two
  * streams, under 120 MiB: the window holds one 20 MiB copy, so each copy
  * waits for the readers of the one before, and its twenty launches each
@@ -1223,6 +1254,7 @@ Suite *policies_suite(void)
     tcase_add_test(many, segments_of_many_named_tensors_are_streamed);
     tcase_add_test(many, a_window_of_one_copy_weighs_the_copy_and_its_ways_home_together);
     tcase_add_test(many, resident_layers_spread_among_streamed_ones_keep_the_link_busy);
+    tcase_add_test(many, resident_tensors_of_several_chunks_spread_whole);
     suite_add_tcase(s, many);
     return s;
 }
