@@ -21,7 +21,8 @@
  *            (--workspace: cuBLAS's, made before the weights);
  *   graph    decode captured once and replayed (--graph), at two sizes;
  *   prefill  mlp --batch with SIMGPU_TFLOPS set so that one layer's GEMM
- *            takes as long as copying its weights at 55 GB/s;
+ *            takes as long as copying its weights at 55 GB/s, and at 64 MiB
+ *            a third as long;
  *   train    mlp --train: after the forward pass every layer's weights
  *            are updated in place by a kernel, so offloaded weights that
  *            were written must go home each step;
@@ -45,8 +46,8 @@
  * what its name says: learned measures spillway's defaults.  The two
  * baselines prefetch-off and lru run only in the scenarios that list them,
  * to keep the run short.  The hand-written peers uva and prefetch run in
- * the decode scenarios with one allocation per layer (the layout they
- * need), with the largest K whose device bytes (K layers, and the two
+ * the decode and prefill scenarios with one allocation per layer (the
+ * layout they need), with the largest K whose device bytes (K layers, and the two
  * buffers of prefetch) fit in the budget spillway gets.  In the spillway
  * and peer modes SIMGPU_MEM is the budget plus 256 MiB, so the budget, not
  * the simulated GPU, is the limit.
@@ -180,6 +181,13 @@ typedef struct scenario {
  * 2 * 1024^2 * 16 flops in 74.6 us, plus simgpu's 2 us per kernel, 76.6 us;
  * its 4 MiB take 76.3 us at 55 GB/s.  A batch below one 128-row GEMM tile
  * reads a host-resident weight once, like a copy.
+ *
+ * prefill-64M: the H200's prefill in proportion (32 layers of 128 MiB at
+ * batch 4096, 2026-11-30: a GEMM a third of its layer's copy, the layers
+ * bigger than a chunk): 64 MiB layers, each eight 8 MiB chunks under 512
+ * MiB, at 1.3 TFLOPS a GEMM of 415 us against a copy of 1220 us, so the
+ * link is the bound and the resident layers' compute is time it could
+ * copy in.
  */
 static const scenario_t full_set[] = {
     {"decode-1M", FAM_DECODE, 40, 512, 0, PL, 1, 0, 3, 4, MiB(16), NULL, CORE, false, 0, false},
@@ -200,6 +208,7 @@ static const scenario_t full_set[] = {
     {"graph-4M-seg", FAM_GRAPH, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0, false},
     {"graph-16M", FAM_GRAPH, 20, 2048, 0, PL, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 0, false},
     {"prefill", FAM_PREFILL, 20, 1024, 16, PL, 1, 0, 3, 3, MiB(32), "0.45", BASELINES, false, 0, false},
+    {"prefill-64M", FAM_PREFILL, 20, 4096, 16, PL, 1, 0, 3, 3, MiB(512), "1.3", CORE, false, 0, false},
     {"train", FAM_TRAIN, 20, 1024, 0, PL, 1, 0, 3, 4, MiB(32), NULL, BASELINES, false, 0, false},
     {"train-seg", FAM_TRAIN, 100, 1024, 0, SEG, 2, 0, 3, 4, MiB(160), NULL, CORE, true, 0, false},
     {"moe", FAM_MOE, 32, 1024, 0, PL, 1, 2, 100, 40, MiB(51), NULL, BASELINES, false, 0, false},
@@ -281,7 +290,7 @@ static bool streamed_fits(const scenario_t *s)
  * every layer is a tensor of its own, read once per forward pass. */
 static bool has_peers(const scenario_t *s)
 {
-    return s->fam == FAM_DECODE && s->layout == LAYOUT_PER_LAYER;
+    return (s->fam == FAM_DECODE || s->fam == FAM_PREFILL) && s->layout == LAYOUT_PER_LAYER;
 }
 
 static unsigned scenario_modes(const scenario_t *s)
@@ -1360,6 +1369,8 @@ static void print_targets(const scenario_t *set, size_t nsc, cell_t (*cells)[NMO
             break;
         case FAM_PREFILL:
             bound_target(md, set[i].name, c, 1.15);
+            if (cells[i][M_PEER_PREFETCH].present)
+                peer_target(md, set[i].name, c, &cells[i][M_PEER_PREFETCH]);
             break;
         case FAM_TRAIN:
             bound_target(md, set[i].name, c, 1.40);
@@ -1436,9 +1447,9 @@ static void usage(FILE *f)
             "                     [--jobs N] [--keep] [--quiet]\n"
             "  runs every scenario (decode at four layer sizes and three layouts, graph,\n"
             "  prefill, train, moe) in its modes (all-resident, learned, rewrite-off,\n"
-            "  for some prefetch-off and lru, and in decode with a layer per allocation\n"
-            "  the offloads written into the program, uva and prefetch) on simgpu and\n"
-            "  prints the tables\n"
+            "  for some prefetch-off and lru, and in decode and prefill with a layer per\n"
+            "  allocation the offloads written into the program, uva and prefetch) on\n"
+            "  simgpu and prints the tables\n"
             "  --quick     tiny sizes (a smoke test of correctness, not of speed)\n"
             "  --only L    only the scenarios named in the comma-separated list L\n"
             "  --markdown  the tables and notes as markdown\n"
