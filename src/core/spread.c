@@ -81,20 +81,19 @@ static bool placed(const sw_chunk_t *c, const sw_sched_t *s, const spots_t *sp)
     return (c->where == SW_ON_HOST || c->where == SW_ON_DEVICE) && in_loop(s, sp->now, sp->period);
 }
 
-static bool add(spots_t *sp, spot_t spot)
+static void add(spots_t *sp, spot_t spot)
 {
     if (sp->n == sp->cap) {
         size_t cap = sp->cap ? sp->cap * 2 : 256;
         spot_t *v = realloc(sp->v, cap * sizeof *v);
         if (!v) {
             sp->oom = true;
-            return false;
+            return;
         }
         sp->v = v;
         sp->cap = cap;
     }
     sp->v[sp->n++] = spot;
-    return true;
 }
 
 static uint64_t place_of(const sw_sched_t *s, const spots_t *sp)
