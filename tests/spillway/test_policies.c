@@ -1056,6 +1056,17 @@ START_TEST(segments_of_many_named_tensors_are_streamed)
 }
 END_TEST
 
+/* The mean step time mlp --time printed (virtual ns). */
+static double step_ns_of(swt_run_t *r)
+{
+    char *out = swt_slurp(r->out);
+    const char *at = out ? strstr(out, "step_ns=") : NULL;
+    ck_assert_msg(at, "no step time: %s", swt_describe(r));
+    double ns = strtod(at + strlen("step_ns="), NULL);
+    free(out);
+    return ns;
+}
+
 /* 128 layers of 2 MiB, an allocation each, every one named, on two
  * streams, under 160 MiB (the link bound: 96 MiB at simgpu's 55 GB/s,
  * 1830 us a step). Allocation order left the first layers resident: each
@@ -1068,11 +1079,7 @@ START_TEST(resident_layers_spread_among_streamed_ones_keep_the_link_busy)
                           "2", "--steps", "8", "--time", "4", NULL};
     swt_run_t r;
     run_windowed(&r, "SPILLWAY_GPU_BUDGET=160MiB", args);
-    char *out = swt_slurp(r.out);
-    const char *at = out ? strstr(out, "step_ns=") : NULL;
-    ck_assert_msg(at, "no step time: %s", swt_describe(&r));
-    double step_ns = strtod(at + strlen("step_ns="), NULL);
-    free(out);
+    double step_ns = step_ns_of(&r);
     double bound_ns = (double)(96 * SWT_MIB) / 55.0;
     ck_assert_msg(step_ns < 1.10 * bound_ns, "steps 5-8: %.0f ns, %.3fx the bound: %s", step_ns,
                   step_ns / bound_ns, swt_describe(&r));
@@ -1099,11 +1106,7 @@ START_TEST(resident_tensors_of_several_chunks_spread_whole)
     ck_assert_msg(swt_file_has(r.err, "and 3 more resident instead of") &&
                       swt_file_has(r.err, "spread among the streamed"),
                   "no trade of four chunks: %s", swt_describe(&r));
-    char *out = swt_slurp(r.out);
-    const char *at = out ? strstr(out, "step_ns=") : NULL;
-    ck_assert_msg(at, "no step time: %s", swt_describe(&r));
-    double step_ns = strtod(at + strlen("step_ns="), NULL);
-    free(out);
+    double step_ns = step_ns_of(&r);
     double bound_ns = (double)(192 * SWT_MIB) / 55.0;
     ck_assert_msg(step_ns < 1.22 * bound_ns, "steps 4-7: %.0f ns, %.3fx the bound: %s", step_ns,
                   step_ns / bound_ns, swt_describe(&r));
