@@ -697,8 +697,7 @@ double sw_policy_worth(const sw_chunk_t *c, const sw_policy_worth_t *w);
  * do. Of devices with a window (window[dev] bytes), whole allocations of
  * at most SW_TRADE_MAX chunks, all visited by one launch each loop of
  * period launches (as of launch now), all on the device or all on the
- * host;
- * the resident one sent home splits the longest stretch of launches
+ * host; the resident one sent home splits the longest stretch of launches
  * between two streamed visits nearest its middle, the streamed one of
  * its chunks' sizes, worth no less, brought in where its two stretches
  * are shortest, where the first product (the launches either side) is at

@@ -47,10 +47,10 @@
  * baselines prefetch-off and lru run only in the scenarios that list them,
  * to keep the run short.  The hand-written peers uva and prefetch run in
  * the decode and prefill scenarios with one allocation per layer (the
- * layout they need), with the largest K whose device bytes (K layers, and the two
- * buffers of prefetch) fit in the budget spillway gets.  In the spillway
- * and peer modes SIMGPU_MEM is the budget plus 256 MiB, so the budget, not
- * the simulated GPU, is the limit.
+ * layout they need), with the largest K whose device bytes (K layers,
+ * and the two buffers of prefetch) fit in the budget spillway gets.  In
+ * the spillway and peer modes SIMGPU_MEM is the budget plus 256 MiB, so
+ * the budget, not the simulated GPU, is the limit.
  *
  * Each (scenario, mode) runs twice as a child process: once for W warm-up
  * steps only (the prefix run) and once for W + T steps with --time W.  The
