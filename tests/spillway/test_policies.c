@@ -1113,6 +1113,28 @@ START_TEST(resident_tensors_of_several_chunks_spread_whole)
 }
 END_TEST
 
+/* The same prefill training (--train: each weight read forward, then
+ * updated in place), a layer one 16 MiB chunk: each weight is visited
+ * twice a step, the period learned is about half a step, and the chunks'
+ * own loops straddle it (27 to 33 launches about 29 to 32). Spreading by
+ * it, trades undid each other every loop, twelve in seven steps: 16.0 ms
+ * a step against 9.7 without them. A ragged loop is not spread. */
+START_TEST(a_loop_its_chunks_straddle_is_not_spread)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "2048", "--batch",
+                          "16", "--train", "--steps", "7", "--time", "3", NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SIMGPU_TFLOPS=1.3", "SPILLWAY_GPU_BUDGET=128MiB",
+                         "SPILLWAY_CHUNK=16MiB", "SPILLWAY_LOG=debug", NULL};
+    swt_run_t r;
+    swt_run(&r, true, env, argv);
+    swt_assert_match(&r);
+    ck_assert_msg(!swt_file_has(r.err, "spread among the streamed"), "spread: %s",
+                  swt_describe(&r));
+    double step_ns = step_ns_of(&r);
+    ck_assert_msg(step_ns < 12e6, "steps 4-7: %.0f ns: %s", step_ns, swt_describe(&r));
+}
+END_TEST
+
 /* 400 layers of 1 MiB in 20 MiB segments, every one named, on two
  * streams, under 120 MiB: the window holds one 20 MiB copy, so each copy
  * waits for the readers of the one before, and its twenty launches each
@@ -1258,6 +1280,7 @@ Suite *policies_suite(void)
     tcase_add_test(many, a_window_of_one_copy_weighs_the_copy_and_its_ways_home_together);
     tcase_add_test(many, resident_layers_spread_among_streamed_ones_keep_the_link_busy);
     tcase_add_test(many, resident_tensors_of_several_chunks_spread_whole);
+    tcase_add_test(many, a_loop_its_chunks_straddle_is_not_spread);
     suite_add_tcase(s, many);
     return s;
 }

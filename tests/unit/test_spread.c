@@ -258,10 +258,14 @@ END_TEST
 
 /* Each rule alone stops every trade: all eight resident layers held by
  * it, or the whole loop. Rules 6 and 9 cut every layer in two chunks,
- * which trade whole where neither rule holds (above). */
+ * which trade whole where neither rule holds (above). Rule 10: one chunk
+ * on the loop (within an eighth of it) whose own loop is not the period
+ * exactly, as a training step's weights, read forward and updated, each
+ * visited twice a step, show a period of half a step that their loops
+ * straddle: spread by it, the trades undid each other every loop. */
 START_TEST(spread_leaves_what_it_must_not_move)
 {
-    for (int rule = 0; rule < 10; rule++) {
+    for (int rule = 0; rule < 11; rule++) {
         loop_t l;
         loop_init_cut(&l, LAYERS / 2, rule == 6 || rule == 9 ? 2 : 1);
         keep_set_t *keep = unit_keep_none();
@@ -283,6 +287,8 @@ START_TEST(spread_leaves_what_it_must_not_move)
             window[0] = 0;
         if (rule == 8)
             period = 0;
+        if (rule == 10) /* one streamed layer's own loop a launch off: a ragged loop */
+            layer(&l, LAYERS - 1)->loop = PERIOD + 1;
         sw_pack_t m;
         ck_assert_msg(!sw_policy_spread(l.t, now, period, window, unit_keep_listed, keep, &m),
                       "rule %d", rule);
