@@ -1099,7 +1099,8 @@ START_TEST(resident_tensors_of_several_chunks_spread_whole)
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "2048", "--batch",
                           "16", "--steps", "7", "--time", "3", NULL};
     const char *env[] = {"SIMGPU_MEM=1GiB", "SIMGPU_TFLOPS=1.3", "SPILLWAY_GPU_BUDGET=128MiB",
-                         "SPILLWAY_CHUNK=4MiB", "SPILLWAY_LOG=debug", NULL};
+                         "SPILLWAY_CHUNK=4MiB", "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=debug",
+                         NULL};
     swt_run_t r;
     swt_run(&r, true, env, argv);
     swt_assert_match(&r);
@@ -1124,7 +1125,8 @@ START_TEST(a_loop_its_chunks_straddle_is_not_spread)
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "2048", "--batch",
                           "16", "--train", "--steps", "7", "--time", "3", NULL};
     const char *env[] = {"SIMGPU_MEM=1GiB", "SIMGPU_TFLOPS=1.3", "SPILLWAY_GPU_BUDGET=128MiB",
-                         "SPILLWAY_CHUNK=16MiB", "SPILLWAY_LOG=debug", NULL};
+                         "SPILLWAY_CHUNK=16MiB", "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=debug",
+                         NULL};
     swt_run_t r;
     swt_run(&r, true, env, argv);
     swt_assert_match(&r);
