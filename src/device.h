@@ -191,6 +191,17 @@ typedef struct {
 _Static_assert(sizeof(sw_unwindow_t) == 592, "spillway_unwindow's parameter is 592 bytes");
 /* Queues spillway_unwindow(*a) on st. NOT_FOUND without the kernel. */
 CUresult sw_fp_unwindow(int dev, const sw_unwindow_t *a, CUstream st);
+/* spillway_unwindow_home's one parameter: spillway_unwindow's, then
+ * spillway_way_home's six, in one kernel: the words of spans inside [src,
+ * +bytes) put back as they are hashed. bytes must be a multiple of 8, and
+ * no span may reach [dst, +bytes). */
+typedef struct {
+    sw_unwindow_t uw;
+    uint64_t src, dst, bytes, fp_home, acc, changed;
+} sw_unwindow_home_t;
+_Static_assert(sizeof(sw_unwindow_home_t) == 640, "spillway_unwindow_home's parameter is 640 bytes");
+/* Queues spillway_unwindow_home(*a) on st. NOT_FOUND without the kernel. */
+CUresult sw_fp_unwindow_home(int dev, const sw_unwindow_home_t *a, CUstream st);
 
 /* ---- streams.c: the application's streams ----
  * Every stream is classified when it is made or first launched on, and

@@ -27,6 +27,7 @@ typedef struct {
     CUfunction cic;  /* spillway_copy_if_changed, loaded with it */
     CUfunction unwindow; /* spillway_unwindow, loaded with it */
     CUfunction way_home; /* spillway_way_home, loaded with it */
+    CUfunction unwindow_home; /* spillway_unwindow_home, loaded with it */
     CUdeviceptr out; /* one fingerprint, for sw_fp_take */
     uint64_t *host;  /* its pinned copy */
 } fp_module_t;
@@ -60,6 +61,8 @@ static const fp_module_t *module(int dev)
         r->cuModuleGetFunction(&fp->cic, mod, "spillway_copy_if_changed") != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp->unwindow, mod, "spillway_unwindow") != CUDA_SUCCESS ||
         r->cuModuleGetFunction(&fp->way_home, mod, "spillway_way_home") != CUDA_SUCCESS ||
+        r->cuModuleGetFunction(&fp->unwindow_home, mod, "spillway_unwindow_home") !=
+            CUDA_SUCCESS ||
         r->cuMemAlloc_v2(&fp->out, SW_FP_BYTES) != CUDA_SUCCESS ||
         r->cuMemAllocHost_v2((void **)&fp->host, SW_FP_BYTES) != CUDA_SUCCESS) {
         sw_warn("device %d: cannot load the fingerprint kernel: every copy leaving its memory "
@@ -109,16 +112,32 @@ CUresult sw_fp_way_home(int dev, CUdeviceptr src, CUdeviceptr dst, uint64_t byte
     return walk(fp->way_home, bytes, args, st);
 }
 
+/* The longest of a's spans: the bytes its grid walks. */
+static uint64_t longest_span(const sw_unwindow_t *a)
+{
+    uint64_t most = 0;
+    for (uint32_t s = 0; s < a->nspans; s++)
+        most = a->len[s] > most ? a->len[s] : most;
+    return most;
+}
+
 CUresult sw_fp_unwindow(int dev, const sw_unwindow_t *a, CUstream st)
 {
     const fp_module_t *fp = module(dev);
     if (!fp)
         return CUDA_ERROR_NOT_FOUND;
-    uint64_t most = 0;
-    for (uint32_t s = 0; s < a->nspans; s++)
-        most = a->len[s] > most ? a->len[s] : most;
     void *args[] = {(void *)a};
-    return walk(fp->unwindow, most, args, st);
+    return walk(fp->unwindow, longest_span(a), args, st);
+}
+
+CUresult sw_fp_unwindow_home(int dev, const sw_unwindow_home_t *a, CUstream st)
+{
+    const fp_module_t *fp = module(dev);
+    if (!fp)
+        return CUDA_ERROR_NOT_FOUND;
+    uint64_t most = longest_span(&a->uw);
+    void *args[] = {(void *)a};
+    return walk(fp->unwindow_home, a->bytes > most ? a->bytes : most, args, st);
 }
 
 CUresult sw_fp_take(int dev, CUdeviceptr src, uint64_t bytes, uint64_t out[2], bool *pending)

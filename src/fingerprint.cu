@@ -53,16 +53,101 @@ __device__ static u64 mix1(u64 w, u64 i)
     return w ^ (w >> 31);
 }
 
+// The streaming window's guard for pointers a kernel derives from its
+// arguments and stores (window.c, "Escaped pointers"): after a launch whose
+// arguments were pointed at window copies, every 8-byte word of the spans
+// it could have written that holds an address inside one of those copies
+// is put back to the same offset in that copy's home, and the home's unit
+// is flagged, so that the host stops serving it from copies. The layout is
+// sw_unwindow_t in src/device.h, and simgpu's built-in of this name
+// (tests/simgpu/sg_kernels.c), field for field.
+#define UNWINDOW_SPANS 8
+#define UNWINDOW_COPIES 16
+
+struct unwindow_args {
+    u64 lo[UNWINDOW_SPANS], len[UNWINDOW_SPANS];
+    u64 copy[UNWINDOW_COPIES], copy_len[UNWINDOW_COPIES], home[UNWINDOW_COPIES];
+    unsigned unit[UNWINDOW_COPIES];
+    unsigned nspans, ncopies;
+    unsigned *found;
+};
+
+// v, or where it is an address in a copy, the same offset in its home
+// (its unit flagged).
+__device__ static u64 put_back(const unwindow_args &a, u64 v)
+{
+    for (unsigned k = 0; k < a.ncopies; k++)
+        if (v - a.copy[k] < a.copy_len[k]) {
+            a.found[a.unit[k]] = 1;
+            return a.home[k] + (v - a.copy[k]);
+        }
+    return v;
+}
+
+// The whole words of span s: [*first, *end).
+__device__ static void span_words(const unwindow_args &a, unsigned s, u64 *first, u64 *end)
+{
+    *first = (a.lo[s] + 7) & ~7ull;
+    *end = (a.lo[s] + a.len[s]) & ~7ull;
+}
+
+// Whether the word at address at lies in one of the spans.
+__device__ static bool in_spans(const unwindow_args &a, u64 at)
+{
+    for (unsigned s = 0; s < a.nspans; s++) {
+        u64 first, end;
+        span_words(a, s, &first, &end);
+        if (at >= first && at < end)
+            return true;
+    }
+    return false;
+}
+
+// Puts back the spans' words, strided over the grid, but those in
+// [skip, +skip_len): the fingerprint of that range puts back its own.
+__device__ static void unwindow(const unwindow_args &a, u64 skip, u64 skip_len)
+{
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    for (unsigned s = 0; s < a.nspans; s++) {
+        u64 first, end;
+        span_words(a, s, &first, &end);
+        u64 *w = (u64 *)first;
+        u64 n = end > first ? (end - first) / 8 : 0;
+        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+            if ((u64)(w + i) - skip < skip_len)
+                continue;
+            // Written only when put back: a span may reach words another
+            // stream writes (a neighbour's output in one buffer).
+            u64 v = w[i], back = put_back(a, v);
+            if (back != v)
+                w[i] = back;
+        }
+    }
+}
+
+extern "C" __global__ void spillway_unwindow(const __grid_constant__ unwindow_args a)
+{
+    unwindow(a, 0, 0);
+}
+
 // Adds this thread's share of the fingerprint of [src, +bytes) into
 // out[0..1]: its words, strided over the grid, the tail zero-padded by
-// the first thread, summed over the warp first.
-__device__ static void add_fingerprint(const void *src, u64 bytes, u64 *out)
+// the first thread, summed over the warp first. With look, a word in its
+// spans is put back first, by the thread that hashes it, so that no other
+// thread writes a word while this one reads it.
+__device__ static void add_fingerprint(const void *src, u64 bytes, u64 *out,
+                                       const unwindow_args *look)
 {
-    const u64 *w = (const u64 *)src;
+    u64 *w = (u64 *)src;
     u64 n = bytes / 8, s0 = 0, s1 = 0;
     u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         u64 v = w[i];
+        if (look && in_spans(*look, (u64)(w + i))) {
+            u64 back = put_back(*look, v);
+            if (back != v)
+                w[i] = v = back;
+        }
         s0 += mix0(v, i);
         s1 += mix1(v, i);
     }
@@ -86,7 +171,7 @@ __device__ static void add_fingerprint(const void *src, u64 bytes, u64 *out)
 
 extern "C" __global__ void spillway_fingerprint(const void *src, u64 bytes, u64 *out)
 {
-    add_fingerprint(src, bytes, out);
+    add_fingerprint(src, bytes, out, nullptr);
 }
 
 // The streaming window's write-back (window.c): copies a window copy home
@@ -125,11 +210,11 @@ extern "C" __global__ void spillway_copy_if_changed(const void *src, void *dst, 
 // block copies alone, slowly (a few GB/s), but only once: *changed tells
 // the host that the range is written, and its later ways home copy with
 // the whole grid (spillway_copy_if_changed). acc[2] counts the blocks done.
-extern "C" __global__ void spillway_way_home(const void *src, void *dst, u64 bytes,
-                                             u64 *fp_home, u64 *acc, unsigned *changed)
+__device__ static void way_home(const void *src, void *dst, u64 bytes, u64 *fp_home, u64 *acc,
+                                unsigned *changed, const unwindow_args *look)
 {
     __shared__ bool last;
-    add_fingerprint(src, bytes, acc);
+    add_fingerprint(src, bytes, acc, look);
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0)
@@ -160,40 +245,32 @@ extern "C" __global__ void spillway_way_home(const void *src, void *dst, u64 byt
     }
 }
 
-// The streaming window's guard for pointers a kernel derives from its
-// arguments and stores (window.c, "Escaped pointers"): after a launch whose
-// arguments were pointed at window copies, every 8-byte word of the spans
-// it could have written that holds an address inside one of those copies
-// is put back to the same offset in that copy's home, and the home's unit
-// is flagged, so that the host stops serving it from copies. The layout is
-// sw_unwindow_t in src/device.h, and simgpu's built-in of this name
-// (tests/simgpu/sg_kernels.c), field for field.
-#define UNWINDOW_SPANS 8
-#define UNWINDOW_COPIES 16
+extern "C" __global__ void spillway_way_home(const void *src, void *dst, u64 bytes,
+                                             u64 *fp_home, u64 *acc, unsigned *changed)
+{
+    way_home(src, dst, bytes, fp_home, acc, changed, nullptr);
+}
 
-struct unwindow_args {
-    u64 lo[UNWINDOW_SPANS], len[UNWINDOW_SPANS];
-    u64 copy[UNWINDOW_COPIES], copy_len[UNWINDOW_COPIES], home[UNWINDOW_COPIES];
-    unsigned unit[UNWINDOW_COPIES];
-    unsigned nspans, ncopies;
-    unsigned *found;
+// Both checks that follow a served launch, in one kernel where its first
+// copy goes home by spillway_way_home: one launch fewer after each served
+// launch (a segment of twenty tensors is served twenty times a step). The
+// spans' words inside that copy (the served tensor's own first 64 KiB is
+// one) are put back by the threads that hash them, the others first; each
+// block counts itself done after both, so the last block's copy home
+// holds every word put back. The host fuses them only where the copy is
+// whole words (its tail word is no span's to put back) and no span
+// reaches its home, which the copy home overwrites (window_use.c).
+struct unwindow_home_args {
+    unwindow_args uw;
+    const void *src;
+    void *dst;
+    u64 bytes;
+    u64 *fp_home, *acc;
+    unsigned *changed;
 };
 
-extern "C" __global__ void spillway_unwindow(const __grid_constant__ unwindow_args a)
+extern "C" __global__ void spillway_unwindow_home(const __grid_constant__ unwindow_home_args a)
 {
-    u64 stride = (u64)gridDim.x * blockDim.x;
-    for (unsigned s = 0; s < a.nspans; s++) {
-        u64 first = (a.lo[s] + 7) & ~7ull, end = (a.lo[s] + a.len[s]) & ~7ull;
-        u64 *w = (u64 *)first;
-        u64 n = end > first ? (end - first) / 8 : 0;
-        for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-            u64 v = w[i];
-            for (unsigned k = 0; k < a.ncopies; k++)
-                if (v - a.copy[k] < a.copy_len[k]) {
-                    w[i] = a.home[k] + (v - a.copy[k]);
-                    a.found[a.unit[k]] = 1;
-                    break;
-                }
-        }
-    }
+    unwindow(a.uw, (u64)a.src, a.bytes);
+    way_home(a.src, a.dst, a.bytes, a.fp_home, a.acc, a.changed, &a.uw);
 }

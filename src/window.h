@@ -169,7 +169,8 @@ void sw_win_copy_ahead(win_t *w, int ui, uint64_t now);
 CUresult sw_win_order_after(win_t *w, CUstream s, CUevent ev);
 bool sw_win_drop_overlaps(win_t *w, uint64_t lo, uint64_t len, int keep, CUstream s);
 void sw_win_drop_for_write(win_t *w, uint64_t lo, uint64_t len, CUstream s);
-CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s);
+bool sw_win_homes_in_one(const win_t *w, const entry_t *e);
+CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s, const sw_unwindow_t *uw);
 void sw_win_home_by_host(win_t *w, entry_t *e, CUstream s);
 
 /* ---- window.c: each device's window, made and given back (no lock) ---- */

@@ -448,10 +448,20 @@ void sw_win_drop_for_write(win_t *w, uint64_t lo, uint64_t len, CUstream s)
                  (unsigned long long)lo, (unsigned long long)len);
 }
 
+/* Whether e's way home is one kernel, spillway_way_home: its copy's home
+ * fingerprint is known and it was never found written. */
+bool sw_win_homes_in_one(const win_t *w, const entry_t *e)
+{
+    const unit_t *u = &w->units[e->unit];
+    return w->fp_on && u->fp_known && !u->written;
+}
+
 /* Queues on s, right after the launch that read e, e's way home if that
  * launch changed it (see "home" in window.c), after the range's previous
- * copy home on another stream. Lock held. */
-CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s)
+ * copy home on another stream. uw, given only where
+ * sw_win_homes_in_one(w, e) and its spans miss e's copy and home: the
+ * stored-pointer look, in the same kernel. Lock held. */
+CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s, const sw_unwindow_t *uw)
 {
     const sw_real_t *r = sw_real();
     int ui = e->unit;
@@ -464,6 +474,7 @@ CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s)
     }
     if (u->homed_on && u->homed_on != s)
         c = r->cuStreamWaitEvent(s, u->homed, 0);
+    CUdeviceptr changed = (CUdeviceptr)(uintptr_t)&w->changed[ui];
     if (c == CUDA_SUCCESS && (!w->fp_on || !u->fp_known)) {
         copy_runs(w, u->start, copy, u->len, true, s, &c);
         if (c == CUDA_SUCCESS) {
@@ -475,13 +486,19 @@ CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s)
     } else if (c == CUDA_SUCCESS && !u->written) {
         /* One kernel, which copies home on a difference at one block's
          * speed: the first change found, after which u is written. */
-        c = sw_fp_way_home(w->dev, copy, u->start, u->len, fp_home(w, ui), fp_acc(w, ui),
-                           (CUdeviceptr)(uintptr_t)&w->changed[ui], s);
+        if (uw) {
+            sw_unwindow_home_t a = {*uw, copy, u->start, u->len, fp_home(w, ui), fp_acc(w, ui),
+                                    changed};
+            c = sw_fp_unwindow_home(w->dev, &a, s);
+        } else {
+            c = sw_fp_way_home(w->dev, copy, u->start, u->len, fp_home(w, ui), fp_acc(w, ui),
+                               changed, s);
+        }
     } else if (c == CUDA_SUCCESS) {
         c = sw_fp_queue(w->dev, copy, u->len, fp_now(w, ui), s);
         if (c == CUDA_SUCCESS)
             c = sw_fp_copy_if_changed(w->dev, copy, u->start, u->len, fp_home(w, ui), fp_now(w, ui),
-                                      (CUdeviceptr)(uintptr_t)&w->changed[ui], s);
+                                      changed, s);
         /* Home now holds the copy's bytes either way. */
         if (c == CUDA_SUCCESS)
             c = r->cuMemcpyDtoDAsync_v2(fp_home(w, ui), fp_now(w, ui), SW_FP_BYTES, s);

@@ -277,34 +277,57 @@ bool sw_window_guarded(int dev)
  * GEMM's set-up kernel fills a table of per-expert pointers). A later
  * kernel reading that table would reach the copy after its space was
  * reused. So right after the launch, on its stream, spillway_unwindow
- * puts every such address it finds in the spans the launch could write
+ * (in the first copy's way home, one kernel with it, where that is
+ * spillway_way_home and no span reaches the copy or its home: one launch
+ * fewer after each served launch) puts every such address it finds in
+ * the spans the launch could write
  * (serve.c: 64 KiB from each of its other pointer arguments) back to
  * the same offset in the copy's home, which is current once the copy
  * went home just after; and it flags the unit, which is read at its own
  * address from then on. Should the kernel not be queued, the units are
  * never served again, and the host cannot put back what the launch may
  * have stored: that is said. Lock held. */
-static void unwindow(win_t *w, CUstream s)
+static void unwindow(win_t *w, const sw_unwindow_t *a, CUstream s)
 {
-    sw_unwindow_t a = {.nspans = (uint32_t)pending.nspans, .found = w->escaped};
-    for (int i = 0; i < pending.nspans; i++) {
-        a.lo[i] = pending.lo[i];
-        a.len[i] = pending.len[i];
-    }
-    for (int k = 0; k < pending.n; k++) {
-        const entry_t *e = &w->entries[pending.e[k]];
-        a.copy[k] = w->base + e->off;
-        a.copy_len[k] = w->units[e->unit].len;
-        a.home[k] = w->units[e->unit].start;
-        a.unit[k] = (uint32_t)e->unit;
-    }
-    a.ncopies = (uint32_t)pending.n;
-    if (sw_fp_unwindow(w->dev, &a, s) == CUDA_SUCCESS)
+    if (sw_fp_unwindow(w->dev, a, s) == CUDA_SUCCESS)
         return;
     for (int k = 0; k < pending.n; k++)
         w->units[w->entries[pending.e[k]].unit].escapes = true;
     sw_error("cannot queue the check for pointers stored into window copies: a pointer a kernel "
              "stored may reach a reused copy");
+}
+
+/* The look's parameter for this thread's launch (pending). Lock held. */
+static void unwindow_of(const win_t *w, sw_unwindow_t *a)
+{
+    *a = (sw_unwindow_t){.nspans = (uint32_t)pending.nspans, .found = w->escaped};
+    for (int i = 0; i < pending.nspans; i++) {
+        a->lo[i] = pending.lo[i];
+        a->len[i] = pending.len[i];
+    }
+    for (int k = 0; k < pending.n; k++) {
+        const entry_t *e = &w->entries[pending.e[k]];
+        a->copy[k] = w->base + e->off;
+        a->copy_len[k] = w->units[e->unit].len;
+        a->home[k] = w->units[e->unit].start;
+        a->unit[k] = (uint32_t)e->unit;
+    }
+    a->ncopies = (uint32_t)pending.n;
+}
+
+/* Whether the look can run in e's way home, one kernel with it
+ * (spillway_unwindow_home): that is spillway_way_home, the copy is whole
+ * words, so that the kernel's fingerprint puts back every span word in
+ * it, and no span reaches its home, which the copy home overwrites. */
+static bool fusable(const win_t *w, const entry_t *e, const sw_unwindow_t *a)
+{
+    const unit_t *u = &w->units[e->unit];
+    if (!sw_win_homes_in_one(w, e) || u->len % 8)
+        return false;
+    for (uint32_t i = 0; i < a->nspans; i++)
+        if (overlaps(a->lo[i], a->len[i], u->start, u->len))
+            return false;
+    return true;
 }
 
 /* The copies this thread's launch read (pending): s reads them now. */
@@ -318,13 +341,25 @@ static void read_copies(CUstream s)
     win_t *w = pending.w;
     pthread_mutex_lock(&w->lock);
     int timer = sw_win_time_home(w, pending.e, pending.n, s);
-    if (pending.nspans)
-        unwindow(w, s);
+    sw_unwindow_t look;
+    const sw_unwindow_t *fused = NULL;
+    if (pending.nspans) {
+        unwindow_of(w, &look);
+        if (fusable(w, &w->entries[pending.e[0]], &look))
+            fused = &look;
+        else
+            unwindow(w, &look, s);
+    }
     pending.nspans = 0;
     for (int k = 0; k < pending.n; k++) {
         entry_t *e = &w->entries[pending.e[k]];
-        if (sw_win_send_home(w, e, s) != CUDA_SUCCESS)
+        const sw_unwindow_t *uw = k == 0 ? fused : NULL;
+        if (sw_win_send_home(w, e, s, uw) != CUDA_SUCCESS) {
+            /* The look may not have run: alone, then (twice does no harm). */
+            if (uw)
+                unwindow(w, uw, s);
             sw_win_home_by_host(w, e, s);
+        }
         int i = 0;
         while (i < e->nread && e->reader[i] != s)
             i++;

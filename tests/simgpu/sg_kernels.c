@@ -540,6 +540,45 @@ static void unwindow_run(const void *a, void *const *h)
     }
 }
 
+/* ---- spillway_unwindow_home: spillway_unwindow and spillway_way_home in
+ * one kernel (src/fingerprint.cu): the way home's five ranges first, as
+ * write_back_source() (sg_stream.c) expects, then the spans. spillway
+ * gives it only spans that miss the copy and its home, so the halves run
+ * in either order; here the unwindow first. ---- */
+typedef struct {
+    unwindow_args_t uw;
+    const void *src; void *dst; uint64_t bytes;
+    uint64_t *fp_home, *acc; uint32_t *changed;
+} uwh_args_t;
+_Static_assert(sizeof(uwh_args_t) == 640, "spillway_unwindow_home's parameter is 640 bytes");
+static wh_args_t uwh_way_home(const uwh_args_t *p)
+{
+    return (wh_args_t){p->src, p->dst, p->bytes, p->fp_home, p->acc, p->changed};
+}
+static int uwh_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
+{
+    uwh_args_t p;
+    memcpy(&p, a, sizeof p);
+    wh_args_t wh = uwh_way_home(&p);
+    int n = wh_ranges(&wh, r, peek);
+    return n + unwindow_ranges(&p.uw, r + n, peek);
+}
+static double uwh_flops(const void *a)
+{
+    uwh_args_t p;
+    memcpy(&p, a, sizeof p);
+    wh_args_t wh = uwh_way_home(&p);
+    return wh_flops(&wh) + unwindow_flops(&p.uw);
+}
+static void uwh_run(const void *a, void *const *h)
+{
+    uwh_args_t p;
+    memcpy(&p, a, sizeof p);
+    wh_args_t wh = uwh_way_home(&p);
+    unwindow_run(&p.uw, h + 5);
+    wh_run(&wh, h);
+}
+
 /* ---- the table ---- */
 #define P(T, f) offsetof(T, f)
 #define S(T, f) sizeof(((T *)0)->f)
@@ -591,6 +630,7 @@ static const sg_kernel_t kernels[] = {
        P(wh_args_t, acc), P(wh_args_t, changed)},
       {S(wh_args_t, src), S(wh_args_t, dst), S(wh_args_t, bytes), S(wh_args_t, fp_home),
        S(wh_args_t, acc), S(wh_args_t, changed)}),
+    K("spillway_unwindow_home", uwh_args_t, uwh, 1, {0}, {sizeof(uwh_args_t)}),
     K("sg_gemm_f32", gemm_args_t, gemm, 6,
       {P(gemm_args_t, W), P(gemm_args_t, X), P(gemm_args_t, Y), P(gemm_args_t, rows),
        P(gemm_args_t, cols), P(gemm_args_t, batch)},

@@ -442,12 +442,14 @@ static bool will_copy(uint64_t src, uint64_t len)
  * ranges' order (sg_kernels.c), or -1 for any other kernel. */
 static int write_back_source(const sg_op_t *op)
 {
-    if (op->nranges != 5)
+    if (op->nranges < 5)
         return -1;
-    if (strcmp(op->kernel->name, "spillway_copy_if_changed") == 0)
+    if (op->nranges == 5 && strcmp(op->kernel->name, "spillway_copy_if_changed") == 0)
         return 3;
-    if (strcmp(op->kernel->name, "spillway_way_home") == 0)
+    if (op->nranges == 5 && strcmp(op->kernel->name, "spillway_way_home") == 0)
         return 0;
+    if (strcmp(op->kernel->name, "spillway_unwindow_home") == 0)
+        return 0; /* its spans follow */
     return -1;
 }
 

@@ -426,6 +426,125 @@ START_TEST(kernel_way_home_copies_only_a_changed_copy)
 }
 END_TEST
 
+/* spillway_unwindow's parameter, and spillway_unwindow_home's: the look's,
+ * then the way home's six (src/device.h, field for field). */
+typedef struct {
+    uint64_t lo[8], len[8];
+    uint64_t copy[16], copy_len[16], home[16];
+    uint32_t unit[16];
+    uint32_t nspans, ncopies;
+    uint32_t *found;
+} look_t;
+typedef struct {
+    look_t look;
+    uint64_t src, dst, bytes, fp_home, acc, changed;
+} look_home_t;
+
+/* A served launch's aftermath: a copy C of home H, a word in C and one in
+ * another output O holding addresses in C, inside the spans the launch
+ * could write (C's first 4 KiB, O's), and one in C outside them. */
+enum { LH_BYTES = 1 << 16, LH_OUT = 4096, LH_UNIT = 3 };
+typedef struct {
+    CUdeviceptr c, o, h, words, changed;
+    uint32_t *found;
+    uint64_t c_back[LH_BYTES / 8], o_back[LH_OUT / 8], h_back[LH_BYTES / 8], got[5];
+    uint32_t flag;
+} look_run_t;
+
+static void look_reset(look_run_t *t, const uint64_t fp_home[2])
+{
+    static uint64_t c[LH_BYTES / 8], o[LH_OUT / 8];
+    sgt_pattern(c, sizeof c, 9);
+    sgt_pattern(o, sizeof o, 10);
+    c[10] = t->c + 1000; /* in the span inside the copy: put back */
+    c[2000] = t->c + 8;  /* outside every span: left */
+    o[3] = t->c + 24;    /* in the other span: put back */
+    SGT_OK(cuMemcpyHtoD(t->c, c, sizeof c));
+    SGT_OK(cuMemcpyHtoD(t->o, o, sizeof o));
+    SGT_OK(cuMemsetD8(t->h, 0, LH_BYTES));
+    SGT_OK(cuMemsetD8(t->words, 0, 40));
+    SGT_OK(cuMemcpyHtoD(t->words, fp_home, 16));
+    SGT_OK(cuMemsetD8(t->changed, 0, 4));
+    memset(t->found, 0, 16 * 4);
+}
+
+static void look_read(look_run_t *t)
+{
+    SGT_OK(cuCtxSynchronize());
+    SGT_OK(cuMemcpyDtoH(t->c_back, t->c, LH_BYTES));
+    SGT_OK(cuMemcpyDtoH(t->o_back, t->o, LH_OUT));
+    SGT_OK(cuMemcpyDtoH(t->h_back, t->h, LH_BYTES));
+    SGT_OK(cuMemcpyDtoH(t->got, t->words, sizeof t->got));
+    SGT_OK(cuMemcpyDtoH(&t->flag, t->changed, 4));
+}
+
+/* Runs the look and the way home, fused or one after the other. */
+static void look_home(look_run_t *t, const uint64_t fp_home[2], bool fused)
+{
+    look_reset(t, fp_home);
+    look_home_t a = {.look = {.lo = {t->c, t->o}, .len = {4096, LH_OUT}, .copy = {t->c},
+                              .copy_len = {LH_BYTES}, .home = {t->h}, .unit = {LH_UNIT},
+                              .nspans = 2, .ncopies = 1, .found = t->found},
+                     .src = t->c, .dst = t->h, .bytes = LH_BYTES, .fp_home = t->words,
+                     .acc = t->words + 16, .changed = t->changed};
+    if (fused) {
+        void *params[] = {&a};
+        launch("spillway_unwindow_home", params);
+    } else {
+        void *look[] = {&a.look};
+        launch("spillway_unwindow", look);
+        void *params[] = {&a.src, &a.dst, &a.bytes, &a.fp_home, &a.acc, &a.changed};
+        launch("spillway_way_home", params);
+    }
+    look_read(t);
+}
+
+/* spillway_unwindow_home is spillway_unwindow then spillway_way_home: the
+ * span words holding copy addresses, in the copy and outside it, are put
+ * back to home, a word outside the spans is left, the unit is flagged, and
+ * the copy goes home as put back where home's fingerprint differs, not
+ * where home already holds the copy put back. */
+START_TEST(kernel_unwindow_home_is_the_look_then_the_way_home)
+{
+    sgt_init();
+    static look_run_t a, b;
+    CUdeviceptr c, o, h, words, changed;
+    SGT_OK(cuMemAlloc(&c, LH_BYTES));
+    SGT_OK(cuMemAlloc(&o, LH_OUT));
+    SGT_OK(cuMemAlloc(&h, LH_BYTES));
+    SGT_OK(cuMemAlloc(&words, 40));
+    SGT_OK(cuMemAlloc(&changed, 4));
+    uint32_t *found;
+    SGT_OK(cuMemAllocHost((void **)&found, 16 * 4));
+    a = b = (look_run_t){.c = c, .o = o, .h = h, .words = words, .changed = changed,
+                         .found = found};
+    uint64_t differs[2] = {0, 0}, home_fp[2];
+    look_home(&a, differs, true);
+    uint32_t flagged = found[LH_UNIT];
+    look_home(&b, differs, false);
+    ck_assert(memcmp(a.c_back, b.c_back, sizeof a.c_back) == 0);
+    ck_assert(memcmp(a.o_back, b.o_back, sizeof a.o_back) == 0);
+    ck_assert(memcmp(a.h_back, b.h_back, sizeof a.h_back) == 0);
+    ck_assert(memcmp(a.got, b.got, sizeof a.got) == 0);
+    ck_assert_uint_eq(a.flag, b.flag);
+    ck_assert_uint_eq(flagged, 1);
+    ck_assert_uint_eq(found[LH_UNIT], 1);
+    ck_assert(a.c_back[10] == h + 1000);
+    ck_assert(a.c_back[2000] == c + 8);
+    ck_assert(a.o_back[3] == h + 24);
+    ck_assert(memcmp(a.h_back, a.c_back, LH_BYTES) == 0); /* home got the copy, put back */
+    ck_assert_uint_eq(a.flag, 1);
+    ref_fp((const unsigned char *)a.c_back, LH_BYTES, home_fp);
+    ck_assert(a.got[0] == home_fp[0] && a.got[1] == home_fp[1]);
+    ck_assert(a.got[2] == 0 && a.got[3] == 0 && a.got[4] == 0);
+    look_home(&a, home_fp, true); /* home holds the copy put back: nothing goes */
+    ck_assert(a.c_back[10] == h + 1000);
+    ck_assert_uint_eq(a.h_back[10], 0);
+    ck_assert_uint_eq(a.flag, 0);
+    SGT_OK(cuMemFreeHost(found));
+}
+END_TEST
+
 START_TEST(kernel_gemm_f32)
 {
     sgt_init();
@@ -460,6 +579,7 @@ Suite *kernels_suite(void)
     sgt_case(s, kernel_fingerprint_reference);
     sgt_case(s, kernel_fingerprint_targeted);
     sgt_case(s, kernel_way_home_copies_only_a_changed_copy);
+    sgt_case(s, kernel_unwindow_home_is_the_look_then_the_way_home);
     sgt_case(s, kernel_gemm_f32);
     return s;
 }
