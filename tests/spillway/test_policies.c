@@ -1086,24 +1086,32 @@ START_TEST(resident_layers_spread_among_streamed_ones_keep_the_link_busy)
 }
 END_TEST
 
-/* A prefill whose layers are bigger than a chunk: 20 layers of 16 MiB
- * (SPILLWAY_CHUNK=4MiB cuts each in four) under 128 MiB, a GEMM at batch
- * 16 taking a third of its layer's copy (1.3 TFLOPS), as on the H200's
- * prefill. Allocation order left the first six layers resident; their
- * compute ran as one stretch the link sat out, 1.29x the bound (192 MiB
- * at 55 GB/s). Spread whole, four chunks a trade, the resident layers'
- * compute runs beside copies: 1.17x, the floor of a window of two layers
- * (14 copied where 12 must be). */
+/* mlp's prefill in the H200's proportions: 20 layers of 16 MiB under 128
+ * MiB, a GEMM at batch 16 taking a third of its layer's copy (1.3
+ * TFLOPS), steps 4-7 timed, in chunks of `chunk`; with `train`, each
+ * weight updated in place after the forward pass. */
+static void run_prefill(swt_run_t *r, const char *chunk, bool train)
+{
+    char chunk_env[64];
+    snprintf(chunk_env, sizeof chunk_env, "SPILLWAY_CHUNK=%s", chunk);
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "2048", "--batch",
+                          "16", "--steps", "7", "--time", "3", train ? "--train" : NULL, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SIMGPU_TFLOPS=1.3", "SPILLWAY_GPU_BUDGET=128MiB",
+                         chunk_env, "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=debug", NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+/* A prefill whose layers are bigger than a chunk: SPILLWAY_CHUNK=4MiB
+ * cuts each in four. Allocation order left the first six layers
+ * resident; their compute ran as one stretch the link sat out, 1.29x the
+ * bound (192 MiB at 55 GB/s). Spread whole, four chunks a trade, the
+ * resident layers' compute runs beside copies: 1.17x, the floor of a
+ * window of two layers (14 copied where 12 must be). */
 START_TEST(resident_tensors_of_several_chunks_spread_whole)
 {
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "2048", "--batch",
-                          "16", "--steps", "7", "--time", "3", NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SIMGPU_TFLOPS=1.3", "SPILLWAY_GPU_BUDGET=128MiB",
-                         "SPILLWAY_CHUNK=4MiB", "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=debug",
-                         NULL};
     swt_run_t r;
-    swt_run(&r, true, env, argv);
-    swt_assert_match(&r);
+    run_prefill(&r, "4MiB", false);
     ck_assert_msg(swt_file_has(r.err, "and 3 more resident instead of") &&
                       swt_file_has(r.err, "spread among the streamed"),
                   "no trade of four chunks: %s", swt_describe(&r));
@@ -1114,22 +1122,16 @@ START_TEST(resident_tensors_of_several_chunks_spread_whole)
 }
 END_TEST
 
-/* The same prefill training (--train: each weight read forward, then
- * updated in place), a layer one 16 MiB chunk: each weight is visited
- * twice a step, the period learned is about half a step, and the chunks'
- * own loops straddle it (27 to 33 launches about 29 to 32). Spreading by
- * it, trades undid each other every loop, twelve in seven steps: 16.0 ms
- * a step against 9.7 without them. A ragged loop is not spread. */
+/* The same prefill training, a layer one 16 MiB chunk: each weight is
+ * visited twice a step, the period learned is about half a step, and the
+ * chunks' own loops straddle it (27 to 33 launches about 29 to 32).
+ * Spreading by it, trades undid each other every loop, twelve in seven
+ * steps: 16.0 ms a step against 9.7 without them. A ragged loop is not
+ * spread. */
 START_TEST(a_loop_its_chunks_straddle_is_not_spread)
 {
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", "2048", "--batch",
-                          "16", "--train", "--steps", "7", "--time", "3", NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SIMGPU_TFLOPS=1.3", "SPILLWAY_GPU_BUDGET=128MiB",
-                         "SPILLWAY_CHUNK=16MiB", "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=debug",
-                         NULL};
     swt_run_t r;
-    swt_run(&r, true, env, argv);
-    swt_assert_match(&r);
+    run_prefill(&r, "16MiB", true);
     ck_assert_msg(!swt_file_has(r.err, "spread among the streamed"), "spread: %s",
                   swt_describe(&r));
     double step_ns = step_ns_of(&r);
