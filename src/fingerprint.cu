@@ -103,6 +103,23 @@ __device__ static bool in_spans(const unwindow_args &a, u64 at)
     return false;
 }
 
+// [*lo, *hi): where the words of the spans inside [src, +bytes) lie (none:
+// lo == hi), so that the fingerprint looks for them only there.
+__device__ static void spans_within(const unwindow_args &a, u64 src, u64 bytes, u64 *lo, u64 *hi)
+{
+    *lo = *hi = src;
+    for (unsigned s = 0; s < a.nspans; s++) {
+        u64 first, end;
+        span_words(a, s, &first, &end);
+        if (first >= end || first >= src + bytes || end <= src)
+            continue;
+        if (*lo == *hi || first < *lo)
+            *lo = first;
+        if (end > *hi)
+            *hi = end;
+    }
+}
+
 // Puts back the spans' words, strided over the grid, but those in
 // [skip, +skip_len): the fingerprint of that range puts back its own.
 __device__ static void unwindow(const unwindow_args &a, u64 skip, u64 skip_len)
@@ -139,11 +156,13 @@ __device__ static void add_fingerprint(const void *src, u64 bytes, u64 *out,
                                        const unwindow_args *look)
 {
     u64 *w = (u64 *)src;
-    u64 n = bytes / 8, s0 = 0, s1 = 0;
+    u64 n = bytes / 8, s0 = 0, s1 = 0, lo = 0, hi = 0;
+    if (look)
+        spans_within(*look, (u64)src, bytes, &lo, &hi);
     u64 stride = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         u64 v = w[i];
-        if (look && in_spans(*look, (u64)(w + i))) {
+        if ((u64)(w + i) - lo < hi - lo && in_spans(*look, (u64)(w + i))) {
             u64 back = put_back(*look, v);
             if (back != v)
                 w[i] = v = back;
