@@ -459,8 +459,9 @@ bool sw_win_homes_in_one(const win_t *w, const entry_t *e)
 /* Queues on s, right after the launch that read e, e's way home if that
  * launch changed it (see "home" in window.c), after the range's previous
  * copy home on another stream. uw, given only where
- * sw_win_homes_in_one(w, e) and its spans miss e's copy and home: the
- * stored-pointer look, in the same kernel. Lock held. */
+ * sw_win_homes_in_one(w, e), e's range is whole words and no span of uw
+ * reaches its home: the stored-pointer look, in the same kernel. Lock
+ * held. */
 CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s, const sw_unwindow_t *uw)
 {
     const sw_real_t *r = sw_real();

@@ -277,14 +277,12 @@ bool sw_window_guarded(int dev)
  * GEMM's set-up kernel fills a table of per-expert pointers). A later
  * kernel reading that table would reach the copy after its space was
  * reused. So right after the launch, on its stream, spillway_unwindow
- * (in the first copy's way home, one kernel with it, where that is
- * spillway_way_home and no span reaches the copy or its home: one launch
- * fewer after each served launch) puts every such address it finds in
- * the spans the launch could write
- * (serve.c: 64 KiB from each of its other pointer arguments) back to
- * the same offset in the copy's home, which is current once the copy
- * went home just after; and it flags the unit, which is read at its own
- * address from then on. Should the kernel not be queued, the units are
+ * (in the first copy's way home, one kernel with it, where fusable():
+ * one launch fewer after each served launch) puts every such address it
+ * finds in the spans the launch could write (serve.c: 64 KiB from each
+ * of its pointer arguments) back to the same offset in the copy's home,
+ * which is current once the copy went home just after; and it flags the
+ * unit, which is read at its own address from then on. Should the kernel not be queued, the units are
  * never served again, and the host cannot put back what the launch may
  * have stored: that is said. Lock held. */
 static void unwindow(win_t *w, const sw_unwindow_t *a, CUstream s)
