@@ -17,8 +17,11 @@
 #
 # Parts:
 #   env.txt          the GPU, driver, toolkit and libraries found
-#   correctness.md   tests/gpu programs plain and under spillway (run-all.sh
-#                    --only correctness; variants learned and noprefetch)
+#   correctness.md   spillway's own kernels on the driver first (gpu-kernels:
+#                    the fused look and way home against the two in turn),
+#                    then tests/gpu programs plain and under spillway
+#                    (run-all.sh --only correctness; variants learned and
+#                    noprefetch)
 #   cudart.md        the real-runtime programs of tests/cudart, shared and
 #                    static, plain and under spillway with 2 MiB chunks
 #                    (extent also under a graph)
@@ -158,13 +161,22 @@ cudart_all() {
   [ $bad -eq 0 ]
 }
 
+# spillway's own kernels alone, then the programs under spillway: both run,
+# and the part fails if either does. Their limits add up to the part's 240 s
+# (a function gets none from part()).
+correctness_all() {
+  timeout 30 "$build/tests/gpu/gpu-kernels"
+  k=$?
+  timeout 210 env GPU_ALL_VARIANTS="${GPU_ALL_VARIANTS:-learned noprefetch}" GPU_ALL_TIMEOUT=90 \
+    GPU_ALL_OUT="$tmp/correctness.md" sh "$here/run-all.sh" "$build" --only correctness
+  a=$?
+  [ $k -eq 0 ] && [ $a -eq 0 ]
+}
+
 part env.txt 30 environment
 for p in $parts; do
   case $p in
-  correctness)
-    part correctness.md 240 env GPU_ALL_VARIANTS="${GPU_ALL_VARIANTS:-learned noprefetch}" \
-      GPU_ALL_TIMEOUT=90 GPU_ALL_OUT="$tmp/correctness.md" sh "$here/run-all.sh" "$build" --only correctness
-    ;;
+  correctness) part correctness.md 240 correctness_all ;;
   cudart) part cudart.md 90 cudart_all ;;
   probe)
     part probe-log.txt 150 env GPU_FACTS_OUT="$out/gpu-facts.txt" sh "$here/run-probe.sh" \
