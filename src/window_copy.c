@@ -484,7 +484,7 @@ CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s, const sw_unwindow_t 
             u->fp_known = w->fp_on &&
                           sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), s) == CUDA_SUCCESS;
         }
-    } else if (c == CUDA_SUCCESS && !u->written) {
+    } else if (c == CUDA_SUCCESS && sw_win_homes_in_one(w, e)) {
         /* One kernel, which copies home on a difference at one block's
          * speed: the first change found, after which u is written. */
         if (uw) {

@@ -282,9 +282,9 @@ bool sw_window_guarded(int dev)
  * finds in the spans the launch could write (serve.c: 64 KiB from each
  * of its pointer arguments) back to the same offset in the copy's home,
  * which is current once the copy went home just after; and it flags the
- * unit, which is read at its own address from then on. Should the kernel not be queued, the units are
- * never served again, and the host cannot put back what the launch may
- * have stored: that is said. Lock held. */
+ * unit, which is read at its own address from then on. Should the kernel
+ * not be queued, the units are never served again, and the host cannot
+ * put back what the launch may have stored: that is said. Lock held. */
 static void unwindow(win_t *w, const sw_unwindow_t *a, CUstream s)
 {
     if (sw_fp_unwindow(w->dev, a, s) == CUDA_SUCCESS)

@@ -542,9 +542,10 @@ static void unwindow_run(const void *a, void *const *h)
 
 /* ---- spillway_unwindow_home: spillway_unwindow and spillway_way_home in
  * one kernel (src/fingerprint.cu): the way home's five ranges first, as
- * write_back_source() (sg_stream.c) expects, then the spans. spillway
- * gives it only spans that miss the copy and its home, so the halves run
- * in either order; here the unwindow first. ---- */
+ * write_back_source() (sg_stream.c) expects, then the spans. On a GPU the
+ * span words inside the copy are put back by the threads that hash them;
+ * here, one thread, the whole look runs first and the way home hashes
+ * what it left, the same bytes. ---- */
 typedef struct {
     unwindow_args_t uw;
     const void *src; void *dst; uint64_t bytes;
