@@ -20,6 +20,7 @@
 #define MAX_ENTRIES 512
 #define READERS 4   /* streams that may read one copy before it is evicted */
 #define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
+#define BLOCKERS 4   /* copies a fill's rest may wait for (window_copy.c, sw_win_fill) */
 
 #define RECALL 4 /* visits a range remembers, to see it recur with the loop */
 #define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
@@ -76,6 +77,16 @@ typedef struct {
     CUevent read[READERS];
     CUstream reader[READERS];
     int nread;
+    /* A fill in two parts (sw_win_fill): the part of its copy where other
+     * copies still lie, [rest_at, +rest_len) from off, is copied once
+     * their readers are recorded; 0 bytes once whole. Those copies, by
+     * entry and their unit's id: one gone since was dropped with only
+     * its reader ordered after it, and the rest must follow every stream. */
+    uint64_t rest_at, rest_len;
+    int blockers[BLOCKERS];
+    uint32_t blocker_ids[BLOCKERS];
+    int nblockers;
+    bool timed;          /* the rest is the whole copy, timed when made */
 } entry_t;
 
 typedef struct {
@@ -148,6 +159,7 @@ void sw_win_timed(uint64_t tag, float ms, void *arg);
  * another device's window). */
 int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may);
 int sw_win_time_home(win_t *w, const int *entries, int n, CUstream s);
+uint64_t sw_win_host_bytes(const win_t *w, uint64_t start, uint64_t len);
 double sw_win_place_ratio(const win_t *w, const unit_t *u);
 bool sw_win_cheaper_in_place(const win_t *w, unit_t *u);
 double sw_win_repaid(void *arg);
@@ -161,6 +173,7 @@ int sw_win_unit_get(win_t *w, uint64_t start, uint64_t len);
 CUresult sw_win_after_app(win_t *w);
 CUresult sw_win_evict(win_t *w, entry_t *e);
 entry_t *sw_win_fill(win_t *w, int ui, bool ahead);
+void sw_win_finish_fills(win_t *w);
 bool sw_win_reader_ok(const entry_t *e, CUstream s);
 bool sw_win_spans_all(uint64_t parts);
 bool sw_win_spanned(const unit_t *u);

@@ -19,6 +19,9 @@ void sw_win_drop_entry(win_t *w, entry_t *e)
     e->unit = -1;
     e->nread = 0;
     e->ahead = false;
+    e->rest_len = 0;
+    e->nblockers = 0;
+    e->timed = false;
     __atomic_sub_fetch(&w->live, 1, __ATOMIC_RELAXED);
 }
 
@@ -181,25 +184,78 @@ CUresult sw_win_evict(win_t *w, entry_t *e)
     return c;
 }
 
-/* Makes [at, at + len) of the window free by evicting what overlaps it;
- * false, evicting nothing, if one of those is about to be read, or was
- * copied ahead and not read yet while `ahead` (a copy ahead never pushes
- * out another one: the chain would thrash). */
-static bool make_room(win_t *w, uint64_t at, uint64_t len, bool ahead)
+/* Where a copy of len bytes goes: at the head, or at the start where it
+ * would run past the end; but in a window too small for two such copies,
+ * flush with its end, so that it overlaps the copy before only in part,
+ * and its other part can be copied while that one is still read. */
+static uint64_t place(const win_t *w, uint64_t len)
 {
+    if (w->head + len <= w->size)
+        return w->head;
+    return 2 * len > w->size && w->head < w->size ? w->size - len : 0;
+}
+
+/* The copies in [at, +len) of the window, noted as fill's blockers; false
+ * if one may not be pushed out: one copied ahead and not read yet while
+ * `ahead` (a copy ahead never pushes out another one: the chain would
+ * thrash), one about to be read (its read not recorded yet) unless
+ * `may_wait`, or more than BLOCKERS. [*lo, *hi): the part of the copy
+ * they lie in (empty: none); *pinned: one is about to be read. */
+static bool in_the_way(win_t *w, uint64_t at, uint64_t len, bool ahead, bool may_wait,
+                       entry_t *fill, uint64_t *lo, uint64_t *hi, bool *pinned)
+{
+    *lo = len;
+    *hi = 0;
+    *pinned = false;
+    fill->nblockers = 0;
     for (int i = 0; i < MAX_ENTRIES; i++) {
-        entry_t *e = &w->entries[i];
-        if (e->unit >= 0 && overlaps(at, len, e->off, w->units[e->unit].len) &&
-            (e->pins || (ahead && e->ahead)))
+        const entry_t *o = &w->entries[i];
+        const unit_t *ou = o->unit >= 0 ? &w->units[o->unit] : NULL;
+        if (!ou || !overlaps(at, len, o->off, ou->len))
+            continue;
+        if ((ahead && o->ahead) || (o->pins && !may_wait) || fill->nblockers == BLOCKERS)
             return false;
+        *pinned |= o->pins > 0;
+        fill->blockers[fill->nblockers] = i;
+        fill->blocker_ids[fill->nblockers++] = ou->id;
+        uint64_t a = o->off > at ? o->off - at : 0;
+        uint64_t b = o->off + ou->len < at + len ? o->off + ou->len - at : len;
+        *lo = a < *lo ? a : *lo;
+        *hi = b > *hi ? b : *hi;
     }
-    for (int i = 0; i < MAX_ENTRIES; i++) {
-        entry_t *e = &w->entries[i];
-        if (e->unit >= 0 && overlaps(at, len, e->off, w->units[e->unit].len) &&
-            sw_win_evict(w, e) != CUDA_SUCCESS)
-            return false;
-    }
+    if (*hi <= *lo)
+        *lo = *hi = 0;
     return true;
+}
+
+/* Frees the space of fill's blockers for the rest of its copy: the
+ * copies' stream waits for every launch that read one still there (and
+ * its copy home). One gone since was dropped with only the stream
+ * reading home in place ordered after its readers (sw_win_drop_overlaps):
+ * the copies' stream then follows every application stream. */
+static CUresult evict_blockers(win_t *w, entry_t *fill, uint64_t at, uint64_t len)
+{
+    bool gone = false;
+    CUresult c = CUDA_SUCCESS;
+    for (int k = 0; k < fill->nblockers && c == CUDA_SUCCESS; k++) {
+        entry_t *o = &w->entries[fill->blockers[k]];
+        if (o->unit >= 0 && w->units[o->unit].id == fill->blocker_ids[k] &&
+            overlaps(at, len, o->off, w->units[o->unit].len))
+            c = sw_win_evict(w, o);
+        else
+            gone = true;
+    }
+    fill->nblockers = 0;
+    return c == CUDA_SUCCESS && gone ? sw_win_after_app(w) : c;
+}
+
+/* Copies [from, to) of u's range to its copy at `at`, on the copies' stream. */
+static CUresult copy_part(win_t *w, const unit_t *u, uint64_t at, uint64_t from, uint64_t to)
+{
+    CUresult c = CUDA_SUCCESS;
+    if (to > from)
+        copy_runs(w, u->start + from, w->base + at + from, to - from, false, w->side, &c);
+    return c;
 }
 
 static entry_t *free_entry(win_t *w)
@@ -218,26 +274,73 @@ static entry_t *free_entry(win_t *w)
     return NULL;
 }
 
-/* Copies unit ui into the window at the head; its entry, or NULL when
- * there is no room (see make_room) or a call failed: the range is then
- * read in place, which is always correct. */
+/* The end of a whole copy of ui at `at`: home's fingerprint, the bytes
+ * just copied, taken from the window at device speed, once (each copy
+ * home keeps it current, sw_win_send_home; a graph takes it at every
+ * fill: a node changed after capture may have written home in place
+ * since the last), and the fill recorded. False where nothing can be
+ * ordered after the fill. */
+static bool filled(win_t *w, entry_t *e, int ui, uint64_t at)
+{
+    unit_t *u = &w->units[ui];
+    if ((!u->fp_known || w->origin) && w->fp_on)
+        u->fp_known =
+            sw_fp_queue(w->dev, w->base + at, u->len, fp_home(w, ui), w->side) == CUDA_SUCCESS;
+    if (SW_REAL(cuEventRecord)(e->filled, w->side) == CUDA_SUCCESS)
+        return true;
+    /* Nothing reads the copy, and the next fill here follows it on the
+     * same stream; but a write of home must not overtake it. */
+    unfenced(w);
+    return false;
+}
+
+/* Copies unit ui into the window (place); its entry, or NULL when there
+ * is no room (in_the_way) or a call failed: the range is then read in
+ * place, which is always correct. The part no other copy lies in is
+ * copied first, so that the link need not wait for their readers: a
+ * window of one copy and a part copies ahead while the copy before is
+ * read. Where a copy there is still to be read, the rest of a copy ahead
+ * waits for its read to be recorded (sw_win_finish_fills); where its
+ * readers are recorded, the copies' stream waits for them between the
+ * parts. A timed copy is made whole, after its blockers' readers, so
+ * that its time holds no wait. */
 entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
 {
     const sw_real_t *r = sw_real();
     unit_t *u = &w->units[ui];
-    uint64_t at = w->head + u->len <= w->size ? w->head : 0;
+    uint64_t at = place(w, u->len), lo, hi;
+    bool timed = sw_win_can_time(w) && sw_cost_wants(&u->cost, SW_COST_COPY), pinned;
     entry_t *e = free_entry(w);
-    if (!e || !make_room(w, at, u->len, ahead))
+    if (!e || !in_the_way(w, at, u->len, ahead, ahead, e, &lo, &hi, &pinned))
         return NULL;
-    CUdeviceptr copy = w->base + at;
     /* In a capture, after the range's latest copy home in it. */
     if (w->origin && u->homed_on && r->cuStreamWaitEvent(w->side, u->homed, 0) != CUDA_SUCCESS)
         return NULL;
-    int timer = sw_win_can_time(w) && sw_cost_wants(&u->cost, SW_COST_COPY)
-                    ? sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_COPY), w->side)
-                    : -1;
+    uint64_t linked = sw_win_host_bytes(w, u->start, u->len);
+    int timer = -1;
     CUresult c;
-    uint64_t linked = copy_runs(w, u->start, copy, u->len, false, w->side, &c);
+    if (timed && pinned) {
+        c = CUDA_SUCCESS; /* all of it waits, and is timed then */
+        lo = 0;
+        hi = u->len;
+    } else if (timed || lo == hi) {
+        c = evict_blockers(w, e, at, u->len);
+        if (c == CUDA_SUCCESS && timed)
+            timer = sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_COPY), w->side);
+        if (c == CUDA_SUCCESS)
+            c = copy_part(w, u, at, 0, u->len);
+        lo = hi = 0;
+    } else {
+        c = copy_part(w, u, at, 0, lo);
+        if (c == CUDA_SUCCESS)
+            c = copy_part(w, u, at, hi, u->len);
+        if (c == CUDA_SUCCESS && !pinned) {
+            c = evict_blockers(w, e, at, u->len);
+            if (c == CUDA_SUCCESS)
+                c = copy_part(w, u, at, lo, hi);
+            lo = hi = 0;
+        }
+    }
     if (c != CUDA_SUCCESS) {
         sw_timer_drop(w->timers, timer);
         return NULL;
@@ -254,22 +357,18 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
                  (unsigned long long)linked);
         u->said_partly = true;
     }
-    /* home's fingerprint: the bytes just copied, taken from the window at
-     * device speed, once; each copy home keeps it current (sw_win_send_home). A
-     * graph takes it at every fill: a node changed after capture may have
-     * written home in place since the last. */
-    if ((!u->fp_known || w->origin) && w->fp_on)
-        u->fp_known = sw_fp_queue(w->dev, copy, u->len, fp_home(w, ui), w->side) == CUDA_SUCCESS;
-    if (r->cuEventRecord(e->filled, w->side) != CUDA_SUCCESS) {
-        /* Nothing reads the copy, and the next fill here follows it on
-         * the same stream; but a write of home must not overtake it. */
-        unfenced(w);
+    if (hi == lo ? !filled(w, e, ui, at) : r->cuEventRecord(e->filled, w->side) != CUDA_SUCCESS) {
+        if (hi != lo)
+            unfenced(w);
         return NULL;
     }
     e->unit = ui;
     e->off = at;
     e->ahead = ahead;
     e->nread = 0;
+    e->rest_at = lo;
+    e->rest_len = hi - lo;
+    e->timed = timed && hi > lo;
     u->entry = (int)(e - w->entries);
     w->head = at + u->len;
     __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
@@ -282,6 +381,50 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
     sw_stat_add(ahead ? SW_STAT_prefetches : SW_STAT_prefetch_late, 1);
     sw_stats_batch_end();
     return e;
+}
+
+/* Whether the rest of e's copy may go now: no copy where it goes is
+ * about to be read, nor still has launches of its visit to come, as many
+ * as its visit before had (the layers of a segment, read one after
+ * another, keep their copy). */
+static bool rest_free(const win_t *w, const entry_t *e)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        const entry_t *o = &w->entries[i];
+        const unit_t *ou = o->unit >= 0 && o != e ? &w->units[o->unit] : NULL;
+        if (ou && overlaps(e->off + e->rest_at, e->rest_len, o->off, ou->len) &&
+            (o->pins || ou->uses < ou->uses_last))
+            return false;
+    }
+    return true;
+}
+
+/* The rests of fills in two parts whose space is free now: after the
+ * readers of the copies there. A rest that cannot be queued leaves its
+ * copy dropped (nothing reads it). Lock held. */
+void sw_win_finish_fills(win_t *w)
+{
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        entry_t *e = &w->entries[i];
+        if (e->unit < 0 || !e->rest_len || !rest_free(w, e))
+            continue;
+        unit_t *u = &w->units[e->unit];
+        int timer = -1;
+        CUresult c = evict_blockers(w, e, e->off + e->rest_at, e->rest_len);
+        if (c == CUDA_SUCCESS && e->timed)
+            timer = sw_timer_start(w->timers, sw_win_tag(e->unit, u, SW_COST_COPY), w->side);
+        if (c == CUDA_SUCCESS)
+            c = copy_part(w, u, e->off, e->rest_at, e->rest_at + e->rest_len);
+        if (c != CUDA_SUCCESS) {
+            sw_timer_drop(w->timers, timer);
+            sw_win_drop_entry(w, e);
+            continue;
+        }
+        sw_timer_stop(w->timers, timer, w->side);
+        e->rest_len = 0;
+        if (!filled(w, e, e->unit, e->off))
+            sw_win_drop_entry(w, e);
+    }
 }
 
 /* Whether stream s may read e: it already does, or there is room to
@@ -373,11 +516,15 @@ static bool would_copy(win_t *w, unit_t *u)
 }
 
 /* The chain: the ranges used after ui last time, copied ahead while the
- * window has room for them. A copy the chain meets in the window is read
- * before what follows it: its room is not there to fill. */
+ * window has room for them beside ui's copy; in a window too small for
+ * two copies of ui, in ui's room too, where the next copy's rest waits
+ * for ui's launch (sw_win_fill): one copy and a part's room is enough to
+ * keep the link busy while each launch runs. A copy the chain meets in
+ * the window is read before what follows it: its room is not there to
+ * fill. */
 void sw_win_copy_ahead(win_t *w, int ui, uint64_t now)
 {
-    uint64_t room = w->size - w->units[ui].len;
+    uint64_t len = w->units[ui].len, room = 2 * len <= w->size ? w->size - len : w->size;
     int v = after(&w->units[ui], w->units[ui].first);
     if (v < 0)
         v = soonest(w, ui, now, room);

@@ -9,7 +9,7 @@
 
 /* The bytes of [start, +len) on the host now: what its copy moves over
  * the link, and what a kernel reading all of it in place reads there. */
-static uint64_t host_bytes(const win_t *w, uint64_t start, uint64_t len)
+uint64_t sw_win_host_bytes(const win_t *w, uint64_t start, uint64_t len)
 {
     uint64_t host = 0;
     for (uint64_t p = start; p < start + len;) {
@@ -90,7 +90,7 @@ int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may)
             return -1;
         /* Samples of another placement of the range time other bytes:
          * a layer half resident reads half as much in place. */
-        uint64_t host = host_bytes(w, u->start, u->len);
+        uint64_t host = sw_win_host_bytes(w, u->start, u->len);
         if (host != u->place_linked) {
             sw_cost_forget(&u->cost, SW_COST_PLACE);
             u->place_linked = host;

@@ -162,6 +162,13 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
     }
     if (u->escapes)
         goto out;
+    /* A copy ahead still in two parts is finished now if it can be; else
+     * it is dropped, and this launch copies anew or reads in place. */
+    if (u->entry >= 0 && w->entries[u->entry].rest_len) {
+        sw_win_finish_fills(w);
+        if (w->entries[u->entry].rest_len && !sw_win_drop_overlaps(w, start, len, -1, s))
+            goto out;
+    }
     if (!sw_win_drop_overlaps(w, start, len, ui, s))
         goto out;
     /* What a capture records is replayed as a loop by construction. A
@@ -380,6 +387,8 @@ static void read_copies(CUstream s)
         }
         e->pins--;
     }
+    /* Fills ahead waiting for these reads may go now. */
+    sw_win_finish_fills(w);
     if (timer >= 0)
         sw_timer_stop(w->timers, timer, s);
     sw_stat_add(SW_STAT_rewritten_launches, 1);
