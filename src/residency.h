@@ -286,6 +286,13 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
  * or a capture is on). Gate held exclusively, and the device synchronized
  * since the last work was issued (the safety rule's synchronization). */
 uint64_t sw_window_release(int dev);
+/* Makes dev's window `size` bytes, streaming none bigger than `slot`,
+ * keeping what it learned of its ranges (their order, costs and home
+ * fingerprints): its copies go (home is current), its memory is freed
+ * and made anew. Conditions and holds as for sw_window_release. Its
+ * bytes now; 0 where it cannot be: unchanged, or, where its new memory
+ * could not be had, released (sw_window_size says which). */
+uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot);
 /* Whether dev's window is worth its room, in the loop of `period` (0:
  * none agreed on) or, with none, the one the memory's gaps suggest
  * (`guess`): sw_worth_judge (core/worth.c) over what it copied and
@@ -302,12 +309,15 @@ void sw_window_residency_moved(int dev, uint64_t now, uint64_t period);
 /* What dev's window's last loop judged found; all 0 with no window or no
  * loop judged yet. *fits, where sw_window_worth says SW_WINDOW_OVERSIZED:
  * the longest range that loop copied, rounded up to SW_WINDOW_ALIGN (a
- * slot), two of which take less room than the window (it was fitted,
- * when the budget bound, to the largest allocation then known, which need
- * not be one it streams: under cuBLAS on the H200, a 64 MiB allocation
- * beside 32 MiB layers), else 0. *copied: what it copied, as its repaying
- * counts it, scaled to one loop; *bar: the bytes it had to reach. */
-void sw_window_last_loop(int dev, uint64_t *fits, uint64_t *copied, uint64_t *bar);
+ * slot), *copies of which take less room than the window (it was
+ * fitted, when the budget bound, to the largest allocation then known,
+ * which need not be one it streams: under cuBLAS on the H200, a 64 MiB
+ * allocation beside 32 MiB layers), else 0. *copies: 1 where the
+ * launches it served took less than SW_WORTH_ONE_COPY of one copy's time
+ * (*share), else 2. *copied: what it copied, as its repaying counts it,
+ * scaled to one loop; *bar: the bytes it had to reach. */
+void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, double *share,
+                         uint64_t *copied, uint64_t *bar);
 /* Whether dev's window is to be made anew, at *room bytes (0: given
  * back), before a capture it would serve: one range's room where its
  * ranges read slower in place than copied, else none (sw_worth_capture;

@@ -368,7 +368,13 @@ uint64_t sw_parts(uint64_t start, uint64_t len, uint64_t lo, uint64_t hi);
  * look for stored window addresses, the copy's fingerprint, the copy home
  * if it changed), a pass over the whole copy at device speed and one or
  * two kernels' fixed cost, after every launch the copy serves. */
-typedef enum { SW_COST_PLACE, SW_COST_COPY, SW_COST_HOME, SW_COST_KINDS } sw_cost_kind_t;
+typedef enum {
+    SW_COST_PLACE,
+    SW_COST_COPY,
+    SW_COST_HOME,
+    SW_COST_SERVED, /* a served launch and its way home, on its stream, once its copy landed */
+    SW_COST_KINDS
+} sw_cost_kind_t;
 
 /* Samples of each way kept, the fastest counting. */
 #define SW_COST_SAMPLES 4
@@ -454,8 +460,10 @@ static inline uint64_t sw_round_up(uint64_t v, uint64_t a)
  * times its size, fewer where its ranges were timed slower in place:
  * sw_cost_repaid), while no graph held a copy. SW_WINDOW_OVERSIZED:
  * that loop repaid it, but two of its longest copies would take less
- * room (fits). None of those while no loop is agreed on (`period` 0);
- * SW_WINDOW_LOOPLESS then, once none has been for
+ * room (fits); or, from the first whole loop of the period on, one copy
+ * would, the launches it served taking less than SW_WORTH_ONE_COPY of
+ * one copy's time (copies). None of those while no loop is agreed on
+ * (`period` 0); SW_WINDOW_LOOPLESS then, once none has been for
  * SW_WINDOW_NO_LOOP_PERIODS times `guess` (the loop the memory's gaps
  * suggest, sw_period) launches, while no graph held a copy: the program
  * has no loop to copy ahead of. */
@@ -477,8 +485,12 @@ typedef struct {
     bool unpaid;          /* the loop before copied too little */
     bool judged;          /* a whole loop was judged in this period */
     uint64_t fits;        /* the loop before's longest copy rounded up to the
-                           * slot alignment, where two take less room than the
-                           * window; else 0 */
+                           * slot alignment, where `copies` of it take less
+                           * room than the window; else 0 */
+    uint32_t copies;      /* the copies' room it needs: 1 or 2 */
+    double served_share;  /* where copies is 1: the served launches' time over
+                           * one copy's (sw_worth_ask_t.served) */
+    uint64_t served_asked; /* the launch that was last asked at; 0 none */
     uint64_t per_loop;    /* the last loop judged: the bytes it copied that
                            * count, scaled to one loop ... */
     uint64_t bar;         /* ... and the bytes they had to reach */
@@ -497,8 +509,27 @@ typedef struct {
     /* The times its size a loop must copy to repay it (SW_COST_REPAID or
      * fewer, sw_cost_repaid), asked once a loop. */
     double (*repaid)(void *arg);
+    /* The launches served in the loop of `period` before `now`, each with
+     * its way home, over one copy of the longest range they read
+     * (*longest, its bytes), in time; asked a quarter loop apart. A large
+     * number where one was not timed; NULL: not asked. */
+    double (*served)(void *arg, uint64_t now, uint64_t period, uint64_t *longest);
     void *arg;
 } sw_worth_ask_t;
+
+/* A window needs room for a second copy only where the launches it serves
+ * in a loop, with their ways home, take at least this share of one copy's
+ * time. In one copy's room each copy waits for the launches reading the
+ * copy before it (its rest does, window_copy.c), so a loop pays their
+ * time once more; with two, it pays one copy more each loop, the room a
+ * resident range would hold. On simgpu, 2026-11-30 (steps 4-7): 20 x 16
+ * MiB layers on two streams under 128 MiB, the launches 0.60 of a copy,
+ * 4277.1 us a step with two copies' room, 4171.8 made one copy in step
+ * 3; 64 MiB layers under 512 MiB, 17095.4 and 16511.4; 4 MiB layers
+ * under 32 MiB, whose launches take about a copy's time (3.4 us of
+ * kernel and 3.4 of way home beside a 76 us copy, 13 a step), 1072.4
+ * with two and 1123.7 given one. */
+#define SW_WORTH_ONE_COPY 0.75
 
 /* Counts a copy of len bytes into the window; toward repaying its room
  * only where it repays: one made ahead of the launch that reads it, or of

@@ -260,7 +260,7 @@ bool sw_window_streamable(int dev, uint64_t start, uint64_t len)
 static void teardown(win_t *w)
 {
     const sw_real_t *r = sw_real();
-    bool ok = r->cuMemFree_v2(w->base) == CUDA_SUCCESS;
+    bool ok = !w->base || r->cuMemFree_v2(w->base) == CUDA_SUCCESS;
     ok &= fp_free(w);
     if (!ok)
         sw_warn("device %d: the streaming window's memory could not all be freed", w->dev);
@@ -296,14 +296,19 @@ win_t *sw_win_next(int *dev)
     return NULL;
 }
 
-void sw_window_last_loop(int dev, uint64_t *fits, uint64_t *copied, uint64_t *bar)
+void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, double *share,
+                         uint64_t *copied, uint64_t *bar)
 {
     win_t *w = sw_win_get(dev);
     *fits = *copied = *bar = 0;
+    *copies = 2;
+    *share = 0;
     if (!w)
         return;
     pthread_mutex_lock(&w->lock);
     *fits = w->worth.fits;
+    *copies = w->worth.copies;
+    *share = w->worth.served_share;
     *copied = w->worth.per_loop;
     *bar = w->worth.bar;
     pthread_mutex_unlock(&w->lock);
@@ -338,6 +343,7 @@ static sw_worth_ask_t ask(win_t *w, uint64_t now, uint64_t period, uint64_t gues
         .served_at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED),
         .graphs = w->graphs,
         .repaid = sw_win_repaid,
+        .served = sw_win_served_share,
         .arg = w,
     };
 }
@@ -368,6 +374,16 @@ void sw_window_residency_moved(int dev, uint64_t now, uint64_t period)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Takes dev's window w from the table and frees it. */
+static void unpublish(int dev, win_t *w)
+{
+    __atomic_store_n(&wins[dev], NULL, __ATOMIC_RELEASE);
+    /* With no window left, launches stop noting what they name for one. */
+    int d = -1;
+    __atomic_store_n(&any_on, sw_win_next(&d) != NULL, __ATOMIC_RELAXED);
+    teardown(w);
+}
+
 uint64_t sw_window_release(int dev)
 {
     win_t *w = sw_win_get(dev);
@@ -383,12 +399,43 @@ uint64_t sw_window_release(int dev)
     for (int i = 0; i < MAX_ENTRIES; i++)
         if (w->entries[i].unit >= 0)
             sw_win_drop_entry(w, &w->entries[i]);
-    __atomic_store_n(&wins[dev], NULL, __ATOMIC_RELEASE);
-    /* With no window left, launches stop noting what they name for one. */
-    int d = -1;
-    __atomic_store_n(&any_on, sw_win_next(&d) != NULL, __ATOMIC_RELAXED);
-    teardown(w);
+    unpublish(dev, w);
     sw_info("device %d: streaming window released (%llu bytes)", dev, (unsigned long long)size);
+    return size;
+}
+
+uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot)
+{
+    const sw_real_t *r = sw_real();
+    win_t *w = sw_win_get(dev);
+    size -= size % SW_WINDOW_ALIGN;
+    if (!w || !size || w->graphs || w->origin || sw_capturing() ||
+        __atomic_load_n(&w->holders, __ATOMIC_ACQUIRE))
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < MAX_ENTRIES; i++)
+        if (w->entries[i].unit >= 0)
+            sw_win_drop_entry(w, &w->entries[i]);
+    /* The old memory goes first: the two together could pass the budget. */
+    bool freed = r->cuMemFree_v2(w->base) == CUDA_SUCCESS;
+    w->base = 0;
+    if (!freed || r->cuMemAlloc_v2(&w->base, size) != CUDA_SUCCESS) {
+        w->base = 0;
+        pthread_mutex_unlock(&w->lock);
+        unpublish(dev, w);
+        sw_warn("device %d: cannot make the streaming window anew at %llu bytes: streaming is "
+                "off there",
+                dev, (unsigned long long)size);
+        return 0;
+    }
+    w->size = size;
+    w->slot = slot && slot < size ? slot : size;
+    w->head = 0;
+    w->worth = (sw_worth_t){0};
+    pthread_mutex_unlock(&w->lock);
+    sw_info("device %d: streaming window: %llu bytes, made anew (its ranges' order and costs "
+            "kept)",
+            dev, (unsigned long long)size);
     return size;
 }
 

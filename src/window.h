@@ -23,6 +23,8 @@
 #define BLOCKERS 4   /* copies a fill's rest may wait for (window_copy.c, sw_win_fill) */
 
 #define RECALL 4 /* visits a range remembers, to see it recur with the loop */
+#define SERVED_SAMPLES 2 /* a served launch's time, taken twice (sw_win_served_share): a
+                          * launch's kernels vary less than a copy beside other traffic */
 #define SPANS_ALL 58 /* of 64 parts: a range its tensors span whole (a tail of slack aside) */
 
 typedef struct {
@@ -55,6 +57,7 @@ typedef struct {
     uint16_t uses;       /* launches of the visit being made */
     uint16_t uses_last;  /* launches of the visit before: each pays a way home, served */
     bool first;          /* its latest use began a visit */
+    uint64_t served_at;  /* its latest launch served from a copy; 0 none */
     sw_cost_t cost;      /* a visit read in place against a copy, timed (core/cost.c) */
     uint64_t linked;     /* bytes its latest copy moved over the link (host chunks) */
     uint64_t place_linked; /* its bytes on the host when its visits were timed in place */
@@ -163,6 +166,7 @@ uint64_t sw_win_host_bytes(const win_t *w, uint64_t start, uint64_t len);
 double sw_win_place_ratio(const win_t *w, const unit_t *u);
 bool sw_win_cheaper_in_place(const win_t *w, unit_t *u);
 double sw_win_repaid(void *arg);
+double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *longest);
 
 /* ---- window_copy.c: the ranges, their copies, the chain, the way home ---- */
 void sw_win_drop_entry(win_t *w, entry_t *e);

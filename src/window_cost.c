@@ -7,6 +7,8 @@
  */
 #include "window.h"
 
+#include <math.h>
+
 /* The bytes of [start, +len) on the host now: what its copy moves over
  * the link, and what a kernel reading all of it in place reads there. */
 uint64_t sw_win_host_bytes(const win_t *w, uint64_t start, uint64_t len)
@@ -64,8 +66,8 @@ void sw_win_timed(uint64_t tag, float ms, void *arg)
         sw_cost_rate_note(&w->copy_rate, u->linked, ms);
         return;
     }
-    if (k == SW_COST_HOME) {
-        sw_cost_note(&u->cost, SW_COST_HOME, ms);
+    if (k == SW_COST_HOME || k == SW_COST_SERVED) {
+        sw_cost_note(&u->cost, k, ms);
         return;
     }
     if (u->session != (uint8_t)(tag >> 40))
@@ -208,4 +210,37 @@ double sw_win_repaid(void *arg)
         w->said_repaid = true;
     }
     return times;
+}
+
+/* The launches w served in the loop of `period` before `now`, each
+ * timed with its way home on its stream once its copy landed (the
+ * fastest sample of each range, times its visit's launches), over one
+ * copy of the longest range they read (*longest) at the best rate a copy
+ * reached: how long the link would wait for them each loop in one copy's
+ * room (SW_WORTH_ONE_COPY). Launches on several streams overlap, and
+ * count as if they did not. HUGE_VAL where a range served in that loop
+ * was not timed, or no copy was; and where a range was found faster read
+ * in place: such a window may not repay its room, and a smaller one would
+ * lower its own bar (25 x 16 MiB layers alone in 20 MiB segments under
+ * 160 MiB: given back, 5852.2 us a step from step 9; kept at one copy,
+ * 6438.0; simgpu, 2026-11-30). Lock held. */
+double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *longest)
+{
+    const win_t *w = arg;
+    double ms = 0;
+    *longest = 0;
+    for (int i = 0; i < w->nunits; i++) {
+        const unit_t *u = &w->units[i];
+        if (u->live && u->cheap)
+            return HUGE_VAL;
+        if (!u->live || !u->served_at || u->served_at + period < now)
+            continue;
+        if (!u->cost.seen[SW_COST_SERVED])
+            return HUGE_VAL;
+        ms += (double)u->cost.best[SW_COST_SERVED] * visit_uses(u);
+        *longest = u->len > *longest ? u->len : *longest;
+    }
+    if (!*longest || !(w->copy_rate > 0))
+        return HUGE_VAL;
+    return ms / ((double)*longest / w->copy_rate);
 }

@@ -20,8 +20,9 @@ static __thread struct {
     int nspans;  /* what else the launch could write (sw_window_spans) */
     bool timed;  /* w's timer `timer` times the launch, read in place */
     int timer;
+    int served;  /* w's timer of the launch served, with its way home; -1 none */
     uint64_t lo[SW_UNWINDOW_SPANS], len[SW_UNWINDOW_SPANS];
-} pending; /* entries the launch being issued on this thread reads */
+} pending = {.served = -1}; /* entries the launch being issued on this thread reads */
 
 /* Counts this thread's launch among w's holders, once. Lock held. */
 static void hold(win_t *w)
@@ -231,6 +232,11 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
     hold(w);
     *copy = w->base + e->off;
     *written = u->written;
+    u->served_at = now;
+    /* Its launch and way home, timed from here, after its copy landed
+     * (window_cost.c, sw_win_served_share); a launch reading one copy. */
+    if (pending.n == 1 && sw_win_can_time(w) && u->cost.seen[SW_COST_SERVED] < SERVED_SAMPLES)
+        pending.served = sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_SERVED), s);
     __atomic_store_n(&w->served_at, now, __ATOMIC_RELAXED);
     __atomic_store_n(&w->idle_replays, 0, __ATOMIC_RELAXED);
     ok = true;
@@ -336,14 +342,20 @@ static bool fusable(const win_t *w, const entry_t *e, const sw_unwindow_t *a)
 }
 
 /* The copies this thread's launch read (pending): s reads them now. */
-static void read_copies(CUstream s)
+static void read_copies(CUstream s, bool issued)
 {
+    win_t *w = pending.w;
     if (!pending.n) {
         pending.nspans = 0;
+        if (pending.served >= 0) {
+            pthread_mutex_lock(&w->lock);
+            sw_timer_drop(w->timers, pending.served);
+            pthread_mutex_unlock(&w->lock);
+            pending.served = -1;
+        }
         return;
     }
     const sw_real_t *r = sw_real();
-    win_t *w = pending.w;
     pthread_mutex_lock(&w->lock);
     int timer = sw_win_time_home(w, pending.e, pending.n, s);
     sw_unwindow_t look;
@@ -391,6 +403,11 @@ static void read_copies(CUstream s)
     sw_win_finish_fills(w);
     if (timer >= 0)
         sw_timer_stop(w->timers, timer, s);
+    if (pending.served >= 0 && issued && pending.n == 1)
+        sw_timer_stop(w->timers, pending.served, s);
+    else if (pending.served >= 0)
+        sw_timer_drop(w->timers, pending.served);
+    pending.served = -1;
     sw_stat_add(SW_STAT_rewritten_launches, 1);
     if (pending.waited)
         sw_stat_add(SW_STAT_launches_waited, 1);
@@ -411,7 +428,7 @@ void sw_window_read(CUstream s, bool issued)
         pthread_mutex_unlock(&held->lock);
         pending.timed = false;
     }
-    read_copies(s);
+    read_copies(s, issued);
     /* The last touch of held: once its holders reach 0 it may be freed. */
     if (held) {
         pending.w = NULL;

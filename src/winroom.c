@@ -153,6 +153,38 @@ static bool not_fillable(const sw_chunk_t *c, void *dev)
     return c->fixed || sw_winroom_keep(c, dev);
 }
 
+/* A chunk the launch at *arg uses stays where it is. */
+static bool used_now(const sw_chunk_t *c, void *arg)
+{
+    return sw_learn_state(c).last_use == *(const uint64_t *)arg;
+}
+
+/* The trades that spread dev's resident allocations among the streamed
+ * ones (sw_policy_spread), made now, while the device is synchronized
+ * for the room given up, rather than a loop or two later, in a
+ * synchronization of their own (20 x 16 MiB layers under 128 MiB, the
+ * window made one copy in step 3: step 5 took 5225 us against 4180 in
+ * step 6, a trade's two moves and its wait; simgpu, 2026-11-30). */
+#define SPREAD_NOW_MAX 8
+
+static void spread_now(int dev, uint64_t now, uint64_t period)
+{
+    uint64_t window[SW_MAX_DEVICES] = {0};
+    window[dev] = sw_window_size(dev);
+    sw_pack_t m;
+    for (int k = 0; k < SPREAD_NOW_MAX &&
+                    sw_policy_spread(sw_tracked(), now, period, window, used_now, &now, &m);
+         k++) {
+        bool moved = true;
+        for (size_t i = 0; i < m.nout && moved; i++)
+            moved = sw_move(m.out[i], SW_ON_HOST) == CUDA_SUCCESS;
+        for (size_t i = 0; i < m.nin && moved; i++)
+            moved = sw_move(m.in[i], SW_ON_DEVICE) == CUDA_SUCCESS;
+        if (!moved)
+            return;
+    }
+}
+
 /* Fills dev's free room with the host chunks used next in the loop of
  * `period`; with none learned (0), with any, those used before first. */
 static void fill_room(int dev, uint64_t now, uint64_t period)
@@ -165,6 +197,8 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
                                        MAX_FILL);
     for (size_t i = 0; i < n && sw_move(in[i], SW_ON_DEVICE) == CUDA_SUCCESS; i++)
         ;
+    if (period)
+        spread_now(dev, now, period);
     sw_pool_drain(SW_ON_DEVICE);
 }
 
@@ -175,32 +209,55 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
 static uint64_t refit(int dev, uint64_t size, uint64_t slot, uint64_t now, uint64_t period,
                       bool *synced, uint64_t *made)
 {
-    uint64_t bytes = give_window_back(dev, synced);
+    uint64_t bytes = sw_window_size(dev);
     *made = 0;
     if (!bytes)
         return 0;
-    if (size) {
-        *made = sw_window_setup(dev, size, slot, sw_tracked());
-        sw_place_count(dev, SW_ON_DEVICE, (int64_t)*made);
+    /* Made anew in place, the ranges it learned are kept: given back and
+     * made again, it relearned their order and costs, copying ranges it
+     * had found faster read in place to time them again. */
+    if (size && (*synced || sw_safe_sync() == CUDA_SUCCESS)) {
+        *synced = true;
+        *made = sw_window_resize(dev, size, slot);
+    }
+    if (*made || !sw_window_size(dev)) {
+        sw_place_count(dev, SW_ON_DEVICE, (int64_t)*made - (int64_t)bytes);
+    } else {
+        if (!(bytes = give_window_back(dev, synced)))
+            return 0;
+        if (size) {
+            *made = sw_window_setup(dev, size, slot, sw_tracked());
+            sw_place_count(dev, SW_ON_DEVICE, (int64_t)*made);
+        }
     }
     fill_room(dev, now, period);
     return bytes;
 }
 
-/* Acts on the verdict `why` on dev's window: one bigger than two of the
- * longest ranges it copies is made anew at that size, each byte it gives
+/* Acts on the verdict `why` on dev's window: one bigger than the copies
+ * of the longest range it copies it needs (two, or one where its
+ * launches are short beside a copy) is made anew at that size, each byte it gives
  * up a weight byte that no longer crosses the link every loop (on the
  * H200, 64 x 32 MiB layers: a 128 MiB window 1.10x the link bound, 64 MiB
  * 1.06x); any other is given back. Gate held exclusively. */
 static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
 {
     uint64_t fits, copied, bar, made;
-    sw_window_last_loop(dev, &fits, &copied, &bar); /* before refit: it may release the window */
+    uint32_t copies;
+    double share;
+    /* before refit: it may release the window */
+    sw_window_last_loop(dev, &fits, &copies, &share, &copied, &bar);
     uint64_t slot = why == SW_WINDOW_OVERSIZED ? fits : 0;
-    uint64_t bytes = refit(dev, 2 * slot, slot, now, period, synced, &made);
+    uint64_t bytes = refit(dev, copies * slot, slot, now, period, synced, &made);
     if (!bytes)
         return;
-    if (made)
+    if (made && copies == 1)
+        sw_info("device %d: the streaming window is one copy of the longest range it copies "
+                "now, %llu bytes (the launches it serves in a loop take %.2f of one copy's "
+                "time, each copy's rest waiting for them costs less than a copy more a loop): "
+                "%llu are the resident set's",
+                dev, (unsigned long long)made, share, (unsigned long long)(bytes - made));
+    else if (made)
         sw_info("device %d: the streaming window is two copies of the longest range it "
                 "copies now, %llu bytes: %llu are the resident set's",
                 dev, (unsigned long long)made, (unsigned long long)(bytes - made));

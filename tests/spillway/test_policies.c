@@ -839,6 +839,50 @@ START_TEST(a_window_smaller_than_two_copies_copies_ahead)
 }
 END_TEST
 
+/* 20 layers of 16 MiB on two streams under 128 MiB, default options: the
+ * window is fitted to two copies, then, once the launches it served in a
+ * loop took less than SW_WORTH_ONE_COPY of one copy's time (0.60),
+ * made anew at one copy, its other 16 MiB a resident layer's, before
+ * step 4 (steps 4-7 4190.1 us a step against 4277.1 with two copies'
+ * room; simgpu, 2026-11-30). So steps 5-6 copy a layer less a step than
+ * with the window given at two copies. 20 layers of 4 MiB under 32 MiB,
+ * whose launches take longer than a copy, keep two (1072.4 against
+ * 1123.7 us with one). */
+static void run_sized(swt_run_t *r, const char *width, const char *budget, const char *window,
+                      const char *steps)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "20", "--width", width, "--streams",
+                          "2", "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", budget, "SPILLWAY_REWRITE=1", "SPILLWAY_LOG=info",
+                         window, NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+START_TEST(a_window_whose_launches_are_short_beside_a_copy_is_made_one_copy)
+{
+    const char *b16 = "SPILLWAY_GPU_BUDGET=128MiB", *two = "SPILLWAY_PREFETCH_BYTES=32MiB";
+    swt_run_t one4, one6, two4, two6, small;
+    run_sized(&one4, "2048", b16, "SPILLWAY_PREFETCH_BYTES", "4");
+    run_sized(&one6, "2048", b16, "SPILLWAY_PREFETCH_BYTES", "6");
+    run_sized(&two4, "2048", b16, two, "4");
+    run_sized(&two6, "2048", b16, two, "6");
+    ck_assert_msg(swt_file_has(one4.err, "the streaming window is one copy of the longest range "
+                                         "it copies now, 16777216 bytes"),
+                  "%s", swt_describe(&one4));
+    ck_assert_msg(!swt_file_has(two6.err, "is one copy"), "a window given: %s", swt_describe(&two6));
+    uint64_t one = swt_sw(&one6, "bytes_streamed") - swt_sw(&one4, "bytes_streamed");
+    uint64_t both = swt_sw(&two6, "bytes_streamed") - swt_sw(&two4, "bytes_streamed");
+    ck_assert_msg(one + 2 * 16 * SWT_MIB == both, "steps 5-6 streamed %llu bytes in one copy's "
+                  "room, %llu in two: %s", (unsigned long long)one, (unsigned long long)both,
+                  swt_describe(&one6));
+    run_sized(&small, "1024", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_PREFETCH_BYTES", "6");
+    ck_assert_msg(!swt_file_has(small.err, "is one copy") &&
+                      swt_file_has(small.err, "streaming window: 8388608 bytes"),
+                  "4 MiB layers: %s", swt_describe(&small));
+}
+END_TEST
+
 /* 64 layers of 4 MiB under 128 MiB, each layer's matrix kernel run once
  * before the steps (--load-pass: one launch a layer, the steps' two), as
  * a kernel initialising every weight on the device does. The first loop
@@ -1324,6 +1368,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_window_copying_less_than_five_times_its_size_a_loop_is_given_back);
     tcase_add_test(tc, a_window_fitted_to_two_copies_streams_nothing_bigger_than_one);
     tcase_add_test(tc, a_window_smaller_than_two_copies_copies_ahead);
+    tcase_add_test(tc, a_window_whose_launches_are_short_beside_a_copy_is_made_one_copy);
     tcase_add_test(tc, a_load_pass_before_the_loop_does_not_cost_the_window);
     tcase_add_test(tc, a_load_pass_before_short_loops_does_not_cost_the_window);
     tcase_add_test(tc, a_range_partly_on_the_device_is_copied_whole_and_stays_right);

@@ -3,7 +3,8 @@
  * in sw.h: kept while it serves something every loop, copies enough in
  * one to repay its room and finds a loop to copy ahead of; judged only in
  * a loop it was counted in, and not while a graph holds its copies; a
- * capture's window keeps one range only where reads in place are slower.
+ * capture's window keeps one range only where reads in place are slower; and
+ * one whose served launches take little time beside a copy is made one copy.
  */
 #include "unit.h"
 
@@ -64,6 +65,80 @@ START_TEST(worth_oversized_where_two_of_its_longest_copies_would_do)
         sw_worth_copied(&j, MiB(8), true, true);
     ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_WORTH);
     ck_assert_uint_eq(j.fits, 0);
+}
+END_TEST
+
+/* What the launches served in the last loop took, over one copy of the
+ * longest range they read (8 MiB), and how often it was asked. */
+static double share_said;
+static uint64_t longest_said = MiB(8);
+static int served_asked;
+
+static double served(void *arg, uint64_t now, uint64_t period, uint64_t *longest)
+{
+    (void)arg, (void)now, (void)period;
+    served_asked++;
+    *longest = longest_said;
+    return share_said;
+}
+
+static sw_window_worth_t judge_served(sw_worth_t *j, uint64_t now, double share)
+{
+    sw_worth_ask_t q = ask(now, PERIOD, now - 1);
+    q.served = served;
+    share_said = share;
+    return sw_worth_judge(j, &q);
+}
+
+/* Twelve 8 MiB copies: 96 MiB, on pace to repay a 16 MiB window. */
+static void copy_twelve(sw_worth_t *j)
+{
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(j, MiB(8), true, true);
+}
+
+START_TEST(worth_one_copy_where_the_served_launches_are_short_beside_it)
+{
+    sw_worth_t j = {0};
+    served_asked = 0;
+    ck_assert_int_eq(judge_served(&j, 200, 0.5), SW_WINDOW_WORTH); /* the period is new */
+    ck_assert_int_eq(judge_served(&j, 250, 0.5), SW_WINDOW_WORTH); /* not a whole loop yet */
+    ck_assert_int_eq(served_asked, 0);
+    copy_twelve(&j);
+    ck_assert_int_eq(judge_served(&j, 300, 0.5), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.fits, MiB(8));
+    ck_assert_uint_eq(j.copies, 1);
+    ck_assert(j.served_share == 0.5);
+
+    /* at SW_WORTH_ONE_COPY or more, or untimed (a large number): two */
+    sw_worth_t k = {0};
+    served_asked = 0;
+    judge_served(&k, 200, SW_WORTH_ONE_COPY);
+    judge_served(&k, 250, SW_WORTH_ONE_COPY);
+    copy_twelve(&k);
+    served_asked = 0;
+    ck_assert_int_eq(judge_served(&k, 300, SW_WORTH_ONE_COPY), SW_WINDOW_WORTH);
+    ck_assert_int_eq(judge_served(&k, 310, 0.1), SW_WINDOW_WORTH); /* asked a quarter loop apart */
+    ck_assert_int_eq(served_asked, 1);
+    ck_assert_int_eq(judge_served(&k, 325, 1e300), SW_WINDOW_WORTH);
+    ck_assert_int_eq(served_asked, 2);
+    ck_assert_int_eq(judge_served(&k, 350, 0.1), SW_WINDOW_OVERSIZED);
+
+    /* a range as big as the window: one copy is all it has */
+    sw_worth_t l = {0};
+    longest_said = MiB(16);
+    judge_served(&l, 200, 0.1);
+    judge_served(&l, 250, 0.1);
+    copy_twelve(&l);
+    ck_assert_int_eq(judge_served(&l, 300, 0.1), SW_WINDOW_WORTH);
+    longest_said = MiB(8);
+
+    /* not on pace to repay its room: not made smaller (its bar would fall) */
+    sw_worth_t m = {0};
+    judge_served(&m, 200, 0.1);
+    judge_served(&m, 250, 0.1);
+    sw_worth_copied(&m, MiB(8), true, true);
+    ck_assert_int_eq(judge_served(&m, 300, 0.1), SW_WINDOW_WORTH);
 }
 END_TEST
 
@@ -223,6 +298,7 @@ Suite *worth_suite(void)
     TCase *tc = tcase_create("worth");
     tcase_add_test(tc, worth_kept_while_it_repays_its_room);
     tcase_add_test(tc, worth_oversized_where_two_of_its_longest_copies_would_do);
+    tcase_add_test(tc, worth_one_copy_where_the_served_launches_are_short_beside_it);
     tcase_add_test(tc, worth_idle_after_a_loop_serving_nothing);
     tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
     tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
