@@ -291,8 +291,11 @@ uint64_t sw_window_release(int dev);
  * fingerprints): its copies go (home is current), its memory is freed
  * and made anew. Conditions and holds as for sw_window_release. Its
  * bytes now; 0 where it cannot be: unchanged, or, where its new memory
- * could not be had, released (sw_window_size says which). */
-uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot);
+ * could not be had, released (sw_window_size says which).
+ * `short_launches`: made one copy because the launches it serves are
+ * short beside a copy, so that its copies in two parts, each waiting
+ * for the launch before it, count as made ahead (window_copy.c). */
+uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_launches);
 /* Whether dev's window is worth its room, in the loop of `period` (0:
  * none agreed on) or, with none, the one the memory's gaps suggest
  * (`guess`): sw_worth_judge (core/worth.c) over what it copied and

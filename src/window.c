@@ -404,7 +404,7 @@ uint64_t sw_window_release(int dev)
     return size;
 }
 
-uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot)
+uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_launches)
 {
     const sw_real_t *r = sw_real();
     win_t *w = sw_win_get(dev);
@@ -432,6 +432,7 @@ uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot)
     w->slot = slot && slot < size ? slot : size;
     w->head = 0;
     w->worth = (sw_worth_t){0};
+    w->short_launches = short_launches;
     pthread_mutex_unlock(&w->lock);
     sw_info("device %d: streaming window: %llu bytes, made anew (its ranges' order and costs "
             "kept)",

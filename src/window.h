@@ -131,6 +131,7 @@ typedef struct {
     int holders;
     float ratios[MAX_UNITS]; /* repaid()'s scratch */
     double copy_rate;        /* the most bytes per ms a copy reached (core/cost.c) */
+    bool short_launches;     /* made one copy for launches short beside a copy (sw_window_resize) */
 } win_t;
 
 /* Each unit's words in w->fp: home's fingerprint, the copy's, and the

@@ -206,8 +206,8 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
  * (ranges up to slot); the room it leaves is filled at once with the host
  * chunks used next. The bytes given back (0: it could not go); *made:
  * the new window's. Gate held exclusively. */
-static uint64_t refit(int dev, uint64_t size, uint64_t slot, uint64_t now, uint64_t period,
-                      bool *synced, uint64_t *made)
+static uint64_t refit(int dev, uint64_t size, uint64_t slot, bool short_launches, uint64_t now,
+                      uint64_t period, bool *synced, uint64_t *made)
 {
     uint64_t bytes = sw_window_size(dev);
     *made = 0;
@@ -218,7 +218,7 @@ static uint64_t refit(int dev, uint64_t size, uint64_t slot, uint64_t now, uint6
      * had found faster read in place to time them again. */
     if (size && (*synced || sw_safe_sync() == CUDA_SUCCESS)) {
         *synced = true;
-        *made = sw_window_resize(dev, size, slot);
+        *made = sw_window_resize(dev, size, slot, short_launches);
     }
     if (*made || !sw_window_size(dev)) {
         sw_place_count(dev, SW_ON_DEVICE, (int64_t)*made - (int64_t)bytes);
@@ -248,7 +248,7 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
     /* before refit: it may release the window */
     sw_window_last_loop(dev, &fits, &copies, &share, &copied, &bar);
     uint64_t slot = why == SW_WINDOW_OVERSIZED ? fits : 0;
-    uint64_t bytes = refit(dev, copies * slot, slot, now, period, synced, &made);
+    uint64_t bytes = refit(dev, copies * slot, slot, copies == 1, now, period, synced, &made);
     if (!bytes)
         return;
     if (made && copies == 1)
@@ -298,7 +298,7 @@ void sw_capture_prepare(CUstream s)
             bool synced = false;
             uint64_t made, bytes = 0, now = sw_launch_now();
             if (!sw_capturing() && sw_window_here() == dev && sw_window_capture_room(dev, &room))
-                bytes = refit(dev, room, room, now, sw_period(now), &synced, &made);
+                bytes = refit(dev, room, room, false, now, sw_period(now), &synced, &made);
             if (bytes && made)
                 sw_info("device %d: a capture's copies go one at a time: the streaming window "
                         "is one range, %llu bytes: %llu are the resident set's",
