@@ -202,10 +202,11 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
     sw_pool_drain(SW_ON_DEVICE);
 }
 
-/* Gives dev's window back and, for size > 0, makes it anew at that size
- * (ranges up to slot); the room it leaves is filled at once with the host
- * chunks used next. The bytes given back (0: it could not go); *made:
- * the new window's. Gate held exclusively. */
+/* For size > 0, makes dev's window anew at that size (ranges up to slot;
+ * short_launches: sw_window_resize), in place where it can, else gives
+ * it back and makes another; for 0, gives it back. The room it leaves is
+ * filled at once with the host chunks used next. Its bytes before (0:
+ * it could not go); *made: the new window's. Gate held exclusively. */
 static uint64_t refit(int dev, uint64_t size, uint64_t slot, bool short_launches, uint64_t now,
                       uint64_t period, bool *synced, uint64_t *made)
 {
