@@ -79,14 +79,11 @@ bool sw_win_streamable(const win_t *w, uint64_t start, uint64_t len)
 /* Copies len bytes between home at `home` and a window copy, into home
  * when `to_home`, on s (NULL: synchronously): one copy per run of home's
  * chunks in one place, so that no single copy spans host and device
- * memory. The bytes that cross the link (home's on the host), or 0 if a
- * copy failed (the driver's answer in *res). */
-static uint64_t copy_runs(const win_t *w, uint64_t home, CUdeviceptr copy, uint64_t len,
-                          bool to_home, CUstream s, CUresult *res)
+ * memory. The driver's answer to the first copy that failed, if any. */
+static CUresult copy_runs(const win_t *w, uint64_t home, CUdeviceptr copy, uint64_t len,
+                          bool to_home, CUstream s)
 {
     const sw_real_t *r = sw_real();
-    uint64_t linked = 0;
-    *res = CUDA_SUCCESS;
     for (uint64_t p = home; p < home + len;) {
         const sw_chunk_t *c = sw_table_lookup(w->table, p);
         sw_where_t where = c ? c->where : SW_ON_HOST;
@@ -100,15 +97,13 @@ static uint64_t copy_runs(const win_t *w, uint64_t home, CUdeviceptr copy, uint6
         if (end > home + len)
             end = home + len;
         CUdeviceptr at = copy + (p - home), to = to_home ? p : at, from = to_home ? at : p;
-        *res = s ? r->cuMemcpyDtoDAsync_v2(to, from, end - p, s)
-                 : r->cuMemcpyDtoD_v2(to, from, end - p);
-        if (*res != CUDA_SUCCESS)
-            return 0;
-        if (where == SW_ON_HOST)
-            linked += end - p;
+        CUresult res = s ? r->cuMemcpyDtoDAsync_v2(to, from, end - p, s)
+                         : r->cuMemcpyDtoD_v2(to, from, end - p);
+        if (res != CUDA_SUCCESS)
+            return res;
         p = end;
     }
-    return linked;
+    return CUDA_SUCCESS;
 }
 
 bool sw_window_busy(void)
@@ -252,10 +247,8 @@ static CUresult evict_blockers(win_t *w, entry_t *fill, uint64_t at, uint64_t le
 /* Copies [from, to) of u's range to its copy at `at`, on the copies' stream. */
 static CUresult copy_part(win_t *w, const unit_t *u, uint64_t at, uint64_t from, uint64_t to)
 {
-    CUresult c = CUDA_SUCCESS;
-    if (to > from)
-        copy_runs(w, u->start + from, w->base + at + from, to - from, false, w->side, &c);
-    return c;
+    return to > from ? copy_runs(w, u->start + from, w->base + at + from, to - from, false, w->side)
+                     : CUDA_SUCCESS;
 }
 
 static entry_t *free_entry(win_t *w)
@@ -632,7 +625,7 @@ CUresult sw_win_send_home(win_t *w, entry_t *e, CUstream s, const sw_unwindow_t 
         c = r->cuStreamWaitEvent(s, u->homed, 0);
     CUdeviceptr changed = (CUdeviceptr)(uintptr_t)&w->changed[ui];
     if (c == CUDA_SUCCESS && (!w->fp_on || !u->fp_known)) {
-        copy_runs(w, u->start, copy, u->len, true, s, &c);
+        c = copy_runs(w, u->start, copy, u->len, true, s);
         if (c == CUDA_SUCCESS) {
             sw_stat_add(SW_STAT_bytes_written_back, (int64_t)u->len);
             /* home's fingerprint is now the copy's: taken on the way */
@@ -684,7 +677,7 @@ void sw_win_home_by_host(win_t *w, entry_t *e, CUstream s)
      * synchronization would invalidate it, so then only s is waited for. */
     CUresult c = sw_capturing() ? r->cuStreamSynchronize(s) : r->cuCtxSynchronize();
     if (c == CUDA_SUCCESS)
-        copy_runs(w, u->start, w->base + e->off, u->len, true, NULL, &c);
+        c = copy_runs(w, u->start, w->base + e->off, u->len, true, NULL);
     if (c != CUDA_SUCCESS)
         sw_error("range 0x%llx: its window copy at 0x%llx could not go home",
                  (unsigned long long)u->start, (unsigned long long)(w->base + e->off));
