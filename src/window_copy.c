@@ -267,16 +267,17 @@ static entry_t *free_entry(win_t *w)
     return NULL;
 }
 
-/* The end of a whole copy of ui at `at`: home's fingerprint, the bytes
- * just copied, taken from the window at device speed, once (each copy
- * home keeps it current, sw_win_send_home; a graph takes it at every
- * fill: a node changed after capture may have written home in place
- * since the last), and the fill recorded. False where nothing can be
- * ordered after the fill. */
-static bool filled(win_t *w, entry_t *e, int ui, uint64_t at)
+/* The end of a copy of ui at `at`, or of its first part: the fill
+ * recorded, so that work writing home waits for what was copied; and,
+ * once `whole`, home's fingerprint, the bytes just copied, taken from the
+ * window at device speed, once (each copy home keeps it current,
+ * sw_win_send_home; a graph takes it at every fill: a node changed after
+ * capture may have written home in place since the last). False where
+ * nothing can be ordered after the fill. */
+static bool filled(win_t *w, entry_t *e, int ui, uint64_t at, bool whole)
 {
     unit_t *u = &w->units[ui];
-    if ((!u->fp_known || w->origin) && w->fp_on)
+    if (whole && (!u->fp_known || w->origin) && w->fp_on)
         u->fp_known =
             sw_fp_queue(w->dev, w->base + at, u->len, fp_home(w, ui), w->side) == CUDA_SUCCESS;
     if (SW_REAL(cuEventRecord)(e->filled, w->side) == CUDA_SUCCESS)
@@ -316,9 +317,9 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
         c = CUDA_SUCCESS; /* all of it waits, and is timed then */
         lo = 0;
         hi = u->len;
-    } else if (timed || lo == hi) {
+    } else if (timed) {
         c = evict_blockers(w, e, at, u->len);
-        if (c == CUDA_SUCCESS && timed)
+        if (c == CUDA_SUCCESS)
             timer = sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_COPY), w->side);
         if (c == CUDA_SUCCESS)
             c = copy_part(w, u, at, 0, u->len);
@@ -350,11 +351,8 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
                  (unsigned long long)linked);
         u->said_partly = true;
     }
-    if (hi == lo ? !filled(w, e, ui, at) : r->cuEventRecord(e->filled, w->side) != CUDA_SUCCESS) {
-        if (hi != lo)
-            unfenced(w);
+    if (!filled(w, e, ui, at, hi == lo))
         return NULL;
-    }
     e->unit = ui;
     e->off = at;
     e->ahead = ahead;
@@ -423,7 +421,7 @@ void sw_win_finish_fills(win_t *w)
         }
         sw_timer_stop(w->timers, timer, w->side);
         e->rest_len = 0;
-        if (!filled(w, e, e->unit, e->off))
+        if (!filled(w, e, e->unit, e->off, true))
             sw_win_drop_entry(w, e);
     }
 }
