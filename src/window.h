@@ -117,6 +117,8 @@ typedef struct {
     entry_t entries[MAX_ENTRIES];
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
+    int unfinished;      /* entries whose fill's rest is still to copy: each served
+                          * launch looks for them (sw_win_finish_fills) */
     int last;            /* the unit used last, for the chain */
     sw_worth_t worth;    /* its clocks and counts (core/worth.c, sw_window_worth) */
     /* Relaxed atomics: read without the lock. */

@@ -19,6 +19,7 @@ void sw_win_drop_entry(win_t *w, entry_t *e)
     e->unit = -1;
     e->nread = 0;
     e->ahead = false;
+    w->unfinished -= e->rest_len > 0;
     e->rest_len = 0;
     e->nblockers = 0;
     e->timed = false;
@@ -359,6 +360,7 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
     e->nread = 0;
     e->rest_at = lo;
     e->rest_len = hi - lo;
+    w->unfinished += e->rest_len > 0;
     e->timed = timed && hi > lo;
     u->entry = (int)(e - w->entries);
     w->head = at + u->len;
@@ -403,7 +405,7 @@ static bool rest_free(const win_t *w, const entry_t *e)
  * copy dropped (nothing reads it). Lock held. */
 void sw_win_finish_fills(win_t *w)
 {
-    for (int i = 0; i < MAX_ENTRIES; i++) {
+    for (int i = 0; i < MAX_ENTRIES && w->unfinished; i++) {
         entry_t *e = &w->entries[i];
         if (e->unit < 0 || !e->rest_len || !rest_free(w, e))
             continue;
@@ -421,6 +423,7 @@ void sw_win_finish_fills(win_t *w)
         }
         sw_timer_stop(w->timers, timer, w->side);
         e->rest_len = 0;
+        w->unfinished--;
         if (!filled(w, e, e->unit, e->off, true))
             sw_win_drop_entry(w, e);
     }
