@@ -163,6 +163,22 @@ CUresult sw_move(sw_chunk_t *c, sw_where_t to)
     return CUDA_SUCCESS;
 }
 
+bool sw_trade(const sw_pack_t *m)
+{
+    for (size_t i = 0; i < m->nout; i++)
+        if (sw_move(m->out[i], SW_ON_HOST) != CUDA_SUCCESS)
+            return false;
+    for (size_t i = 0; i < m->nin; i++)
+        if (sw_move(m->in[i], SW_ON_DEVICE) != CUDA_SUCCESS)
+            return false;
+    return true;
+}
+
+bool sw_used_at(const sw_chunk_t *c, void *now)
+{
+    return sw_learn_state(c).last_use == *(const uint64_t *)now;
+}
+
 uint64_t sw_launch_now(void)
 {
     return __atomic_load_n(&launch_seq, __ATOMIC_RELAXED);

@@ -274,12 +274,6 @@ typedef struct {
     bool spread;                /* spreading's: the window's count starts again */
 } trade_t;
 
-/* keep() for packing: a chunk the launch at *arg uses stays. */
-static bool used_now(const sw_chunk_t *c, void *arg)
-{
-    return sw_learn_state(c).last_use == *(const uint64_t *)arg;
-}
-
 /* Spreading sorts the loop's chunks: asked once a loop while it finds no
  * trade, and after one, at once again. Asked from the second loop, as the
  * other trades are, before the window's first loop is judged: asked only
@@ -294,7 +288,7 @@ static bool spread(uint64_t now, uint64_t period, const uint64_t *window, sw_pac
     static uint64_t next; /* relaxed atomic */
     if (now < __atomic_load_n(&next, __ATOMIC_RELAXED))
         return false;
-    bool found = sw_policy_spread(sw_tracked(), now, period, window, used_now, &now, m);
+    bool found = sw_policy_spread(sw_tracked(), now, period, window, sw_used_at, &now, m);
     if (!found)
         __atomic_store_n(&next, now + period, __ATOMIC_RELAXED);
     return found;
@@ -320,7 +314,7 @@ static bool ask_policy(uint64_t now, uint64_t period, const uint64_t *room, cons
     if (!period)
         return false;
     t->why = "fuller";
-    if (sw_policy_pack(sw_tracked(), period, window, used_now, &now, m, SW_PACK_MAX))
+    if (sw_policy_pack(sw_tracked(), period, window, sw_used_at, &now, m, SW_PACK_MAX))
         return true;
     t->why = "spread among the streamed";
     t->spread = true;
@@ -380,10 +374,7 @@ void sw_promote_trade(uint64_t now, bool replay)
            (synced || sw_safe_sync() == CUDA_SUCCESS)) {
         synced = true;
         const sw_pack_t *m = &t.moves;
-        for (size_t i = 0; i < m->nout && moved; i++)
-            moved = sw_move(m->out[i], SW_ON_HOST) == CUDA_SUCCESS;
-        for (size_t i = 0; i < m->nin && moved; i++)
-            moved = sw_move(m->in[i], SW_ON_DEVICE) == CUDA_SUCCESS;
+        moved = sw_trade(m);
         if (t.spread)
             spread_devs |= 1u << m->out[0]->alloc->dev;
         if (moved && m->nout == 0)

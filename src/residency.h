@@ -114,6 +114,13 @@ void sw_place_count(int dev, sw_where_t where, int64_t bytes);
  * exactly as it was. The learned policy keeps a promoted chunk's host
  * copy, so that demoting it unchanged moves no byte. */
 CUresult sw_move(sw_chunk_t *c, sw_where_t to);
+/* A trade of places (core's sw_pack_t): m's chunks out go home, then its
+ * chunks in come, each by sw_move; false, moving no more, at the first
+ * that fails. */
+bool sw_trade(const sw_pack_t *m);
+/* keep() for the policies that trade places: c, used by the launch at
+ * *now, stays where it is. */
+bool sw_used_at(const sw_chunk_t *c, void *now);
 /* The device synchronization that makes unmapping safe; counted. Gate
  * held exclusively. */
 CUresult sw_safe_sync(void);

@@ -153,12 +153,6 @@ static bool not_fillable(const sw_chunk_t *c, void *dev)
     return c->fixed || sw_winroom_keep(c, dev);
 }
 
-/* A chunk the launch at *arg uses stays where it is. */
-static bool used_now(const sw_chunk_t *c, void *arg)
-{
-    return sw_learn_state(c).last_use == *(const uint64_t *)arg;
-}
-
 /* The trades that spread dev's resident allocations among the streamed
  * ones (sw_policy_spread), made now, while the device is synchronized
  * for the room given up, rather than a loop or two later, in a
@@ -172,17 +166,10 @@ static void spread_now(int dev, uint64_t now, uint64_t period)
     uint64_t window[SW_MAX_DEVICES] = {0};
     window[dev] = sw_window_size(dev);
     sw_pack_t m;
-    for (int k = 0; k < SPREAD_NOW_MAX &&
-                    sw_policy_spread(sw_tracked(), now, period, window, used_now, &now, &m);
-         k++) {
-        bool moved = true;
-        for (size_t i = 0; i < m.nout && moved; i++)
-            moved = sw_move(m.out[i], SW_ON_HOST) == CUDA_SUCCESS;
-        for (size_t i = 0; i < m.nin && moved; i++)
-            moved = sw_move(m.in[i], SW_ON_DEVICE) == CUDA_SUCCESS;
-        if (!moved)
+    for (int k = 0; k < SPREAD_NOW_MAX; k++)
+        if (!sw_policy_spread(sw_tracked(), now, period, window, sw_used_at, &now, &m) ||
+            !sw_trade(&m))
             return;
-    }
 }
 
 /* Fills dev's free room with the host chunks used next in the loop of
