@@ -384,21 +384,31 @@ static void unpublish(int dev, win_t *w)
     teardown(w);
 }
 
-uint64_t sw_window_release(int dev)
+/* dev's window with its copies dropped, to be freed or made anew; NULL
+ * where it may not be: a graph holds copies, a capture is on, or a launch
+ * holds copies or a timer of it (holders: this thread's, or another's
+ * that set its shared hold on the gate aside to move a chunk mid-launch,
+ * sw_gate_wr, and reads them after). Every launch that read a copy sent
+ * it home right after, and the device has finished: home is current, the
+ * copies can simply go. */
+static win_t *emptied(int dev)
 {
     win_t *w = sw_win_get(dev);
-    /* Not while a launch holds copies or a timer of it (holders): this
-     * thread's, or another's that set its shared hold on the gate aside to
-     * move a chunk mid-launch (sw_gate_wr), and reads them after. */
     if (!w || w->graphs || w->origin || sw_capturing() ||
         __atomic_load_n(&w->holders, __ATOMIC_ACQUIRE))
-        return 0;
-    /* Every launch that read a copy sent it home right after, and the
-     * device has finished: home is current, the copies can simply go. */
-    uint64_t size = w->size;
+        return NULL;
     for (int i = 0; i < MAX_ENTRIES; i++)
         if (w->entries[i].unit >= 0)
             sw_win_drop_entry(w, &w->entries[i]);
+    return w;
+}
+
+uint64_t sw_window_release(int dev)
+{
+    win_t *w = emptied(dev);
+    if (!w)
+        return 0;
+    uint64_t size = w->size;
     unpublish(dev, w);
     sw_info("device %d: streaming window released (%llu bytes)", dev, (unsigned long long)size);
     return size;
@@ -407,15 +417,11 @@ uint64_t sw_window_release(int dev)
 uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_launches)
 {
     const sw_real_t *r = sw_real();
-    win_t *w = sw_win_get(dev);
     size -= size % SW_WINDOW_ALIGN;
-    if (!w || !size || w->graphs || w->origin || sw_capturing() ||
-        __atomic_load_n(&w->holders, __ATOMIC_ACQUIRE))
+    win_t *w = size ? emptied(dev) : NULL;
+    if (!w)
         return 0;
     pthread_mutex_lock(&w->lock);
-    for (int i = 0; i < MAX_ENTRIES; i++)
-        if (w->entries[i].unit >= 0)
-            sw_win_drop_entry(w, &w->entries[i]);
     /* The old memory goes first: the two together could pass the budget. */
     bool freed = r->cuMemFree_v2(w->base) == CUDA_SUCCESS;
     w->base = 0;
