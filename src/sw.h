@@ -528,7 +528,7 @@ typedef struct {
  * 3; 64 MiB layers under 512 MiB, 17095.4 and 16511.4; 4 MiB layers
  * under 32 MiB, whose launches take about a copy's time (3.4 us of
  * kernel and 3.4 of way home beside a 76 us copy, 13 a step), 1072.4
- * with two and 1123.7 given one. */
+ * with two and 1093.2 given one. */
 #define SW_WORTH_ONE_COPY 0.75
 
 /* Counts a copy of len bytes into the window; toward repaying its room

@@ -776,9 +776,9 @@ END_TEST
  * ahead goes into the room the copy before it holds, its part there
  * waiting for that copy's launch. Before, none could be made ahead, and
  * every copy waited at its launch for the one before (simgpu, 20 layers
- * under 32 MiB: one copy 1149.2 us a step, now 1123.7; 16 MiB layers
- * under 128 MiB in 16 and 24 MiB, 4259.7 and 4577.9 us, now 4222.8 and
- * 4452.4). In steps 5-8 at least three copies in four are made ahead,
+ * under 32 MiB: one copy 1149.2 us a step, now 1093.2; 16 MiB layers
+ * under 128 MiB in 16 and 24 MiB, 4259.7 and 4577.9 us, now 4177.9 and
+ * 4392.6). In steps 5-8 at least three copies in four are made ahead,
  * and every step matches its reference. Three layouts: a layer per
  * allocation in two chunk sizes, and 20 MiB segments (no pointer
  * tables), whose five layers keep their copy until the last has read it
@@ -847,7 +847,7 @@ END_TEST
  * room; simgpu, 2026-11-30). So steps 5-6 copy a layer less a step than
  * with the window given at two copies. 20 layers of 4 MiB under 32 MiB,
  * whose launches take longer than a copy, keep two (1072.4 against
- * 1123.7 us with one). */
+ * 1093.2 us with one). */
 static void run_sized(swt_run_t *r, const char *width, const char *budget, const char *window,
                       const char *steps)
 {
