@@ -324,10 +324,12 @@ void sw_window_residency_moved(int dev, uint64_t now, uint64_t period);
  * which need not be one it streams: under cuBLAS on the H200, a 64 MiB
  * allocation beside 32 MiB layers), else 0. *copies: 1 where the
  * launches it served took less than SW_WORTH_ONE_COPY of one copy's time
- * (*share), else 2. *copied: what it copied, as its repaying counts it,
- * scaled to one loop; *bar: the bytes it had to reach. */
-void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, double *share,
-                         uint64_t *copied, uint64_t *bar);
+ * (*share), else 2. *room: the window's bytes at that, where two less a
+ * trim (sw_policy_window_trim). *copied: what it copied, as its
+ * repaying counts it, scaled to one loop; *bar: the bytes it had to
+ * reach. */
+void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, uint64_t *room,
+                         double *share, uint64_t *copied, uint64_t *bar);
 /* Whether dev's window is to be made anew, at *room bytes (0: given
  * back), before a capture it would serve: one range's room where its
  * ranges read slower in place than copied, else none (sw_worth_capture;

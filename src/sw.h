@@ -485,9 +485,11 @@ typedef struct {
     bool unpaid;          /* the loop before copied too little */
     bool judged;          /* a whole loop was judged in this period */
     uint64_t fits;        /* the loop before's longest copy rounded up to the
-                           * slot alignment, where `copies` of it take less
-                           * room than the window; else 0 */
+                           * slot alignment, where `room` is less than the
+                           * window; else 0 */
     uint32_t copies;      /* the copies' room it needs: 1 or 2 */
+    uint64_t room;        /* that room: `copies` of `fits`, where two less a
+                           * trim (sw_policy_window_trim); 0 with fits */
     double served_share;  /* where copies is 1: the served launches' time over
                            * one copy's (sw_worth_ask_t.served) */
     uint64_t served_asked; /* the launch that was last asked at; 0 none */
@@ -504,6 +506,7 @@ typedef struct {
     uint64_t now, period, guess; /* period: the agreed loop, 0 none; guess: the gaps' */
     uint64_t size;               /* the window's bytes */
     uint64_t align;              /* a slot's alignment (a copy's room is rounded up to it) */
+    uint64_t budget, granule;    /* its device's budget (0: none) and VMM granularity */
     uint64_t served_at;          /* the launch it served last; 0 none */
     bool graphs;                 /* a graph holds copies in it */
     /* The times its size a loop must copy to repay it (SW_COST_REPAID or
@@ -769,6 +772,18 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
  * more than a second copy's room (policy.c). 0 when no extent fits:
  * no window. Can't fail. */
 uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget);
+
+/* The part of a copy by which a window may fall short of two copies and
+ * still be taken for a window of two (sw_policy_window_trim). */
+#define SW_WINDOW_TRIM 8
+/* A window of `size` bytes fitted to copies of `slot` bytes, made smaller
+ * so that the room it leaves in a budget of `budget` bytes is whole
+ * granules of `granule` bytes, where that takes at most an eighth of a
+ * copy and leaves more than one: residency holds whole granules, so the
+ * bytes past the last whole one hold nothing, where in the window they
+ * only let each copy's last part go without waiting for the launch
+ * before. Else `size`. Can't fail. */
+uint64_t sw_policy_window_trim(uint64_t size, uint64_t slot, uint64_t budget, uint64_t granule);
 
 /* ---- core/scan.c: which tracked memory a launch's arguments point into -- */
 

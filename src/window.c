@@ -296,11 +296,11 @@ win_t *sw_win_next(int *dev)
     return NULL;
 }
 
-void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, double *share,
-                         uint64_t *copied, uint64_t *bar)
+void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, uint64_t *room,
+                         double *share, uint64_t *copied, uint64_t *bar)
 {
     win_t *w = sw_win_get(dev);
-    *fits = *copied = *bar = 0;
+    *fits = *room = *copied = *bar = 0;
     *copies = 2;
     *share = 0;
     if (!w)
@@ -308,6 +308,7 @@ void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, double *shar
     pthread_mutex_lock(&w->lock);
     *fits = w->worth.fits;
     *copies = w->worth.copies;
+    *room = w->worth.room;
     *share = w->worth.served_share;
     *copied = w->worth.per_loop;
     *bar = w->worth.bar;
@@ -334,12 +335,16 @@ bool sw_window_capture_room(int dev, uint64_t *room)
 /* The question about w at launch now; w->lock held. */
 static sw_worth_ask_t ask(win_t *w, uint64_t now, uint64_t period, uint64_t guess)
 {
+    const sw_vmm_info_t *vi = sw_vmm_setup();
+    uint64_t budget;
     return (sw_worth_ask_t){
         .now = now,
         .period = period,
         .guess = guess,
         .size = w->size,
         .align = SW_WINDOW_ALIGN,
+        .budget = sw_dev_budget(w->dev, &budget) ? budget : 0,
+        .granule = vi ? vi->granularity : 0,
         .served_at = __atomic_load_n(&w->served_at, __ATOMIC_RELAXED),
         .graphs = w->graphs,
         .repaid = sw_win_repaid,

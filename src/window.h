@@ -158,6 +158,9 @@ static inline bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen
 /* ---- window_cost.c: the two ways a range is read, timed ---- */
 bool sw_win_can_time(const win_t *w);
 uint64_t sw_win_tag(int ui, const unit_t *u, sw_cost_kind_t k);
+/* The tag of a timer that times `part` bytes of u's copy, the rest
+ * waiting for a launch: its sample is scaled to the whole copy. */
+uint64_t sw_win_tag_part(int ui, const unit_t *u, uint64_t part);
 void sw_win_session_end(unit_t *u);
 void sw_win_timed(uint64_t tag, float ms, void *arg);
 /* The timer begun for this launch of ui read in place on s, or -1: none
@@ -167,6 +170,14 @@ int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may);
 int sw_win_time_home(win_t *w, const int *entries, int n, CUstream s);
 uint64_t sw_win_host_bytes(const win_t *w, uint64_t start, uint64_t len);
 double sw_win_place_ratio(const win_t *w, const unit_t *u);
+/* Whether w holds two copies of len bytes, or falls short of two by no
+ * more than a trim (sw_policy_window_trim): each copy then overlaps the
+ * one before only in a last part, which waits for that copy's launch
+ * while the rest is copied, so the copies are made ahead as in two. */
+static inline bool sw_win_holds_two(const win_t *w, uint64_t len)
+{
+    return 2 * len <= w->size + len / SW_WINDOW_TRIM;
+}
 bool sw_win_cheaper_in_place(const win_t *w, unit_t *u);
 double sw_win_repaid(void *arg);
 double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *longest);

@@ -314,11 +314,15 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
     uint64_t linked = sw_win_host_bytes(w, u->start, u->len);
     int timer = -1;
     CUresult c;
-    if (timed && pinned) {
+    /* In a window that holds two but for a trim, a timed copy's rest is
+     * a trim's part at most: the rest of it is timed alone, scaled to
+     * the whole, and the copy waits no more than an untimed one. */
+    bool part_timed = timed && pinned && sw_win_holds_two(w, u->len);
+    if (timed && pinned && !part_timed) {
         c = CUDA_SUCCESS; /* all of it waits, and is timed then */
         lo = 0;
         hi = u->len;
-    } else if (timed) {
+    } else if (timed && !pinned) {
         c = evict_blockers(w, e, at, u->len);
         if (c == CUDA_SUCCESS)
             timer = sw_timer_start(w->timers, sw_win_tag(ui, u, SW_COST_COPY), w->side);
@@ -326,6 +330,9 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
             c = copy_part(w, u, at, 0, u->len);
         lo = hi = 0;
     } else {
+        if (part_timed)
+            timer = sw_timer_start(w->timers, sw_win_tag_part(ui, u, u->len - (hi - lo)),
+                                   w->side);
         c = copy_part(w, u, at, 0, lo);
         if (c == CUDA_SUCCESS)
             c = copy_part(w, u, at, hi, u->len);
@@ -361,7 +368,7 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
     e->rest_at = lo;
     e->rest_len = hi - lo;
     w->unfinished += e->rest_len > 0;
-    e->timed = timed && hi > lo;
+    e->timed = timed && !part_timed && hi > lo;
     u->entry = (int)(e - w->entries);
     w->head = at + u->len;
     __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
@@ -370,11 +377,14 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
      * only where the window was made one copy for launches short beside
      * a copy (a window fitted to one 8 MiB segment beside 5.06 MiB
      * layers, counting such copies, was kept: 24 layers under 49 MiB,
-     * 1850.1 us a step against 1657.1 given back; simgpu, 2026-11-30). */
-    bool made_ahead = ahead && (hi == lo || w->short_launches);
+     * 1850.1 us a step against 1657.1 given back; simgpu, 2026-11-30),
+     * or where it holds two but for a trim (sw_win_holds_two): there the
+     * rest is a trim's part at most, which the copy's other part outlasts,
+     * and a timed copy waits whole only to be timed alone, twice a range. */
+    bool made_ahead = ahead && (hi == lo || w->short_launches || sw_win_holds_two(w, u->len));
     sw_worth_copied(&w->worth, u->len,
                     made_ahead || sw_win_place_ratio(w, u) > SW_COST_LINK_RATIO,
-                    2 * u->len <= w->size);
+                    sw_win_holds_two(w, u->len));
     sw_stats_batch_begin();
     sw_stat_add(SW_STAT_window_bytes, (int64_t)u->len);
     sw_stat_add(SW_STAT_bytes_streamed, (int64_t)u->len);

@@ -36,10 +36,18 @@ bool sw_win_can_time(const win_t *w)
 #define TAG_UNIT 0xffffu
 #define TAG_ID 0xffffffu
 
+#define TAG_SHARE 56 /* the bits of a part's share of its copy, in 255ths */
+
 uint64_t sw_win_tag(int ui, const unit_t *u, sw_cost_kind_t k)
 {
     return (uint64_t)ui | (uint64_t)(u->id & TAG_ID) << 16 | (uint64_t)u->session << 40 |
            (uint64_t)k << 48;
+}
+
+uint64_t sw_win_tag_part(int ui, const unit_t *u, uint64_t part)
+{
+    uint64_t share = part * 255 / u->len;
+    return sw_win_tag(ui, u, SW_COST_COPY) | (share ? share : 1) << TAG_SHARE;
 }
 
 /* Ends u's session once its visit is over and every launch of it is
@@ -57,11 +65,13 @@ void sw_win_timed(uint64_t tag, float ms, void *arg)
 {
     win_t *w = arg;
     int ui = (int)(tag & TAG_UNIT);
-    sw_cost_kind_t k = (sw_cost_kind_t)(tag >> 48);
+    sw_cost_kind_t k = (sw_cost_kind_t)(tag >> 48 & 0xff);
     unit_t *u = ui < w->nunits ? &w->units[ui] : NULL;
     if (!u || !u->live || (u->id & TAG_ID) != (tag >> 16 & TAG_ID))
         return;
     if (k == SW_COST_COPY) {
+        if (tag >> TAG_SHARE)
+            ms = ms * 255.0f / (float)(tag >> TAG_SHARE);
         sw_cost_note(&u->cost, SW_COST_COPY, ms);
         sw_cost_rate_note(&w->copy_rate, u->linked, ms);
         return;
@@ -145,7 +155,7 @@ static uint32_t visit_uses(const unit_t *u)
  * of u waits for the readers of the one before. */
 static bool ahead(const win_t *w, const unit_t *u)
 {
-    return 2 * u->len <= w->size;
+    return sw_win_holds_two(w, u->len);
 }
 
 /* Whether u's two ways were timed with its range placed as it is now

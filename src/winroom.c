@@ -230,13 +230,13 @@ static uint64_t refit(int dev, uint64_t size, uint64_t slot, bool short_launches
  * 1.06x); any other is given back. Gate held exclusively. */
 static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
 {
-    uint64_t fits, copied, bar, made;
+    uint64_t fits, room, copied, bar, made;
     uint32_t copies;
     double share;
     /* before refit: it may release the window */
-    sw_window_last_loop(dev, &fits, &copies, &share, &copied, &bar);
+    sw_window_last_loop(dev, &fits, &copies, &room, &share, &copied, &bar);
     uint64_t slot = why == SW_WINDOW_OVERSIZED ? fits : 0;
-    uint64_t bytes = refit(dev, copies * slot, slot, copies == 1, now, period, synced, &made);
+    uint64_t bytes = refit(dev, slot ? room : 0, slot, copies == 1, now, period, synced, &made);
     if (!bytes)
         return;
     if (made && copies == 1)
@@ -247,8 +247,12 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
                 dev, (unsigned long long)made, share, (unsigned long long)(bytes - made));
     else if (made)
         sw_info("device %d: the streaming window is two copies of the longest range it "
-                "copies now, %llu bytes: %llu are the resident set's",
-                dev, (unsigned long long)made, (unsigned long long)(bytes - made));
+                "copies now, %llu bytes%s: %llu are the resident set's",
+                dev, (unsigned long long)made,
+                made < 2 * slot ? " (less a part of one, so that the resident set's room is "
+                                  "whole granules)"
+                                : "",
+                (unsigned long long)(bytes - made));
     else if (why == SW_WINDOW_UNREPAID)
         /* The numbers say which side moved where the same program keeps
          * its window on one run and not another (the H200, 2026-11-30). */

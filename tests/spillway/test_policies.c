@@ -883,6 +883,52 @@ START_TEST(a_window_whose_launches_are_short_beside_a_copy_is_made_one_copy)
 }
 END_TEST
 
+/* 28 layers of 3.0625 MiB under 34 MiB: a window of two copies, 6.125
+ * MiB, leaves 27.875 MiB to the resident set, which holds whole 2 MiB
+ * granules: 13 of them. Made anew at 6 MiB once its first loop is judged,
+ * it leaves 14, and each copy's last 0.125 MiB waits for the launch
+ * before. So from step 9 a step carries at least 1.5 MiB less over the
+ * link than with 6.125 MiB given (2.1 MiB less; simgpu, 2026-11-30). */
+static void run_granules(swt_run_t *r, const char *window, const char *steps)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "28", "--width", "896", "--streams",
+                          "2", "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=34MiB", "SPILLWAY_REWRITE=1",
+                         "SPILLWAY_LOG=info", window, NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+static uint64_t link_bytes(const swt_run_t *r)
+{
+    return swt_sg(r, "dma_h2d_bytes") + swt_sg(r, "kernel_bytes_host");
+}
+
+START_TEST(a_window_is_trimmed_so_that_the_resident_set_has_whole_granules)
+{
+    const char *two = "SPILLWAY_PREFETCH_BYTES=6272KiB";
+    swt_run_t trim8, trim12, two8, two12;
+    run_granules(&trim8, "SPILLWAY_PREFETCH_BYTES", "8");
+    run_granules(&trim12, "SPILLWAY_PREFETCH_BYTES", "12");
+    run_granules(&two8, two, "8");
+    run_granules(&two12, two, "12");
+    ck_assert_msg(swt_file_has(trim8.err, "streaming window: 6291456 bytes, made anew") &&
+                      !swt_file_has(trim12.err, "copied too little") &&
+                      !swt_file_has(trim12.err, "served nothing"),
+                  "%s", swt_describe(&trim12));
+    ck_assert_msg(swt_file_has(two8.err, "streaming window: 6422528 bytes"), "%s",
+                  swt_describe(&two8));
+    uint64_t trimmed = link_bytes(&trim12) - link_bytes(&trim8);
+    uint64_t whole = link_bytes(&two12) - link_bytes(&two8);
+    ck_assert_msg(trimmed + 4 * 3 * SWT_MIB / 2 <= whole,
+                  "steps 9-12 carried %llu bytes over the link trimmed, %llu not: %s",
+                  (unsigned long long)trimmed, (unsigned long long)whole,
+                  swt_describe(&trim12));
+    ck_assert_uint_ge(swt_sw(&trim12, "bytes_streamed") - swt_sw(&trim8, "bytes_streamed"),
+                      4 * 15 * 3136 * 1024ull);
+}
+END_TEST
+
 /* 64 layers of 4 MiB under 128 MiB, each layer's matrix kernel run once
  * before the steps (--load-pass: one launch a layer, the steps' two), as
  * a kernel initialising every weight on the device does. The first loop
@@ -1367,6 +1413,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, no_window_is_made_where_no_allocation_fits_it);
     tcase_add_test(tc, a_window_copying_less_than_five_times_its_size_a_loop_is_given_back);
     tcase_add_test(tc, a_window_fitted_to_two_copies_streams_nothing_bigger_than_one);
+    tcase_add_test(tc, a_window_is_trimmed_so_that_the_resident_set_has_whole_granules);
     tcase_add_test(tc, a_window_smaller_than_two_copies_copies_ahead);
     tcase_add_test(tc, a_window_whose_launches_are_short_beside_a_copy_is_made_one_copy);
     tcase_add_test(tc, a_load_pass_before_the_loop_does_not_cost_the_window);

@@ -683,6 +683,46 @@ START_TEST(policy_window_takes_a_second_copy_where_one_at_a_time_costs_more)
 }
 END_TEST
 
+START_TEST(policy_window_is_trimmed_to_leave_whole_granules)
+{
+    const uint64_t MiB = MIB, KiB = 1 << 10;
+    /* two copies of 3.0625 MiB beside 34 MiB leave 27.875 MiB, 13 granules:
+     * trimmed by 0.125 MiB they leave 14 */
+    ck_assert_uint_eq(sw_policy_window_trim(6272 * KiB, 3136 * KiB, 34 * MiB, G), 6 * MiB);
+    /* 5.0625 MiB layers beside 48 MiB: 10.125 -> 10 MiB */
+    ck_assert_uint_eq(sw_policy_window_trim(10368 * KiB, 5184 * KiB, 48 * MiB, G), 10 * MiB);
+    /* whole granules left already: unchanged */
+    ck_assert_uint_eq(sw_policy_window_trim(8 * MiB, 4 * MiB, 32 * MiB, G), 8 * MiB);
+    /* the trim would be 0.9 MiB, more than an eighth of a 3 MiB copy */
+    ck_assert_uint_eq(sw_policy_window_trim(6 * MiB, 3 * MiB, 33 * MiB + 100 * KiB, G),
+                      6 * MiB);
+    /* never down to one copy (1.5 MiB off 17 MiB beside 16 MiB copies),
+     * nor is a window of one trimmed */
+    ck_assert_uint_eq(sw_policy_window_trim(17 * MiB, 16 * MiB, 129 * MiB + MiB / 2, G),
+                      17 * MiB);
+    ck_assert_uint_eq(sw_policy_window_trim(16 * MiB + 64 * KiB, 16 * MiB + 64 * KiB,
+                                            128 * MiB, G),
+                      16 * MiB + 64 * KiB);
+    /* nothing to trim against: no granule, no slot, a window as big as the budget */
+    ck_assert_uint_eq(sw_policy_window_trim(6272 * KiB, 3136 * KiB, 34 * MiB, 0), 6272 * KiB);
+    ck_assert_uint_eq(sw_policy_window_trim(6272 * KiB, 0, 34 * MiB, G), 6272 * KiB);
+    ck_assert_uint_eq(sw_policy_window_trim(34 * MiB, 17 * MiB, 34 * MiB, G), 34 * MiB);
+    /* whatever it cuts, the room left is whole granules, and the window
+     * still holds more than one copy, short of two by an eighth at most */
+    for (uint64_t b = 16; b < 80; b++)
+        for (uint64_t slot = 1024; slot < 9 * 1024; slot += 64) {
+            uint64_t size = 2 * slot * KiB, budget = b * MiB;
+            uint64_t got = sw_policy_window_trim(size, slot * KiB, budget, G);
+            ck_assert_uint_le(got, size);
+            if (got < size) {
+                ck_assert_uint_eq((budget - got) % G, 0);
+                ck_assert_uint_gt(got, slot * KiB);
+                ck_assert_uint_le(size - got, slot * KiB / SW_WINDOW_TRIM);
+            }
+        }
+}
+END_TEST
+
 Suite *policy_suite(void)
 {
     Suite *s = suite_create("policy");
@@ -708,5 +748,6 @@ Suite *policy_suite(void)
     add_case(s, policy_never_moves_a_fixed_chunk);
     add_case(s, policy_window_fits_two_extents_or_as_many_as_want_holds);
     add_case(s, policy_window_takes_a_second_copy_where_one_at_a_time_costs_more);
+    add_case(s, policy_window_is_trimmed_to_leave_whole_granules);
     return s;
 }

@@ -60,10 +60,50 @@ START_TEST(worth_oversized_where_two_of_its_longest_copies_would_do)
         sw_worth_copied(&j, MiB(3), true, true); /* 72 MiB: twelve times two 3 MiB slots */
     ck_assert_int_eq(judge_at(&j, 310, 305), SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.fits, MiB(3));
+    ck_assert_uint_eq(j.room, MiB(6)); /* no budget given: nothing to trim against */
     /* a copy half the window: two take all of it */
     for (int i = 0; i < 12; i++)
         sw_worth_copied(&j, MiB(8), true, true);
     ck_assert_int_eq(judge_at(&j, 410, 405), SW_WINDOW_WORTH);
+    ck_assert_uint_eq(j.fits, 0);
+}
+END_TEST
+
+/* A window of two 3.0625 MiB copies beside a 34 MiB budget leaves 13
+ * granules of 2 MiB and 1.875 MiB that residency cannot use: once a loop
+ * is judged, it is oversized, to be made two copies trimmed (6 MiB). */
+START_TEST(worth_oversized_where_two_copies_trimmed_to_whole_granules_would_do)
+{
+    const uint64_t copy = MiB(3) + MiB(1) / 16;
+    sw_worth_t j = {0};
+    sw_worth_ask_t q = ask(200, PERIOD, 190);
+    q.size = 2 * copy;
+    q.budget = MiB(34);
+    q.granule = MiB(2);
+    sw_worth_judge(&j, &q);
+    q.now = 210, q.served_at = 205;
+    sw_worth_judge(&j, &q);
+    for (int i = 0; i < 24; i++)
+        sw_worth_copied(&j, copy, true, true);
+    q.now = 310, q.served_at = 305;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.fits, copy);
+    ck_assert_uint_eq(j.copies, 2);
+    ck_assert_uint_eq(j.room, MiB(6));
+    /* so made, or with whole granules left already, it is not again */
+    q.size = MiB(6);
+    q.now = 410, q.served_at = 405;
+    for (int i = 0; i < 24; i++)
+        sw_worth_copied(&j, copy, true, true);
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+    ck_assert_uint_eq(j.fits, 0);
+    ck_assert_uint_eq(j.room, 0);
+    q.size = 2 * copy;
+    q.budget = MiB(34) + MiB(1) / 8 * 7;
+    q.now = 510, q.served_at = 505;
+    for (int i = 0; i < 24; i++)
+        sw_worth_copied(&j, copy, true, true);
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
     ck_assert_uint_eq(j.fits, 0);
 }
 END_TEST
@@ -108,6 +148,7 @@ START_TEST(worth_one_copy_where_the_served_launches_are_short_beside_it)
     ck_assert_int_eq(judge_served(&j, 300, 0.5), SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.fits, MiB(8));
     ck_assert_uint_eq(j.copies, 1);
+    ck_assert_uint_eq(j.room, MiB(8));
     ck_assert(j.served_share == 0.5);
 
     /* at SW_WORTH_ONE_COPY or more, or untimed (a large number): two */
@@ -298,6 +339,7 @@ Suite *worth_suite(void)
     TCase *tc = tcase_create("worth");
     tcase_add_test(tc, worth_kept_while_it_repays_its_room);
     tcase_add_test(tc, worth_oversized_where_two_of_its_longest_copies_would_do);
+    tcase_add_test(tc, worth_oversized_where_two_copies_trimmed_to_whole_granules_would_do);
     tcase_add_test(tc, worth_one_copy_where_the_served_launches_are_short_beside_it);
     tcase_add_test(tc, worth_idle_after_a_loop_serving_nothing);
     tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
