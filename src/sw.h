@@ -514,9 +514,10 @@ typedef struct {
     double (*repaid)(void *arg);
     /* The launches served in the loop of `period` before `now`, each with
      * its way home, over one copy of the longest range they read
-     * (*longest, its bytes), in time; asked a quarter loop apart. A large
+     * (*longest, its bytes), in time; asked a quarter loop apart. *most:
+     * the longest visit of one range over its own copy's time. A large
      * number where one was not timed; NULL: not asked. */
-    double (*served)(void *arg, uint64_t now, uint64_t period, uint64_t *longest);
+    double (*served)(void *arg, uint64_t now, uint64_t period, uint64_t *longest, double *most);
     void *arg;
 } sw_worth_ask_t;
 

@@ -233,12 +233,18 @@ double sw_win_repaid(void *arg)
  * in place: such a window may not repay its room, and a smaller one would
  * lower its own bar (25 x 16 MiB layers alone in 20 MiB segments under
  * 160 MiB: given back, 5852.2 us a step from step 9; kept at one copy,
- * 6438.0; simgpu, 2026-11-30). Lock held. */
-double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *longest)
+ * 6438.0; simgpu, 2026-11-30). *most: the longest of those visits over
+ * its own range's copy, HUGE_VAL with the share. Lock held. */
+double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *longest,
+                           double *most)
 {
     const win_t *w = arg;
-    double ms = 0;
+    double ms = 0, visit;
     *longest = 0;
+    *most = HUGE_VAL;
+    if (!(w->copy_rate > 0))
+        return HUGE_VAL;
+    double most_ms_per_byte = 0;
     for (int i = 0; i < w->nunits; i++) {
         const unit_t *u = &w->units[i];
         if (u->live && u->cheap)
@@ -247,10 +253,14 @@ double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *l
             continue;
         if (!u->cost.seen[SW_COST_SERVED])
             return HUGE_VAL;
-        ms += (double)u->cost.best[SW_COST_SERVED] * visit_uses(u);
+        visit = (double)u->cost.best[SW_COST_SERVED] * visit_uses(u);
+        ms += visit;
+        if (visit / (double)u->len > most_ms_per_byte)
+            most_ms_per_byte = visit / (double)u->len;
         *longest = u->len > *longest ? u->len : *longest;
     }
-    if (!*longest || !(w->copy_rate > 0))
+    if (!*longest)
         return HUGE_VAL;
+    *most = most_ms_per_byte * w->copy_rate;
     return ms / ((double)*longest / w->copy_rate);
 }

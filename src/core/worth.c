@@ -35,14 +35,24 @@ static double bar_of(const sw_worth_ask_t *q, uint64_t slot)
 }
 
 /* The room of two copies of slot bytes, trimmed so that the budget's
- * rest is whole granules (sw_policy_window_trim): a window fitted to two
- * copies is made so after its first loop judged, not before, when the
- * order of its ranges is still learned and a copy whose last part waits
- * is often one copied for nothing (28 layers of 3.06 MiB under 34 MiB,
- * trimmed when made: 17 and 10 MiB more over the link in steps 1 and 2,
- * 2 MiB less a step from step 4; simgpu, 2026-11-30). */
+ * rest is whole granules (sw_policy_window_trim), where each range's
+ * launches were timed shorter than the part of its copy before a trim's
+ * (the rest waits for them): a compute-bound prefill's GEMMs, about a
+ * copy's time, made each copy wait (24 layers of 9 MiB, the odd ones in
+ * 20 MiB segments, under 86 MiB at batch 16: 4321.5 -> 5611.6 us a
+ * step). A window fitted to two copies is made so after its first loop
+ * judged, not before, when the order of its ranges is still learned and
+ * a copy whose last part waits is often one copied for nothing (28
+ * layers of 3.06 MiB under 34 MiB, trimmed when made: 17 and 10 MiB more
+ * over the link in steps 1 and 2, 2 MiB less a step from step 4; simgpu,
+ * 2026-11-30). */
 static uint64_t two_copies(const sw_worth_ask_t *q, uint64_t slot)
 {
+    uint64_t longest;
+    double most;
+    if (!q->served || (q->served(q->arg, q->now, q->period, &longest, &most),
+                       !(most <= 1.0 - 1.0 / SW_WINDOW_TRIM)))
+        return 2 * slot;
     return sw_policy_window_trim(2 * slot, slot, q->budget, q->granule);
 }
 
@@ -134,7 +144,7 @@ static bool one_copy_enough(sw_worth_t *j, const sw_worth_ask_t *q)
         return false;
     j->served_asked = q->now;
     uint64_t longest = 0;
-    double share = q->served(q->arg, q->now, q->period, &longest);
+    double most, share = q->served(q->arg, q->now, q->period, &longest, &most);
     uint64_t slot = sw_round_up(longest, q->align);
     if (!slot || slot >= q->size || !(share < SW_WORTH_ONE_COPY))
         return false;

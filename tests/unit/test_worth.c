@@ -6,6 +6,8 @@
  * capture's window keeps one range only where reads in place are slower; and
  * one whose served launches take little time beside a copy is made one copy.
  */
+#include <math.h>
+
 #include "unit.h"
 
 #define MiB(n) ((uint64_t)(n) << 20)
@@ -69,6 +71,36 @@ START_TEST(worth_oversized_where_two_of_its_longest_copies_would_do)
 }
 END_TEST
 
+/* What the launches served in the last loop took, over one copy of the
+ * longest range they read (8 MiB), and how often it was asked. */
+static double share_said, most_said;
+static uint64_t longest_said = MiB(8);
+static int served_asked;
+
+static double served(void *arg, uint64_t now, uint64_t period, uint64_t *longest, double *most)
+{
+    (void)arg, (void)now, (void)period;
+    served_asked++;
+    *longest = longest_said;
+    *most = most_said;
+    return share_said;
+}
+
+static sw_window_worth_t judge_served(sw_worth_t *j, uint64_t now, double share)
+{
+    sw_worth_ask_t q = ask(now, PERIOD, now - 1);
+    q.served = served;
+    share_said = share;
+    return sw_worth_judge(j, &q);
+}
+
+/* Twelve 8 MiB copies: 96 MiB, on pace to repay a 16 MiB window. */
+static void copy_twelve(sw_worth_t *j)
+{
+    for (int i = 0; i < 12; i++)
+        sw_worth_copied(j, MiB(8), true, true);
+}
+
 /* A window of two 3.0625 MiB copies beside a 34 MiB budget leaves 13
  * granules of 2 MiB and 1.875 MiB that residency cannot use: once a loop
  * is judged, it is oversized, to be made two copies trimmed (6 MiB). */
@@ -77,6 +109,8 @@ START_TEST(worth_oversized_where_two_copies_trimmed_to_whole_granules_would_do)
     const uint64_t copy = MiB(3) + MiB(1) / 16;
     sw_worth_t j = {0};
     sw_worth_ask_t q = ask(200, PERIOD, 190);
+    q.served = served;
+    share_said = 0.8, most_said = 0.05; /* each layer's launches short beside its copy */
     q.size = 2 * copy;
     q.budget = MiB(34);
     q.granule = MiB(2);
@@ -105,37 +139,19 @@ START_TEST(worth_oversized_where_two_copies_trimmed_to_whole_granules_would_do)
         sw_worth_copied(&j, copy, true, true);
     ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
     ck_assert_uint_eq(j.fits, 0);
+    /* launches as long as a copy (a prefill's GEMM), or not timed: each
+     * copy's last part would wait for them, so no trim */
+    q.budget = MiB(34);
+    for (int k = 0; k < 2; k++) {
+        most_said = k ? HUGE_VAL : 0.95;
+        q.now += 100, q.served_at = q.now - 5;
+        for (int i = 0; i < 24; i++)
+            sw_worth_copied(&j, copy, true, true);
+        ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
+        ck_assert_uint_eq(j.fits, 0);
+    }
 }
 END_TEST
-
-/* What the launches served in the last loop took, over one copy of the
- * longest range they read (8 MiB), and how often it was asked. */
-static double share_said;
-static uint64_t longest_said = MiB(8);
-static int served_asked;
-
-static double served(void *arg, uint64_t now, uint64_t period, uint64_t *longest)
-{
-    (void)arg, (void)now, (void)period;
-    served_asked++;
-    *longest = longest_said;
-    return share_said;
-}
-
-static sw_window_worth_t judge_served(sw_worth_t *j, uint64_t now, double share)
-{
-    sw_worth_ask_t q = ask(now, PERIOD, now - 1);
-    q.served = served;
-    share_said = share;
-    return sw_worth_judge(j, &q);
-}
-
-/* Twelve 8 MiB copies: 96 MiB, on pace to repay a 16 MiB window. */
-static void copy_twelve(sw_worth_t *j)
-{
-    for (int i = 0; i < 12; i++)
-        sw_worth_copied(j, MiB(8), true, true);
-}
 
 START_TEST(worth_one_copy_where_the_served_launches_are_short_beside_it)
 {
