@@ -37,10 +37,10 @@ static double bar_of(const sw_worth_ask_t *q, uint64_t slot)
 /* The room of two copies of slot bytes, trimmed so that the budget's
  * rest is whole granules (sw_policy_window_trim), where each range's
  * launches were timed shorter than the part of its copy before a trim's
- * (the rest waits for them): a compute-bound prefill's GEMMs, about a
- * copy's time, made each copy wait (24 layers of 9 MiB, the odd ones in
- * 20 MiB segments, under 86 MiB at batch 16: 4321.5 -> 5611.6 us a
- * step). A window fitted to two copies is made so after its first loop
+ * (the rest waits for them): a prefill's GEMMs, about a copy's time,
+ * made each copy wait (28 layers of 3.06 MiB at batch 16 under 34 MiB,
+ * steps 6-11: 1893.7 -> 1902.4 us a step trimmed; 24 of 5.06 MiB under
+ * 48 MiB 2583.9 -> 2591.8). A window fitted to two copies is made so after its first loop
  * judged, not before, when the order of its ranges is still learned and
  * a copy whose last part waits is often one copied for nothing (28
  * layers of 3.06 MiB under 34 MiB, trimmed when made: 17 and 10 MiB more
