@@ -40,12 +40,12 @@ static double bar_of(const sw_worth_ask_t *q, uint64_t slot)
  * (the rest waits for them): a prefill's GEMMs, about a copy's time,
  * made each copy wait (28 layers of 3.06 MiB at batch 16 under 34 MiB,
  * steps 6-11: 1893.7 -> 1902.4 us a step trimmed; 24 of 5.06 MiB under
- * 48 MiB 2583.9 -> 2591.8). A window fitted to two copies is made so after its first loop
- * judged, not before, when the order of its ranges is still learned and
- * a copy whose last part waits is often one copied for nothing (28
- * layers of 3.06 MiB under 34 MiB, trimmed when made: 17 and 10 MiB more
- * over the link in steps 1 and 2, 2 MiB less a step from step 4; simgpu,
- * 2026-11-30). */
+ * 48 MiB 2583.9 -> 2591.8). A window fitted to two copies is made so
+ * after its first loop judged, not before, when the order of its ranges
+ * is still learned and a copy whose last part waits is often one copied
+ * for nothing (28 layers of 3.06 MiB under 34 MiB, trimmed when made: 17
+ * and 10 MiB more over the link in steps 1 and 2, 2 MiB less a step from
+ * step 4; simgpu, 2026-11-30). */
 static uint64_t two_copies(const sw_worth_ask_t *q, uint64_t slot)
 {
     uint64_t longest;
