@@ -408,6 +408,12 @@ START_TEST(segments_under_a_graph_are_read_in_place_not_copied_per_launch)
 }
 END_TEST
 
+/* The bytes a run moved host to device: copies and kernels' reads in place. */
+static uint64_t link_bytes(const swt_run_t *r)
+{
+    return swt_sg(r, "dma_h2d_bytes") + swt_sg(r, "kernel_bytes_host");
+}
+
 /* A graph captured before any eager step, over 12 layers of 4 MiB, the
  * odd ones packed into 20 MiB segments (the second holding one layer and
  * 16 MiB of slack no kernel reads), on two streams under 19 MiB; nothing
@@ -435,8 +441,7 @@ START_TEST(replays_of_a_graph_teach_the_learner_its_loop)
     run_replays(&four, "4");
     run_replays(&eight, "8");
     ck_assert_msg(swt_sw(&eight, "learned_period") == 24, "%s", swt_describe(&eight));
-    uint64_t link = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host") +
-                    swt_sg(&eight, "dma_h2d_bytes") - swt_sg(&four, "dma_h2d_bytes");
+    uint64_t link = link_bytes(&eight) - link_bytes(&four);
     ck_assert_msg(link <= 4 * 32 * SWT_MIB, "replays 5-8 moved %llu bytes over the link: %s",
                   (unsigned long long)link, swt_describe(&eight));
 }
@@ -465,8 +470,7 @@ START_TEST(replays_of_a_graph_keep_residency_where_it_reads_at_home)
         swt_assert_match(&r[i]);
     }
     ck_assert_msg(swt_sw(&r[1], "learned_period") == 40, "%s", swt_describe(&r[1]));
-    uint64_t link = swt_sg(&r[1], "kernel_bytes_host") - swt_sg(&r[0], "kernel_bytes_host") +
-                    swt_sg(&r[1], "dma_h2d_bytes") - swt_sg(&r[0], "dma_h2d_bytes");
+    uint64_t link = link_bytes(&r[1]) - link_bytes(&r[0]);
     ck_assert_msg(link <= 4 * 56 * SWT_MIB, "replays 5-8 moved %llu bytes over the link: %s",
                   (unsigned long long)link, swt_describe(&r[1]));
 }
@@ -899,11 +903,6 @@ static void run_granules(swt_run_t *r, const char *window, const char *steps)
     swt_assert_match(r);
 }
 
-static uint64_t link_bytes(const swt_run_t *r)
-{
-    return swt_sg(r, "dma_h2d_bytes") + swt_sg(r, "kernel_bytes_host");
-}
-
 START_TEST(a_window_is_trimmed_so_that_the_resident_set_has_whole_granules)
 {
     const char *two = "SPILLWAY_PREFETCH_BYTES=6272KiB";
@@ -1046,7 +1045,7 @@ START_TEST(layers_the_granularity_rounds_up_keep_full_chunks_resident)
         ck_assert_msg(swt_sw(&r, "device_bytes_peak") <= runs[i].budget_mib * SWT_MIB, "%s",
                       swt_describe(&r));
         if (i == 0) {
-            uint64_t link = swt_sg(&r, "dma_h2d_bytes") + swt_sg(&r, "kernel_bytes_host");
+            uint64_t link = link_bytes(&r);
             ck_assert_msg(link < 600 * SWT_MIB, "%llu MiB over the link: %s",
                           (unsigned long long)(link / SWT_MIB), swt_describe(&r));
         }
