@@ -56,6 +56,9 @@ typedef struct {
     uint32_t visits;     /* visits begun (visit) */
     uint16_t uses;       /* launches of the visit being made */
     uint16_t uses_last;  /* launches of the visit before: each pays a way home, served */
+    uint64_t began;      /* the first use of the visit being made */
+    bool unsplit;        /* a use joined that visit with no loop known to end it
+                          * by: its launches may be several loops' (visit) */
     bool first;          /* its latest use began a visit */
     uint64_t served_at;  /* its latest launch served from a copy; 0 none */
     sw_cost_t cost;      /* a visit read in place against a copy, timed (core/cost.c) */

@@ -483,12 +483,22 @@ typedef struct {
     uint64_t best_next;
 } soonest_t;
 
+/* Whether some of a is on the host: a tensor partly resident (its head
+ * granules kept, its tail streamed) is copied too. */
+static bool some_on_host(const sw_alloc_t *a)
+{
+    for (uint32_t i = 0; i < a->nchunks; i++)
+        if (a->chunks[i].where == SW_ON_HOST)
+            return true;
+    return false;
+}
+
 static void find_soonest(sw_alloc_t *a, void *arg)
 {
     soonest_t *f = arg;
     const sw_chunk_t *c = &a->chunks[0];
     if (a->dev != f->w->dev || !sw_win_one_tensor(a) || a->size > f->room ||
-        c->where != SW_ON_HOST || !sw_learn_state(c).loop)
+        !sw_learn_state(c).loop || !some_on_host(a))
         return;
     uint64_t next = sw_learn_next_use(c, f->now);
     if (next == UINT64_MAX || (f->best && next >= f->best_next))

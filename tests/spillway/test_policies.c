@@ -928,6 +928,49 @@ START_TEST(a_window_is_trimmed_so_that_the_resident_set_has_whole_granules)
 }
 END_TEST
 
+/* The loop after the window is made anew, short of two copies by a trim,
+ * and after the trades that spread the resident set: some layers keep a 2
+ * MiB granule resident and stream the rest, and the chain of copies ahead
+ * knows nothing after them yet. Two things made two copies of the fourth
+ * step at their launches (24 layers of 5.06 MiB under 48 MiB and 28 of
+ * 3.06 MiB under 34 MiB, two streams: that step took 1746.6 and 1259.8 us
+ * against 1624.7 and 1141.0 from the sixth; simgpu, 2026-12-01):
+ * - where the chain ends, the tensor used soonest was sought only among
+ *   those whose first chunk is on the host, so a layer partly resident was
+ *   copied at its launch;
+ * - a range read in place in the first step and at the second's start,
+ *   before any loop was known, counted that as one visit of two launches,
+ *   so the rest of the copy after it waited for a second launch that
+ *   never came, and that copy was made again at its own launch.
+ * Now the fourth step makes every copy ahead. */
+static void run_remade(swt_run_t *r, const char *budget, const char *width, const char *layers,
+                       const char *steps)
+{
+    const char *args[] = {"--layers", layers, "--width", width, "--streams", "2",
+                          "--steps", steps, NULL};
+    run_windowed(r, budget, args);
+}
+
+START_TEST(the_loop_after_the_window_is_made_anew_copies_every_range_ahead)
+{
+    static const char *const shapes[][3] = {{"SPILLWAY_GPU_BUDGET=48MiB", "1152", "24"},
+                                            {"SPILLWAY_GPU_BUDGET=34MiB", "896", "28"}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        swt_run_t three, four;
+        run_remade(&three, shapes[i][0], shapes[i][1], shapes[i][2], "3");
+        run_remade(&four, shapes[i][0], shapes[i][1], shapes[i][2], "4");
+        ck_assert_msg(swt_file_has(three.err, "made anew"), "%s", swt_describe(&three));
+        uint64_t late = swt_sw(&four, "prefetch_late") - swt_sw(&three, "prefetch_late");
+        uint64_t ahead = swt_sw(&four, "prefetches") - swt_sw(&three, "prefetches");
+        ck_assert_msg(late == 0 && ahead >= 14,
+                      "%s layers: the fourth step made %llu copies at their launches, %llu "
+                      "ahead: %s",
+                      shapes[i][1], (unsigned long long)late, (unsigned long long)ahead,
+                      swt_describe(&four));
+    }
+}
+END_TEST
+
 /* 64 layers of 4 MiB under 128 MiB, each layer's matrix kernel run once
  * before the steps (--load-pass: one launch a layer, the steps' two), as
  * a kernel initialising every weight on the device does. The first loop
@@ -1413,6 +1456,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_window_copying_less_than_five_times_its_size_a_loop_is_given_back);
     tcase_add_test(tc, a_window_fitted_to_two_copies_streams_nothing_bigger_than_one);
     tcase_add_test(tc, a_window_is_trimmed_so_that_the_resident_set_has_whole_granules);
+    tcase_add_test(tc, the_loop_after_the_window_is_made_anew_copies_every_range_ahead);
     tcase_add_test(tc, a_window_smaller_than_two_copies_copies_ahead);
     tcase_add_test(tc, a_window_whose_launches_are_short_beside_a_copy_is_made_one_copy);
     tcase_add_test(tc, a_load_pass_before_the_loop_does_not_cost_the_window);
