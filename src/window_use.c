@@ -101,8 +101,9 @@ static bool loops_whole(const win_t *w, const unit_t *u, uint64_t period)
  * and at the second's start counted two, one visit's: the rest of a copy
  * ahead over its copy waited for a second launch that never came, and
  * the copy was made again at its own launch (24 layers of 5.06 MiB under
- * 48 MiB, the fourth step 1746.6 against 1650.1 us). A segment of twenty
- * tensors so spans two loops with forty. */
+ * 48 MiB: the fourth step 1746.6 us, 1624.0 with this and the chain's
+ * fallback to partly resident tensors, window_copy.c; simgpu). A segment
+ * of twenty tensors so spans two loops with forty. */
 static uint16_t visit_share(const unit_t *u, uint64_t period)
 {
     if (!u->unsplit)
