@@ -301,8 +301,11 @@ uint64_t sw_window_release(int dev);
  * could not be had, released (sw_window_size says which).
  * `short_launches`: made one copy because the launches it serves are
  * short beside a copy, so that its copies in two parts, each waiting
- * for the launch before it, count as made ahead (window_copy.c). */
-uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_launches);
+ * for the launch before it, count as made ahead (window_copy.c). `lead`:
+ * made one copy and a lead of that many bytes (sw_worth_t.lead), the
+ * part of each copy that outlasts the launch its rest waits for; 0: none. */
+uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_launches,
+                          uint64_t lead);
 /* Whether dev's window is worth its room, in the loop of `period` (0:
  * none agreed on) or, with none, the one the memory's gaps suggest
  * (`guess`): sw_worth_judge (core/worth.c) over what it copied and
@@ -316,20 +319,16 @@ sw_window_worth_t sw_window_worth(int dev, uint64_t now, uint64_t period, uint64
  * its count starts again as in a new period (sw_worth_moved). One that
  * did not, or cannot tell yet, is judged as it would have been. */
 void sw_window_residency_moved(int dev, uint64_t now, uint64_t period);
-/* What dev's window's last loop judged found; all 0 with no window or no
- * loop judged yet. *fits, where sw_window_worth says SW_WINDOW_OVERSIZED:
- * the longest range that loop copied, rounded up to SW_WINDOW_ALIGN (a
- * slot), *copies of which take less room than the window (it was
+/* What dev's window's last loop judged found (core/worth.c), where
+ * sw_window_worth says SW_WINDOW_OVERSIZED: .fits, the longest range
+ * that loop copied, rounded up to SW_WINDOW_ALIGN (a slot), .copies of
+ * which (and .lead) take less room (.room) than the window (it was
  * fitted, when the budget bound, to the largest allocation then known,
  * which need not be one it streams: under cuBLAS on the H200, a 64 MiB
- * allocation beside 32 MiB layers), else 0. *copies: 1 where the
- * launches it served took less than SW_WORTH_ONE_COPY of one copy's time
- * (*share), else 2. *room: the window's bytes at that, where two less a
- * trim (sw_policy_window_trim). *copied: what it copied, as its
- * repaying counts it, scaled to one loop; *bar: the bytes it had to
- * reach. */
-void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, uint64_t *room,
-                         double *share, uint64_t *copied, uint64_t *bar);
+ * allocation beside 32 MiB layers). .per_loop: what it copied, as its
+ * repaying counts it, scaled to one loop; .bar: the bytes it had to
+ * reach. All 0 but .copies (2) with no window. */
+sw_worth_t sw_window_last_loop(int dev);
 /* Whether dev's window is to be made anew, at *room bytes (0: given
  * back), before a capture it would serve: one range's room where its
  * ranges read slower in place than copied, else none (sw_worth_capture;

@@ -461,8 +461,8 @@ static inline uint64_t sw_round_up(uint64_t v, uint64_t a)
  * sw_cost_repaid), while no graph held a copy. SW_WINDOW_OVERSIZED:
  * that loop repaid it, but two of its longest copies would take less
  * room (fits); or, from the first whole loop of the period on, one copy
- * would, the launches it served taking less than SW_WORTH_ONE_COPY of
- * one copy's time (copies). None of those while no loop is agreed on
+ * (copies 1) or one and a lead (core/worth.c, fewer_copies) would cost
+ * the link less. None of those while no loop is agreed on
  * (`period` 0); SW_WINDOW_LOOPLESS then, once none has been for
  * SW_WINDOW_NO_LOOP_PERIODS times `guess` (the loop the memory's gaps
  * suggest, sw_period) launches, while no graph held a copy: the program
@@ -488,10 +488,10 @@ typedef struct {
                            * slot alignment, where `room` is less than the
                            * window; else 0 */
     uint32_t copies;      /* the copies' room it needs: 1 or 2 */
-    uint64_t room;        /* that room: `copies` of `fits`, where two less a
-                           * trim (sw_policy_window_trim); 0 with fits */
-    double served_share;  /* where copies is 1: the served launches' time over
-                           * one copy's (sw_worth_ask_t.served) */
+    uint64_t lead;        /* where copies is 1: the bytes of the next copy its room holds, 0 none */
+    uint64_t room;        /* that room: `copies` of `fits` and the lead, where
+                           * two less a trim (sw_policy_window_trim); 0 with fits */
+    double served_share, served_most; /* where copies is 1: sw_served_t's */
     uint64_t served_asked; /* the launch that was last asked at; 0 none */
     uint64_t per_loop;    /* the last loop judged: the bytes it copied that
                            * count, scaled to one loop ... */
@@ -500,6 +500,16 @@ typedef struct {
     uint64_t period_at;   /* the launch that period was first asked at */
     uint64_t unagreed_at; /* the first question since the last with no loop agreed on; 0 none */
 } sw_worth_t;
+
+/* The launches a window served in a loop, each timed with its way home
+ * once its copy landed (sw_worth_ask_t.served). HUGE_VAL times where one
+ * was not timed. */
+typedef struct {
+    double share;     /* their time over one copy of the longest range they read */
+    double most;      /* the longest visit of one range over its own copy's time */
+    uint64_t longest; /* that longest range's bytes; 0 none served */
+    uint64_t grain;   /* its first chunk's bytes: room in part of a chunk holds nothing */
+} sw_served_t;
 
 /* A question, at launch now. */
 typedef struct {
@@ -512,12 +522,8 @@ typedef struct {
     /* The times its size a loop must copy to repay it (SW_COST_REPAID or
      * fewer, sw_cost_repaid), asked once a loop. */
     double (*repaid)(void *arg);
-    /* The launches served in the loop of `period` before `now`, each with
-     * its way home, over one copy of the longest range they read
-     * (*longest, its bytes), in time; asked a quarter loop apart. *most:
-     * the longest visit of one range over its own copy's time. A large
-     * number where one was not timed; NULL: not asked. */
-    double (*served)(void *arg, uint64_t now, uint64_t period, uint64_t *longest, double *most);
+    /* What it served in the loop of `period` before `now`; NULL: not asked. */
+    sw_served_t (*served)(void *arg, uint64_t now, uint64_t period);
     void *arg;
 } sw_worth_ask_t;
 

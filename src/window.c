@@ -296,23 +296,16 @@ win_t *sw_win_next(int *dev)
     return NULL;
 }
 
-void sw_window_last_loop(int dev, uint64_t *fits, uint32_t *copies, uint64_t *room,
-                         double *share, uint64_t *copied, uint64_t *bar)
+sw_worth_t sw_window_last_loop(int dev)
 {
     win_t *w = sw_win_get(dev);
-    *fits = *room = *copied = *bar = 0;
-    *copies = 2;
-    *share = 0;
+    sw_worth_t j = {.copies = 2};
     if (!w)
-        return;
+        return j;
     pthread_mutex_lock(&w->lock);
-    *fits = w->worth.fits;
-    *copies = w->worth.copies;
-    *room = w->worth.room;
-    *share = w->worth.served_share;
-    *copied = w->worth.per_loop;
-    *bar = w->worth.bar;
+    j = w->worth;
     pthread_mutex_unlock(&w->lock);
+    return j;
 }
 
 bool sw_window_capture_room(int dev, uint64_t *room)
@@ -419,7 +412,8 @@ uint64_t sw_window_release(int dev)
     return size;
 }
 
-uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_launches)
+uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_launches,
+                          uint64_t lead)
 {
     const sw_real_t *r = sw_real();
     size -= size % SW_WINDOW_ALIGN;
@@ -444,6 +438,7 @@ uint64_t sw_window_resize(int dev, uint64_t size, uint64_t slot, bool short_laun
     w->head = 0;
     w->worth = (sw_worth_t){0};
     w->short_launches = short_launches;
+    w->lead = lead;
     pthread_mutex_unlock(&w->lock);
     sw_info("device %d: streaming window: %llu bytes, made anew (its ranges' order and costs "
             "kept)",

@@ -65,6 +65,9 @@ typedef struct {
     uint64_t linked;     /* bytes its latest copy moved over the link (host chunks) */
     uint64_t place_linked; /* its bytes on the host when its visits were timed in place */
     bool said_partly;    /* a copy found it partly on the device (said once, in the log) */
+    bool lead_resident;  /* its latest copy's lead, where the ring's turn put it,
+                          * held fewer of its host bytes than its other end
+                          * (window_copy.c, place) */
     /* The visit being timed in place, every launch of it, summed. */
     uint8_t session;     /* its number (tags its timers), 0 none */
     uint32_t session_visit;
@@ -137,6 +140,7 @@ typedef struct {
     float ratios[MAX_UNITS]; /* repaid()'s scratch */
     double copy_rate;        /* the most bytes per ms a copy reached (core/cost.c) */
     bool short_launches;     /* made one copy for launches short beside a copy (sw_window_resize) */
+    uint64_t lead;           /* made one copy and a lead of this many bytes (sw_window_resize); 0 not */
 } win_t;
 
 /* Each unit's words in w->fp: home's fingerprint, the copy's, and the
@@ -173,18 +177,28 @@ int sw_win_time_in_place(win_t *w, int ui, CUstream s, bool may);
 int sw_win_time_home(win_t *w, const int *entries, int n, CUstream s);
 uint64_t sw_win_host_bytes(const win_t *w, uint64_t start, uint64_t len);
 double sw_win_place_ratio(const win_t *w, const unit_t *u);
-/* Whether w holds two copies of len bytes, or falls short of two by no
- * more than a trim (sw_policy_window_trim): each copy then overlaps the
- * one before only in a last part, which waits for that copy's launch
- * while the rest is copied, so the copies are made ahead as in two. */
+/* The part of a copy of len bytes that goes before its rest waits for
+ * the launch reading the copy before it, so that the copy is made ahead
+ * all the same: the lead w was made anew for (w->lead, sw_window_resize),
+ * else all but a trim's (sw_policy_window_trim), where the launch is
+ * shorter than the copy's first seven eighths (two_copies, core/worth.c). */
+static inline uint64_t sw_win_lead(const win_t *w, uint64_t len)
+{
+    uint64_t trimmed = len - len / SW_WINDOW_TRIM;
+    return w->lead && w->lead < trimmed ? w->lead : trimmed;
+}
+/* Whether w holds a copy of len bytes beside the lead of the next
+ * (sw_win_lead): two copies, or less by a trim or down to a lead. Each
+ * copy then overlaps the one before only in a last part, which waits for
+ * that copy's launch while the lead is copied, so the copies are made
+ * ahead as in two. */
 static inline bool sw_win_holds_two(const win_t *w, uint64_t len)
 {
-    return 2 * len <= w->size + len / SW_WINDOW_TRIM;
+    return len + sw_win_lead(w, len) <= w->size;
 }
 bool sw_win_cheaper_in_place(const win_t *w, unit_t *u);
 double sw_win_repaid(void *arg);
-double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *longest,
-                           double *most);
+sw_served_t sw_win_served_share(void *arg, uint64_t now, uint64_t period);
 
 /* ---- window_copy.c: the ranges, their copies, the chain, the way home ---- */
 void sw_win_drop_entry(win_t *w, entry_t *e);

@@ -180,15 +180,39 @@ CUresult sw_win_evict(win_t *w, entry_t *e)
     return c;
 }
 
-/* Where a copy of len bytes goes: at the head, or at the start where it
- * would run past the end; but in a window too small for two such copies,
- * flush with its end, so that it overlaps the copy before only in part,
- * and its other part can be copied while that one is still read. */
-static uint64_t place(const win_t *w, uint64_t len)
+/* Where a copy of u goes: at the head, or at the start where it would
+ * run past the end; but in a window too small for two such copies, flush
+ * with its end, so that it overlaps the copy before only in part, and
+ * its other part, its lead, can be copied while that one is still read.
+ * The ring's turn then puts each copy's lead at its start (placed at 0)
+ * or at its end (flush). A range partly on the device whose lead would
+ * hold fewer of its host bytes than its other end, at this copy and the
+ * one before, is placed against the turn: its resident bytes copy at
+ * device speed, and a lead of them would leave the link idle through the
+ * launch before (20 x 64 MiB layers under 512 MiB, one made half
+ * resident: 16942.6 us a step against 16499.8 where a window of 96 MiB
+ * given put its host half in the lead; simgpu, 2026-12-01). So placed, it overlaps the copy before
+ * whole and waits for its launch once, and every copy after it takes the
+ * other turn: in a loop of an even number of copies, for good; in one of
+ * an odd number, whose turns alternate, the lead falls right every other
+ * loop, and it is never asked twice in a row. */
+static uint64_t place(win_t *w, unit_t *u)
 {
+    uint64_t len = u->len;
     if (w->head + len <= w->size)
         return w->head;
-    return 2 * len > w->size && w->head < w->size ? w->size - len : 0;
+    if (2 * len <= w->size)
+        return 0;
+    uint64_t flush = w->size - len, at = w->head < w->size ? flush : 0;
+    if (u->linked == u->len || !flush)
+        return at;
+    /* the lead: at 0 its first `flush` bytes, flush with the end its last */
+    uint64_t first = sw_win_host_bytes(w, u->start, flush);
+    uint64_t last = sw_win_host_bytes(w, u->start + len - flush, flush);
+    bool wrong = at ? last < first : first < last;
+    bool turn = wrong && u->lead_resident;
+    u->lead_resident = wrong && !turn;
+    return turn ? (at ? 0 : flush) : at;
 }
 
 /* The copies in [at, +len) of the window, noted as fill's blockers; false
@@ -303,7 +327,7 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
 {
     const sw_real_t *r = sw_real();
     unit_t *u = &w->units[ui];
-    uint64_t at = place(w, u->len), lo, hi;
+    uint64_t at = place(w, u), lo, hi;
     bool timed = sw_win_can_time(w) && sw_cost_wants(&u->cost, SW_COST_COPY), pinned;
     entry_t *e = free_entry(w);
     if (!e || !in_the_way(w, at, u->len, ahead, ahead, e, &lo, &hi, &pinned))
@@ -314,12 +338,13 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
     uint64_t linked = sw_win_host_bytes(w, u->start, u->len);
     int timer = -1;
     CUresult c;
-    /* A rest of a trim's part at most, in a window that holds two but for
-     * a trim (sw_win_holds_two): the copy's first part outlasts the
-     * launch it waits for. A timed copy's first part is then timed alone,
-     * its sample scaled to the whole copy by bytes, and the copy waits no
-     * more than an untimed one. */
-    bool short_rest = hi - lo <= u->len / SW_WINDOW_TRIM && sw_win_holds_two(w, u->len);
+    /* A rest past a lead (sw_win_lead), in a window that holds a copy
+     * beside the next one's lead (sw_win_holds_two): the copy's first part
+     * outlasts the launch its rest waits for. A timed copy's first part
+     * is then timed alone, its sample scaled to the whole copy by bytes,
+     * and the copy waits no more than an untimed one. */
+    bool short_rest =
+        hi - lo <= u->len - sw_win_lead(w, u->len) && sw_win_holds_two(w, u->len);
     bool part_timed = timed && pinned && short_rest;
     if (timed && pinned && !part_timed) {
         c = CUDA_SUCCESS; /* all of it waits, and is timed then */

@@ -225,42 +225,44 @@ double sw_win_repaid(void *arg)
 /* The launches w served in the loop of `period` before `now`, each
  * timed with its way home on its stream once its copy landed (the
  * fastest sample of each range, times its visit's launches), over one
- * copy of the longest range they read (*longest) at the best rate a copy
- * reached: how long the link would wait for them each loop in one copy's
- * room (SW_WORTH_ONE_COPY). Launches on several streams overlap, and
- * count as if they did not. HUGE_VAL where a range served in that loop
- * was not timed, or no copy was; and where a range was found faster read
- * in place: such a window may not repay its room, and a smaller one would
+ * copy of the longest range they read at the best rate a copy reached:
+ * how long the link would wait for them each loop in one copy's room
+ * (SW_WORTH_ONE_COPY). Launches on several streams overlap, and count as
+ * if they did not. HUGE_VAL where a range served in that loop was not
+ * timed, or no copy was; and where a range was found faster read in
+ * place: such a window may not repay its room, and a smaller one would
  * lower its own bar (25 x 16 MiB layers alone in 20 MiB segments under
  * 160 MiB: given back, 5852.2 us a step from step 9; kept at one copy,
- * 6438.0; simgpu, 2026-11-30). *most: the longest of those visits over
- * its own range's copy, HUGE_VAL with the share. Lock held. */
-double sw_win_served_share(void *arg, uint64_t now, uint64_t period, uint64_t *longest,
-                           double *most)
+ * 6438.0; simgpu, 2026-11-30). Lock held. */
+sw_served_t sw_win_served_share(void *arg, uint64_t now, uint64_t period)
 {
     const win_t *w = arg;
-    double ms = 0, visit;
-    *longest = 0;
-    *most = HUGE_VAL;
+    sw_served_t s = {.share = HUGE_VAL, .most = HUGE_VAL};
+    double ms = 0, visit, most_ms_per_byte = 0;
+    const unit_t *longest = NULL;
     if (!(w->copy_rate > 0))
-        return HUGE_VAL;
-    double most_ms_per_byte = 0;
+        return s;
     for (int i = 0; i < w->nunits; i++) {
         const unit_t *u = &w->units[i];
         if (u->live && u->cheap)
-            return HUGE_VAL;
+            return s;
         if (!u->live || !u->served_at || u->served_at + period < now)
             continue;
         if (!u->cost.seen[SW_COST_SERVED])
-            return HUGE_VAL;
+            return s;
         visit = (double)u->cost.best[SW_COST_SERVED] * visit_uses(u);
         ms += visit;
         if (visit / (double)u->len > most_ms_per_byte)
             most_ms_per_byte = visit / (double)u->len;
-        *longest = u->len > *longest ? u->len : *longest;
+        if (!longest || u->len > longest->len)
+            longest = u;
     }
-    if (!*longest)
-        return HUGE_VAL;
-    *most = most_ms_per_byte * w->copy_rate;
-    return ms / ((double)*longest / w->copy_rate);
+    if (!longest)
+        return s;
+    const sw_chunk_t *c = sw_table_lookup(w->table, longest->start);
+    s.longest = longest->len;
+    s.grain = c ? c->size : 0;
+    s.most = most_ms_per_byte * w->copy_rate;
+    s.share = ms / ((double)longest->len / w->copy_rate);
+    return s;
 }

@@ -190,12 +190,13 @@ static void fill_room(int dev, uint64_t now, uint64_t period)
 }
 
 /* For size > 0, makes dev's window anew at that size (ranges up to slot;
- * short_launches: sw_window_resize), in place where it can, else gives
- * it back and makes another; for 0, gives it back. The room it leaves is
- * filled at once with the host chunks used next. Its bytes before (0:
- * it could not go); *made: the new window's. Gate held exclusively. */
-static uint64_t refit(int dev, uint64_t size, uint64_t slot, bool short_launches, uint64_t now,
-                      uint64_t period, bool *synced, uint64_t *made)
+ * short_launches and lead: sw_window_resize), in place where it can,
+ * else gives it back and makes another; for 0, gives it back. The room
+ * it leaves is filled at once with the host chunks used next. Its bytes
+ * before (0: it could not go); *made: the new window's. Gate held
+ * exclusively. */
+static uint64_t refit(int dev, uint64_t size, uint64_t slot, bool short_launches, uint64_t lead,
+                      uint64_t now, uint64_t period, bool *synced, uint64_t *made)
 {
     uint64_t bytes = sw_window_size(dev);
     *made = 0;
@@ -206,7 +207,7 @@ static uint64_t refit(int dev, uint64_t size, uint64_t slot, bool short_launches
      * had found faster read in place to time them again. */
     if (size && (*synced || sw_safe_sync() == CUDA_SUCCESS)) {
         *synced = true;
-        *made = sw_window_resize(dev, size, slot, short_launches);
+        *made = sw_window_resize(dev, size, slot, short_launches, lead);
     }
     if (*made || !sw_window_size(dev)) {
         sw_place_count(dev, SW_ON_DEVICE, (int64_t)*made - (int64_t)bytes);
@@ -224,27 +225,35 @@ static uint64_t refit(int dev, uint64_t size, uint64_t slot, bool short_launches
 
 /* Acts on the verdict `why` on dev's window: one bigger than the copies
  * of the longest range it copies it needs (two, or one where its
- * launches are short beside a copy) is made anew at that size, each byte it gives
- * up a weight byte that no longer crosses the link every loop (on the
- * H200, 64 x 32 MiB layers: a 128 MiB window 1.10x the link bound, 64 MiB
+ * launches are short beside a copy, or one and a lead where the lead
+ * outlasts them) is made anew at that size, each byte it gives up a
+ * weight byte that no longer crosses the link every loop (on the H200,
+ * 64 x 32 MiB layers: a 128 MiB window 1.10x the link bound, 64 MiB
  * 1.06x); any other is given back. Gate held exclusively. */
 static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period, bool *synced)
 {
-    uint64_t fits, room, copied, bar, made;
-    uint32_t copies;
-    double share;
-    /* before refit: it may release the window */
-    sw_window_last_loop(dev, &fits, &copies, &room, &share, &copied, &bar);
-    uint64_t slot = why == SW_WINDOW_OVERSIZED ? fits : 0;
-    uint64_t bytes = refit(dev, slot ? room : 0, slot, copies == 1, now, period, synced, &made);
+    uint64_t made;
+    const sw_worth_t j = sw_window_last_loop(dev); /* before refit: it may release the window */
+    uint64_t slot = why == SW_WINDOW_OVERSIZED ? j.fits : 0;
+    uint64_t bytes = refit(dev, slot ? j.room : 0, slot, j.copies == 1 && !j.lead, j.lead, now,
+                           period, synced, &made);
     if (!bytes)
         return;
-    if (made && copies == 1)
+    if (made && j.lead)
+        sw_info("device %d: the streaming window is one copy of the longest range it copies "
+                "and a lead of %llu bytes now, %llu bytes (the longest visit it serves takes "
+                "%.2f of its copy's time: each copy's lead goes while the launch before it "
+                "runs, its rest after, which costs less than a copy more a loop, or than "
+                "waiting for the launches it serves, %.2f of one copy's time): %llu are the "
+                "resident set's",
+                dev, (unsigned long long)j.lead, (unsigned long long)made, j.served_most,
+                j.served_share, (unsigned long long)(bytes - made));
+    else if (made && j.copies == 1)
         sw_info("device %d: the streaming window is one copy of the longest range it copies "
                 "now, %llu bytes (the launches it serves in a loop take %.2f of one copy's "
                 "time, each copy's rest waiting for them costs less than a copy more a loop): "
                 "%llu are the resident set's",
-                dev, (unsigned long long)made, share, (unsigned long long)(bytes - made));
+                dev, (unsigned long long)made, j.served_share, (unsigned long long)(bytes - made));
     else if (made)
         sw_info("device %d: the streaming window is two copies of the longest range it "
                 "copies now, %llu bytes%s: %llu are the resident set's",
@@ -259,7 +268,7 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
         sw_info("device %d: the streaming window copied too little in a loop to repay its "
                 "room (%llu bytes of the %llu it had to, at launch %llu in a loop of %llu; "
                 "resident, its bytes save more): its %llu bytes are the resident set's now",
-                dev, (unsigned long long)copied, (unsigned long long)bar,
+                dev, (unsigned long long)j.per_loop, (unsigned long long)j.bar,
                 (unsigned long long)now, (unsigned long long)period, (unsigned long long)bytes);
     else
         sw_info("device %d: the streaming window %s: its %llu bytes are the resident set's now",
@@ -290,7 +299,7 @@ void sw_capture_prepare(CUstream s)
             bool synced = false;
             uint64_t made, bytes = 0, now = sw_launch_now();
             if (!sw_capturing() && sw_window_here() == dev && sw_window_capture_room(dev, &room))
-                bytes = refit(dev, room, room, false, now, sw_period(now), &synced, &made);
+                bytes = refit(dev, room, room, false, 0, now, sw_period(now), &synced, &made);
             if (bytes && made)
                 sw_info("device %d: a capture's copies go one at a time: the streaming window "
                         "is one range, %llu bytes: %llu are the resident set's",

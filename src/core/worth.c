@@ -9,6 +9,8 @@
  * the clocks and gives the verdict. Pure: no CUDA, no locks (the caller
  * holds its window's).
  */
+#include <math.h>
+
 #include "../sw.h"
 
 void sw_worth_copied(sw_worth_t *j, uint64_t len, bool repays, bool may_repay)
@@ -48,10 +50,7 @@ static double bar_of(const sw_worth_ask_t *q, uint64_t slot)
  * step 4; simgpu, 2026-11-30). */
 static uint64_t two_copies(const sw_worth_ask_t *q, uint64_t slot)
 {
-    uint64_t longest;
-    double most;
-    if (!q->served || (q->served(q->arg, q->now, q->period, &longest, &most),
-                       !(most <= 1.0 - 1.0 / SW_WINDOW_TRIM)))
+    if (!q->served || !(q->served(q->arg, q->now, q->period).most <= 1.0 - 1.0 / SW_WINDOW_TRIM))
         return 2 * slot;
     return sw_policy_window_trim(2 * slot, slot, q->budget, q->granule);
 }
@@ -93,6 +92,7 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
         uint64_t slot = sw_round_up(j->longest, q->align);
         double per_loop = per_loop_of(j, q);
         j->copies = 2;
+        j->lead = 0;
         uint64_t room = slot ? two_copies(q, slot) : 0;
         j->fits = room && room < q->size ? slot : 0;
         j->room = j->fits ? room : 0;
@@ -124,33 +124,70 @@ void sw_worth_moved(sw_worth_t *j)
     j->judged = false;
 }
 
-/* Whether one copy's room is enough: the launches served in the last
- * loop, with their ways home, took less than SW_WORTH_ONE_COPY of the
- * time of one copy of the longest range they read (q->served), in a
- * window on pace to repay its room (one that does not is given back
- * instead: made smaller, its bar falls with it, and it could keep
- * copying what the resident set would hold better). Asked a quarter
- * loop apart from the first whole loop of the period on, not waiting
- * for a loop to be judged: a window made anew costs a
+/* A window of one copy and a lead (sw_worth_t.lead) copies each lead
+ * while the launch before it runs, its rest after: the lead is the
+ * longest visit's share of its copy times this, so that a visit a little
+ * longer than it was timed still ends before the lead is over. 20 x 64
+ * MiB layers at batch 16, a GEMM 0.36 of a copy, under 512 MiB, steps
+ * 7-10, SPILLWAY_PREFETCH_BYTES given (simgpu, 2026-12-01): a lead of
+ * 0.34 of a copy (86 MiB) 16683.3 us a step, the link idling at each
+ * copy's rest; 0.5 (96 MiB) 16500.1; two copies (128 MiB) 17087.9. */
+#define SW_WORTH_LEAD_MARGIN 1.25
+
+/* The lead of a window of one copy of slot bytes: the part of the next
+ * copy its room holds past one, copied while the launch before it runs,
+ * the rest after: the longest visit's share of its own copy (s->most)
+ * times SW_WORTH_LEAD_MARGIN, rounded up to whole chunks (s->grain), as
+ * a part of a chunk saved holds nothing resident. 0 where it would leave
+ * no chunk of a second copy's room to the resident set: a range of one
+ * chunk (20 x 16 MiB layers under 128 MiB, each its own chunk: 20 and
+ * 24 MiB windows 4271.9 us a step, one copy 4167.2; simgpu, 2026-11-30). */
+static uint64_t lead_of(const sw_served_t *s, uint64_t slot)
+{
+    if (!s->grain || !(s->most * SW_WORTH_LEAD_MARGIN < 1.0))
+        return 0;
+    uint64_t part = (uint64_t)(s->most * SW_WORTH_LEAD_MARGIN * (double)slot);
+    uint64_t lead = sw_round_up(part ? part : 1, s->grain);
+    return lead + s->grain <= slot ? lead : 0;
+}
+
+/* Whether fewer than two copies' room is enough, in a window on pace to
+ * repay its room (one that is not is given back instead: made smaller,
+ * its bar falls with it, and it could keep copying what the resident set
+ * would hold better): one copy, each copy's rest waiting for the launches
+ * served from the copy before, which costs a loop their time (s.share;
+ * a second copy's room costs a loop one copy, SW_WORTH_ONE_COPY of it
+ * counted against them); or one copy and a lead (lead_of), which costs a
+ * loop the lead's bytes over the link and waits for nothing; the cheaper,
+ * where it is cheaper than two copies and smaller than the window. Asked
+ * a quarter loop apart from the first whole loop of the period on, not
+ * waiting for a loop to be judged: a window made anew costs a
  * synchronization and a refill of the room it gives up, best paid while
  * the program's steps settle (20 x 64 MiB layers under 512 MiB, made
  * anew when the fifth step's loop was judged: steps 4-6 1.10x slower than
  * with two copies' room, steps 7-10 1.02x faster; simgpu, 2026-11-30). */
-static bool one_copy_enough(sw_worth_t *j, const sw_worth_ask_t *q)
+static bool fewer_copies(sw_worth_t *j, const sw_worth_ask_t *q)
 {
     if (!q->served || q->now - j->period_at < q->period ||
         (j->served_asked && q->now - j->served_asked < q->period / 4) ||
         !sw_worth_on_pace(j, q))
         return false;
     j->served_asked = q->now;
-    uint64_t longest = 0;
-    double most, share = q->served(q->arg, q->now, q->period, &longest, &most);
-    uint64_t slot = sw_round_up(longest, q->align);
-    if (!slot || slot >= q->size || !(share < SW_WORTH_ONE_COPY))
+    const sw_served_t s = q->served(q->arg, q->now, q->period);
+    uint64_t slot = sw_round_up(s.longest, q->align), lead = lead_of(&s, slot);
+    double one = s.share / SW_WORTH_ONE_COPY, led = lead ? (double)lead / (double)slot : HUGE_VAL;
+    if (!slot || !(one < 1.0 || led < 1.0))
         return false;
-    j->fits = j->room = slot;
+    if (one <= led)
+        lead = 0;
+    if (slot + lead >= q->size)
+        return false;
+    j->fits = slot;
+    j->lead = lead;
+    j->room = slot + lead;
     j->copies = 1;
-    j->served_share = share;
+    j->served_share = s.share;
+    j->served_most = s.most;
     return true;
 }
 
@@ -172,7 +209,7 @@ static sw_window_worth_t judge(sw_worth_t *j, const sw_worth_ask_t *q)
     uint64_t at = q->served_at < j->period_at ? j->period_at : q->served_at;
     if (q->now > at && q->now - at > SW_WINDOW_IDLE_LOOPS * q->period)
         return SW_WINDOW_IDLE;
-    if (one_copy_enough(j, q))
+    if (fewer_copies(j, q))
         return SW_WINDOW_OVERSIZED;
     if (unrepaid(j, q))
         return SW_WINDOW_UNREPAID;

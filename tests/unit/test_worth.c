@@ -4,7 +4,8 @@
  * one to repay its room and finds a loop to copy ahead of; judged only in
  * a loop it was counted in, and not while a graph holds its copies; a
  * capture's window keeps one range only where reads in place are slower; and
- * one whose served launches take little time beside a copy is made one copy.
+ * one whose served launches take little time beside a copy is made one
+ * copy, or one and a lead where each launch is shorter than a part of one.
  */
 #include <math.h>
 
@@ -72,18 +73,18 @@ START_TEST(worth_oversized_where_two_of_its_longest_copies_would_do)
 END_TEST
 
 /* What the launches served in the last loop took, over one copy of the
- * longest range they read (8 MiB), and how often it was asked. */
+ * longest range they read (8 MiB, in chunks of grain_said: 0 unknown),
+ * and how often it was asked. */
 static double share_said, most_said;
-static uint64_t longest_said = MiB(8);
+static uint64_t longest_said = MiB(8), grain_said;
 static int served_asked;
 
-static double served(void *arg, uint64_t now, uint64_t period, uint64_t *longest, double *most)
+static sw_served_t served(void *arg, uint64_t now, uint64_t period)
 {
     (void)arg, (void)now, (void)period;
     served_asked++;
-    *longest = longest_said;
-    *most = most_said;
-    return share_said;
+    return (sw_served_t){.share = share_said, .most = most_said, .longest = longest_said,
+                         .grain = grain_said};
 }
 
 static sw_window_worth_t judge_served(sw_worth_t *j, uint64_t now, double share)
@@ -196,6 +197,74 @@ START_TEST(worth_one_copy_where_the_served_launches_are_short_beside_it)
     judge_served(&m, 250, 0.1);
     sw_worth_copied(&m, MiB(8), true, true);
     ck_assert_int_eq(judge_served(&m, 300, 0.1), SW_WINDOW_WORTH);
+}
+END_TEST
+
+/* A window of two 8 MiB copies (16 MiB) whose launches, with their ways
+ * home, take w of their copies' time in a loop (share) and each range's
+ * visit m of its own copy's (most), the ranges in chunks of g: judged
+ * over a whole loop on pace to repay it. */
+static sw_window_worth_t judge_led(sw_worth_t *j, double w, double m, uint64_t g, uint64_t size)
+{
+    *j = (sw_worth_t){0};
+    most_said = m, grain_said = g;
+    sw_worth_ask_t q = ask(200, PERIOD, 199);
+    q.served = served;
+    q.size = size;
+    share_said = w;
+    sw_worth_judge(j, &q);
+    q.now = 250, q.served_at = 249;
+    sw_worth_judge(j, &q);
+    copy_twelve(j);
+    q.now = 300, q.served_at = 299;
+    sw_window_worth_t why = sw_worth_judge(j, &q);
+    most_said = 0, grain_said = 0;
+    return why;
+}
+
+/* Launches too long beside a copy for one copy's room, but each shorter
+ * than a part of it: one copy and a lead of whole chunks, the lead
+ * SW_WORTH_LEAD_MARGIN times the longest visit's share of a copy. */
+START_TEST(worth_one_copy_and_a_lead_where_each_launch_is_shorter_than_a_part_of_a_copy)
+{
+    sw_worth_t j;
+    /* a prefill's GEMMs: 2 copies' time a loop, each 0.3 of its copy */
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.3, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.copies, 1);
+    ck_assert_uint_eq(j.fits, MiB(8));
+    ck_assert_uint_eq(j.lead, MiB(3)); /* 0.3 x 1.25 x 8 MiB, in whole MiB chunks */
+    ck_assert_uint_eq(j.room, MiB(11));
+    ck_assert(j.served_most == 0.3 && j.served_share == 2.0);
+    /* rounded up to whole chunks: 3.2 MiB is four */
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.32, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.lead, MiB(4));
+    /* one chunk a range: no chunk of room saved, two copies stay */
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.3, MiB(8), MiB(16)), SW_WINDOW_WORTH);
+    ck_assert_uint_eq(j.fits, 0);
+    /* chunks unknown, a launch as long as its copy, or untimed: two */
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.3, 0, MiB(16)), SW_WINDOW_WORTH);
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.8, MiB(1), MiB(16)), SW_WINDOW_WORTH);
+    ck_assert_int_eq(judge_led(&j, HUGE_VAL, HUGE_VAL, MiB(1), MiB(16)), SW_WINDOW_WORTH);
+    /* a lead that leaves less than a chunk of the second copy: none */
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.7, MiB(2), MiB(16)), SW_WINDOW_WORTH);
+    /* made so already: kept */
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.3, MiB(1), MiB(11)), SW_WINDOW_WORTH);
+}
+END_TEST
+
+/* Where one copy would do too, the cheaper: launches of 0.5 of a copy a
+ * loop cost more than a lead of an eighth of one (a decode's 64 MiB
+ * layers in 8 MiB chunks); launches of 0.05 less. */
+START_TEST(worth_the_cheaper_of_one_copy_and_one_and_a_lead)
+{
+    sw_worth_t j;
+    ck_assert_int_eq(judge_led(&j, 0.5, 0.04, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.lead, MiB(1));
+    ck_assert_uint_eq(j.room, MiB(9));
+    ck_assert_int_eq(judge_led(&j, 0.05, 0.01, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.lead, 0);
+    ck_assert_uint_eq(j.room, MiB(8));
+    ck_assert_uint_eq(j.copies, 1);
 }
 END_TEST
 
@@ -357,6 +426,8 @@ Suite *worth_suite(void)
     tcase_add_test(tc, worth_oversized_where_two_of_its_longest_copies_would_do);
     tcase_add_test(tc, worth_oversized_where_two_copies_trimmed_to_whole_granules_would_do);
     tcase_add_test(tc, worth_one_copy_where_the_served_launches_are_short_beside_it);
+    tcase_add_test(tc, worth_one_copy_and_a_lead_where_each_launch_is_shorter_than_a_part_of_a_copy);
+    tcase_add_test(tc, worth_the_cheaper_of_one_copy_and_one_and_a_lead);
     tcase_add_test(tc, worth_idle_after_a_loop_serving_nothing);
     tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
     tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
