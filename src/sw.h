@@ -780,9 +780,9 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
  * no window. Can't fail. */
 uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget);
 
-/* The part of a copy by which a window may fall short of two copies and
- * still be taken for a window of two (sw_policy_window_trim). */
+/* A copy's part a window may fall short of two by, still two (sw_policy_window_trim). */
 #define SW_WINDOW_TRIM 8
+#define SW_SERIAL_BYTES (1100ull * 1000) /* spillway's work after a launch (core/policy.c) */
 /* A window of `size` bytes fitted to copies of `slot` bytes, made smaller
  * so that the room it leaves in a budget of `budget` bytes is whole
  * granules of `granule` bytes, where that takes at most an eighth of a

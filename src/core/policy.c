@@ -499,7 +499,6 @@ sw_verdict_t sw_policy_on_touch_learned(const sw_chunk_t *c, uint64_t device_fre
  * idles; at 55 GB/s that is about 1.1 MB of copy lost per streamed
  * extent. A second copy's room costs the resident set one extent, moved
  * once per loop instead. */
-#define SERIAL_BYTES (1100ull * 1000)
 
 uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
 {
@@ -513,10 +512,10 @@ uint64_t sw_policy_window_fit(uint64_t want, uint64_t extent, uint64_t budget)
     /* Where want holds one copy, a second is worth its room when the
      * loop streams more extents than one extent's worth of those losses:
      * taking a model up to twice its budget, about budget / extent of
-     * them, so when extent^2 < SERIAL_BYTES * budget. Never past half
+     * them, so when extent^2 < SW_SERIAL_BYTES * budget. Never past half
      * the budget. */
     if (n == 1 && extent <= budget / 4 &&
-        (double)extent * (double)extent < (double)SERIAL_BYTES * (double)budget)
+        (double)extent * (double)extent < (double)SW_SERIAL_BYTES * (double)budget)
         n = 2;
     return (n > 2 ? 2 : n) * extent;
 }

@@ -36,6 +36,37 @@ static double bar_of(const sw_worth_ask_t *q, uint64_t slot)
     return q->repaid(q->arg) * (double)(slot && 2 * slot < q->size ? 2 * slot : q->size);
 }
 
+/* A window of one copy and a lead (sw_worth_t.lead) copies each lead
+ * while the launch before it runs, its rest after: the lead is the
+ * longest visit's share of its copy times this, so that a visit a little
+ * longer than it was timed still ends before the lead is over. 20 x 64
+ * MiB layers at batch 16, a GEMM 0.36 of a copy, under 512 MiB, steps
+ * 7-10, SPILLWAY_PREFETCH_BYTES given (simgpu, 2026-12-01): a lead of
+ * 0.34 of a copy (86 MiB) 16683.3 us a step, the link idling at each
+ * copy's rest; 0.5 (96 MiB) 16500.1; two copies (128 MiB) 17087.9. */
+#define SW_WORTH_LEAD_MARGIN 1.25
+
+/* The lead of a window of one copy of slot bytes: the part of the next
+ * copy its room holds past one, copied while the launch before it runs
+ * and spillway's own work after it (SW_SERIAL_BYTES), the rest after:
+ * the longest visit's share of its own copy (s->most) and that work,
+ * times SW_WORTH_LEAD_MARGIN, rounded up to whole chunks (s->grain), as
+ * a part of a chunk saved holds nothing resident. 0 where it would leave
+ * no chunk of a second copy's room to the resident set: a range of one
+ * chunk (20 x 16 MiB layers under 128 MiB, each its own chunk: 20 and
+ * 24 MiB windows 4271.9 us a step, one copy 4167.2; simgpu, 2026-11-30). */
+static uint64_t lead_of(const sw_served_t *s, uint64_t slot)
+{
+    if (!s->grain || !(s->most * SW_WORTH_LEAD_MARGIN < 1.0))
+        return 0;
+    /* 24 x 5.06 MiB decode layers in 2 MiB chunks under 48 MiB, launches
+     * 0.11 of a copy: a 2 MiB lead, covering the launch alone, 1669.9 us
+     * a step against 1623.7 in two copies less a trim (simgpu, 2026-12-01). */
+    double part = (s->most * (double)slot + (double)SW_SERIAL_BYTES) * SW_WORTH_LEAD_MARGIN;
+    uint64_t lead = sw_round_up((uint64_t)part, s->grain);
+    return lead + s->grain <= slot ? lead : 0;
+}
+
 /* The room of two copies of slot bytes, trimmed so that the budget's
  * rest is whole granules (sw_policy_window_trim), where each range's
  * launches were timed shorter than the part of its copy before a trim's
@@ -53,6 +84,27 @@ static uint64_t two_copies(const sw_worth_ask_t *q, uint64_t slot)
     if (!q->served || !(q->served(q->arg, q->now, q->period).most <= 1.0 - 1.0 / SW_WINDOW_TRIM))
         return 2 * slot;
     return sw_policy_window_trim(2 * slot, slot, q->budget, q->granule);
+}
+
+/* One copy and a lead where that takes less room than two copies (room),
+ * decided in the loop judged that would trim them: made anew once, not
+ * trimmed and then led (fewer_copies) a loop later, each costing a
+ * synchronization and a refill (24 x 5.06 MiB decode layers in 2 MiB
+ * chunks under 48 MiB, two streams: step 4 1875.5 us, the steps after
+ * 1588.5-1598.8 against 1619.3 trimmed; simgpu, 2026-12-01). */
+static void lead_instead(sw_worth_t *j, const sw_worth_ask_t *q, uint64_t slot, uint64_t *room)
+{
+    if (!q->served)
+        return;
+    const sw_served_t s = q->served(q->arg, q->now, q->period);
+    uint64_t lead = lead_of(&s, slot);
+    if (!lead || slot + lead >= *room)
+        return;
+    *room = slot + lead;
+    j->copies = 1;
+    j->lead = lead;
+    j->served_share = s.share;
+    j->served_most = s.most;
 }
 
 /*
@@ -94,6 +146,8 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
         j->copies = 2;
         j->lead = 0;
         uint64_t room = slot ? two_copies(q, slot) : 0;
+        if (room)
+            lead_instead(j, q, slot, &room);
         j->fits = room && room < q->size ? slot : 0;
         j->room = j->fits ? room : 0;
         double bar = bar_of(q, slot);
@@ -122,33 +176,6 @@ void sw_worth_moved(sw_worth_t *j)
 {
     j->loop_at = 0;
     j->judged = false;
-}
-
-/* A window of one copy and a lead (sw_worth_t.lead) copies each lead
- * while the launch before it runs, its rest after: the lead is the
- * longest visit's share of its copy times this, so that a visit a little
- * longer than it was timed still ends before the lead is over. 20 x 64
- * MiB layers at batch 16, a GEMM 0.36 of a copy, under 512 MiB, steps
- * 7-10, SPILLWAY_PREFETCH_BYTES given (simgpu, 2026-12-01): a lead of
- * 0.34 of a copy (86 MiB) 16683.3 us a step, the link idling at each
- * copy's rest; 0.5 (96 MiB) 16500.1; two copies (128 MiB) 17087.9. */
-#define SW_WORTH_LEAD_MARGIN 1.25
-
-/* The lead of a window of one copy of slot bytes: the part of the next
- * copy its room holds past one, copied while the launch before it runs,
- * the rest after: the longest visit's share of its own copy (s->most)
- * times SW_WORTH_LEAD_MARGIN, rounded up to whole chunks (s->grain), as
- * a part of a chunk saved holds nothing resident. 0 where it would leave
- * no chunk of a second copy's room to the resident set: a range of one
- * chunk (20 x 16 MiB layers under 128 MiB, each its own chunk: 20 and
- * 24 MiB windows 4271.9 us a step, one copy 4167.2; simgpu, 2026-11-30). */
-static uint64_t lead_of(const sw_served_t *s, uint64_t slot)
-{
-    if (!s->grain || !(s->most * SW_WORTH_LEAD_MARGIN < 1.0))
-        return 0;
-    uint64_t part = (uint64_t)(s->most * SW_WORTH_LEAD_MARGIN * (double)slot);
-    uint64_t lead = sw_round_up(part ? part : 1, s->grain);
-    return lead + s->grain <= slot ? lead : 0;
 }
 
 /* Whether fewer than two copies' room is enough, in a window on pace to

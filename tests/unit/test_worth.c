@@ -224,7 +224,8 @@ static sw_window_worth_t judge_led(sw_worth_t *j, double w, double m, uint64_t g
 
 /* Launches too long beside a copy for one copy's room, but each shorter
  * than a part of it: one copy and a lead of whole chunks, the lead
- * SW_WORTH_LEAD_MARGIN times the longest visit's share of a copy. */
+ * SW_WORTH_LEAD_MARGIN times the longest visit's part of a copy and
+ * spillway's work after it (SW_SERIAL_BYTES). */
 START_TEST(worth_one_copy_and_a_lead_where_each_launch_is_shorter_than_a_part_of_a_copy)
 {
     sw_worth_t j;
@@ -232,12 +233,13 @@ START_TEST(worth_one_copy_and_a_lead_where_each_launch_is_shorter_than_a_part_of
     ck_assert_int_eq(judge_led(&j, 2.0, 0.3, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.copies, 1);
     ck_assert_uint_eq(j.fits, MiB(8));
-    ck_assert_uint_eq(j.lead, MiB(3)); /* 0.3 x 1.25 x 8 MiB, in whole MiB chunks */
-    ck_assert_uint_eq(j.room, MiB(11));
+    /* (0.3 x 8 MiB + SW_SERIAL_BYTES) x 1.25: 4.3 MiB, in whole MiB chunks */
+    ck_assert_uint_eq(j.lead, MiB(5));
+    ck_assert_uint_eq(j.room, MiB(13));
     ck_assert(j.served_most == 0.3 && j.served_share == 2.0);
-    /* rounded up to whole chunks: 3.2 MiB is four */
-    ck_assert_int_eq(judge_led(&j, 2.0, 0.32, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
-    ck_assert_uint_eq(j.lead, MiB(4));
+    /* rounded up to whole chunks: 5.3 MiB is six */
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.4, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.lead, MiB(6));
     /* one chunk a range: no chunk of room saved, two copies stay */
     ck_assert_int_eq(judge_led(&j, 2.0, 0.3, MiB(8), MiB(16)), SW_WINDOW_WORTH);
     ck_assert_uint_eq(j.fits, 0);
@@ -248,19 +250,46 @@ START_TEST(worth_one_copy_and_a_lead_where_each_launch_is_shorter_than_a_part_of
     /* a lead that leaves less than a chunk of the second copy: none */
     ck_assert_int_eq(judge_led(&j, 2.0, 0.7, MiB(2), MiB(16)), SW_WINDOW_WORTH);
     /* made so already: kept */
-    ck_assert_int_eq(judge_led(&j, 2.0, 0.3, MiB(1), MiB(11)), SW_WINDOW_WORTH);
+    ck_assert_int_eq(judge_led(&j, 2.0, 0.3, MiB(1), MiB(13)), SW_WINDOW_WORTH);
+}
+END_TEST
+
+/* The loop judged that would trim two copies to whole granules makes
+ * one copy and a lead instead, where that is smaller: 3.0625 MiB ranges
+ * in 1 MiB chunks, launches 0.05 of a copy, a lead of 2 MiB. */
+START_TEST(worth_a_lead_instead_of_a_trim_where_smaller)
+{
+    const uint64_t copy = MiB(3) + MiB(1) / 16;
+    sw_worth_t j = {0};
+    sw_worth_ask_t q = ask(200, PERIOD, 190);
+    q.served = served;
+    share_said = 0.8, most_said = 0.05, grain_said = MiB(1);
+    q.size = 2 * copy;
+    q.budget = MiB(34);
+    q.granule = MiB(2);
+    sw_worth_judge(&j, &q);
+    q.now = 210, q.served_at = 205;
+    sw_worth_judge(&j, &q);
+    for (int i = 0; i < 24; i++)
+        sw_worth_copied(&j, copy, true, true);
+    q.now = 310, q.served_at = 305;
+    sw_window_worth_t why = sw_worth_judge(&j, &q);
+    most_said = 0, grain_said = 0;
+    ck_assert_int_eq(why, SW_WINDOW_OVERSIZED);
+    ck_assert_uint_eq(j.copies, 1);
+    ck_assert_uint_eq(j.lead, MiB(2));
+    ck_assert_uint_eq(j.room, copy + MiB(2));
 }
 END_TEST
 
 /* Where one copy would do too, the cheaper: launches of 0.5 of a copy a
- * loop cost more than a lead of an eighth of one (a decode's 64 MiB
- * layers in 8 MiB chunks); launches of 0.05 less. */
+ * loop cost more than a lead of a quarter of one; launches of 0.05 less. */
 START_TEST(worth_the_cheaper_of_one_copy_and_one_and_a_lead)
 {
     sw_worth_t j;
     ck_assert_int_eq(judge_led(&j, 0.5, 0.04, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
-    ck_assert_uint_eq(j.lead, MiB(1));
-    ck_assert_uint_eq(j.room, MiB(9));
+    ck_assert_uint_eq(j.lead, MiB(2));
+    ck_assert_uint_eq(j.room, MiB(10));
     ck_assert_int_eq(judge_led(&j, 0.05, 0.01, MiB(1), MiB(16)), SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.lead, 0);
     ck_assert_uint_eq(j.room, MiB(8));
@@ -428,6 +457,7 @@ Suite *worth_suite(void)
     tcase_add_test(tc, worth_one_copy_where_the_served_launches_are_short_beside_it);
     tcase_add_test(tc, worth_one_copy_and_a_lead_where_each_launch_is_shorter_than_a_part_of_a_copy);
     tcase_add_test(tc, worth_the_cheaper_of_one_copy_and_one_and_a_lead);
+    tcase_add_test(tc, worth_a_lead_instead_of_a_trim_where_smaller);
     tcase_add_test(tc, worth_idle_after_a_loop_serving_nothing);
     tcase_add_test(tc, worth_not_judged_while_a_graph_holds_copies);
     tcase_add_test(tc, worth_loopless_after_four_guessed_loops);
