@@ -102,6 +102,26 @@ static void copy_twelve(sw_worth_t *j)
         sw_worth_copied(j, MiB(8), true, true);
 }
 
+/* A window of two copies of `copy` bytes beside a 34 MiB budget in 2 MiB
+ * granules, its launches 0.8 of a copy a loop: judged (*q) over a whole
+ * loop copying 24 of them. */
+static sw_window_worth_t judge_beside_34(sw_worth_t *j, sw_worth_ask_t *q, uint64_t copy)
+{
+    *q = ask(200, PERIOD, 190);
+    q->served = served;
+    share_said = 0.8;
+    q->size = 2 * copy;
+    q->budget = MiB(34);
+    q->granule = MiB(2);
+    sw_worth_judge(j, q);
+    q->now = 210, q->served_at = 205;
+    sw_worth_judge(j, q);
+    for (int i = 0; i < 24; i++)
+        sw_worth_copied(j, copy, true, true);
+    q->now = 310, q->served_at = 305;
+    return sw_worth_judge(j, q);
+}
+
 /* A window of two 3.0625 MiB copies beside a 34 MiB budget leaves 13
  * granules of 2 MiB and 1.875 MiB that residency cannot use: once a loop
  * is judged, it is oversized, to be made two copies trimmed (6 MiB). */
@@ -109,19 +129,9 @@ START_TEST(worth_oversized_where_two_copies_trimmed_to_whole_granules_would_do)
 {
     const uint64_t copy = MiB(3) + MiB(1) / 16;
     sw_worth_t j = {0};
-    sw_worth_ask_t q = ask(200, PERIOD, 190);
-    q.served = served;
-    share_said = 0.8, most_said = 0.05; /* each layer's launches short beside its copy */
-    q.size = 2 * copy;
-    q.budget = MiB(34);
-    q.granule = MiB(2);
-    sw_worth_judge(&j, &q);
-    q.now = 210, q.served_at = 205;
-    sw_worth_judge(&j, &q);
-    for (int i = 0; i < 24; i++)
-        sw_worth_copied(&j, copy, true, true);
-    q.now = 310, q.served_at = 305;
-    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_OVERSIZED);
+    sw_worth_ask_t q;
+    most_said = 0.05; /* each layer's launches short beside its copy */
+    ck_assert_int_eq(judge_beside_34(&j, &q, copy), SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.fits, copy);
     ck_assert_uint_eq(j.copies, 2);
     ck_assert_uint_eq(j.room, MiB(6));
@@ -261,19 +271,9 @@ START_TEST(worth_a_lead_instead_of_a_trim_where_smaller)
 {
     const uint64_t copy = MiB(3) + MiB(1) / 16;
     sw_worth_t j = {0};
-    sw_worth_ask_t q = ask(200, PERIOD, 190);
-    q.served = served;
-    share_said = 0.8, most_said = 0.05, grain_said = MiB(1);
-    q.size = 2 * copy;
-    q.budget = MiB(34);
-    q.granule = MiB(2);
-    sw_worth_judge(&j, &q);
-    q.now = 210, q.served_at = 205;
-    sw_worth_judge(&j, &q);
-    for (int i = 0; i < 24; i++)
-        sw_worth_copied(&j, copy, true, true);
-    q.now = 310, q.served_at = 305;
-    sw_window_worth_t why = sw_worth_judge(&j, &q);
+    sw_worth_ask_t q;
+    most_said = 0.05, grain_said = MiB(1);
+    sw_window_worth_t why = judge_beside_34(&j, &q, copy);
     most_said = 0, grain_said = 0;
     ck_assert_int_eq(why, SW_WINDOW_OVERSIZED);
     ck_assert_uint_eq(j.copies, 1);
