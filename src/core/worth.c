@@ -59,9 +59,9 @@ static uint64_t lead_of(const sw_served_t *s, uint64_t slot)
 {
     if (!s->grain || !(s->most * SW_WORTH_LEAD_MARGIN < 1.0))
         return 0;
-    /* 24 x 5.06 MiB decode layers in 2 MiB chunks under 48 MiB, launches
-     * 0.11 of a copy: a 2 MiB lead, covering the launch alone, 1669.9 us
-     * a step against 1623.7 in two copies less a trim (simgpu, 2026-12-01). */
+    /* The rest waits for the launch's stream, which runs spillway's own
+     * kernels after it (about 20 us on simgpu, core/policy.c): the
+     * served time (s->most) holds the way home, not those. */
     double part = (s->most * (double)slot + (double)SW_SERIAL_BYTES) * SW_WORTH_LEAD_MARGIN;
     uint64_t lead = sw_round_up((uint64_t)part, s->grain);
     return lead + s->grain <= slot ? lead : 0;
