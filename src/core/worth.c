@@ -59,9 +59,10 @@ static uint64_t lead_of(const sw_served_t *s, uint64_t slot)
 {
     if (!s->grain || !(s->most * SW_WORTH_LEAD_MARGIN < 1.0))
         return 0;
-    /* The rest waits for the launch's stream, which runs spillway's own
-     * kernels after it (about 20 us on simgpu, core/policy.c): the
-     * served time (s->most) holds the way home, not those. */
+    /* Beside the served samples, SW_SERIAL_BYTES: core/policy.c's
+     * estimate of the link a copy waiting for a launch loses besides
+     * that launch (the event's wait, spillway's work after it). Not
+     * measured apart here: it leaves the bench's leads as they were. */
     double part = (s->most * (double)slot + (double)SW_SERIAL_BYTES) * SW_WORTH_LEAD_MARGIN;
     uint64_t lead = sw_round_up((uint64_t)part, s->grain);
     return lead + s->grain <= slot ? lead : 0;
