@@ -191,11 +191,12 @@ CUresult sw_win_evict(win_t *w, entry_t *e)
  * device speed, and a lead of them would leave the link idle through the
  * launch before (20 x 64 MiB layers under 512 MiB, one made half
  * resident: 16942.6 us a step against 16499.8 where a window of 96 MiB
- * given put its host half in the lead; simgpu, 2026-12-01). So placed, it overlaps the copy before
- * whole and waits for its launch once, and every copy after it takes the
- * other turn: in a loop of an even number of copies, for good; in one of
- * an odd number, whose turns alternate, the lead falls right every other
- * loop, and it is never asked twice in a row. */
+ * given put its host half in the lead; simgpu, 2026-12-01). So placed,
+ * it overlaps the copy before whole and waits for its launch once, and
+ * every copy after it takes the other turn: in a loop of an even number
+ * of copies, for good; in one of an odd number, whose turns alternate,
+ * the lead falls right every other loop, and it is never asked twice in
+ * a row. */
 static uint64_t place(win_t *w, unit_t *u)
 {
     uint64_t len = u->len;

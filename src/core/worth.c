@@ -80,11 +80,21 @@ static uint64_t lead_of(const sw_served_t *s, uint64_t slot)
  * for nothing (28 layers of 3.06 MiB under 34 MiB, trimmed when made: 17
  * and 10 MiB more over the link in steps 1 and 2, 2 MiB less a step from
  * step 4; simgpu, 2026-11-30). */
-static uint64_t two_copies(const sw_worth_ask_t *q, uint64_t slot)
+static uint64_t two_copies(const sw_worth_ask_t *q, const sw_served_t *s, uint64_t slot)
 {
-    if (!q->served || !(q->served(q->arg, q->now, q->period).most <= 1.0 - 1.0 / SW_WINDOW_TRIM))
+    if (!(s->most <= 1.0 - 1.0 / SW_WINDOW_TRIM))
         return 2 * slot;
     return sw_policy_window_trim(2 * slot, slot, q->budget, q->granule);
+}
+
+/* Notes that the window is to be one copy and `lead` bytes (0: none),
+ * for what it served (s). */
+static void one_copy(sw_worth_t *j, const sw_served_t *s, uint64_t lead)
+{
+    j->copies = 1;
+    j->lead = lead;
+    j->served_share = s->share;
+    j->served_most = s->most;
 }
 
 /* One copy and a lead where that takes less room than two copies (room),
@@ -93,19 +103,13 @@ static uint64_t two_copies(const sw_worth_ask_t *q, uint64_t slot)
  * synchronization and a refill (24 x 5.06 MiB decode layers in 2 MiB
  * chunks under 48 MiB, two streams: step 4 1875.5 us, the steps after
  * 1588.5-1598.8 against 1619.3 trimmed; simgpu, 2026-12-01). */
-static void lead_instead(sw_worth_t *j, const sw_worth_ask_t *q, uint64_t slot, uint64_t *room)
+static void lead_instead(sw_worth_t *j, const sw_served_t *s, uint64_t slot, uint64_t *room)
 {
-    if (!q->served)
-        return;
-    const sw_served_t s = q->served(q->arg, q->now, q->period);
-    uint64_t lead = lead_of(&s, slot);
+    uint64_t lead = lead_of(s, slot);
     if (!lead || slot + lead >= *room)
         return;
     *room = slot + lead;
-    j->copies = 1;
-    j->lead = lead;
-    j->served_share = s.share;
-    j->served_most = s.most;
+    one_copy(j, s, lead);
 }
 
 /*
@@ -146,9 +150,12 @@ static bool unrepaid(sw_worth_t *j, const sw_worth_ask_t *q)
         double per_loop = per_loop_of(j, q);
         j->copies = 2;
         j->lead = 0;
-        uint64_t room = slot ? two_copies(q, slot) : 0;
+        /* Asked once for both: it walks every range. */
+        const sw_served_t s = q->served ? q->served(q->arg, q->now, q->period)
+                                        : (sw_served_t){.share = HUGE_VAL, .most = HUGE_VAL};
+        uint64_t room = slot ? two_copies(q, &s, slot) : 0;
         if (room)
-            lead_instead(j, q, slot, &room);
+            lead_instead(j, &s, slot, &room);
         j->fits = room && room < q->size ? slot : 0;
         j->room = j->fits ? room : 0;
         double bar = bar_of(q, slot);
@@ -211,11 +218,8 @@ static bool fewer_copies(sw_worth_t *j, const sw_worth_ask_t *q)
     if (slot + lead >= q->size)
         return false;
     j->fits = slot;
-    j->lead = lead;
     j->room = slot + lead;
-    j->copies = 1;
-    j->served_share = s.share;
-    j->served_most = s.most;
+    one_copy(j, &s, lead);
     return true;
 }
 
