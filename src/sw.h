@@ -203,11 +203,11 @@ typedef struct sw_alloc {
      * distinct, inside [va, va + size). */
     uint64_t *bounds;
     uint32_t nbounds, capbounds;
-    uint64_t spacing;           /* the longest distance between two starts in
-                                 * a row (0 with fewer than two), kept by
-                                 * sw_segment_note: policy weighs it per chunk
-                                 * compared, where a walk over thousands of
-                                 * starts would be paid each time */
+    uint64_t spacing;           /* the longest distance between two starts in a row (0
+                                 * with fewer than two), kept by sw_segment_note: policy
+                                 * weighs it per chunk, where a walk would cost each time */
+    uint64_t read_span;         /* at most how far from va a visit reads, as timed read
+                                 * in place (window_cost.c); 0 unknown. Relaxed atomic */
     /* Runs of chunks stamped together (core/learn.c): disjoint, each at
      * least two chunks long. */
     sw_run_t runs[SW_RUNS];
@@ -418,17 +418,16 @@ bool sw_cost_in_place(const sw_cost_t *c, uint64_t bytes, double rate, uint32_t 
  * it, by the link rates alone: about 48 GB/s (50, less the link idle
  * through each kernel's fixed cost) against a copy's 55. */
 #define SW_COST_LINK_RATIO 1.15
-/* A window repays its room when a loop copies at least this many times its
- * size into it, where its ranges read in place take SW_COST_LINK_RATIO as
- * long as copied. Given back, its room keeps as many bytes resident, so
- * that many fewer cross the link each loop; kept, each byte it copies
- * saves the difference between the two rates: by those alone it pays from
- * about 7 times its size, measured from about 5. On simgpu (2026-11-27,
- * against (model - budget) / 55 GB/s): 16 x 4 MiB layers on two streams
- * under 26 MiB, odd ones in 8 MiB segments (some read in place), a window
- * of 8 MiB copying 4.5 times its size a loop: 1.44x, given back 1.21x; 24
- * x 4 MiB on a 64 MiB GPU, 5.5 to 7 times: 1.39x, given back 1.43x; the
- * bench's decode, 7 times: 1.15x, 1.20x in place. */
+/* A window repays its room when a loop copies at least this many times its size into
+ * it, where its ranges read in place take SW_COST_LINK_RATIO as long as copied. Given
+ * back, its room keeps as many bytes resident, so that many fewer cross the link each
+ * loop; kept, each byte it copies saves the difference between the two rates: by those
+ * alone it pays from about 7 times its size, measured from about 5. On simgpu
+ * (2026-11-27, against (model - budget) / 55 GB/s): 16 x 4 MiB layers on two streams
+ * under 26 MiB, odd ones in 8 MiB segments (some read in place), a window of 8 MiB
+ * copying 4.5 times its size a loop: 1.44x, given back 1.21x; 24 x 4 MiB on a 64 MiB
+ * GPU, 5.5 to 7 times: 1.39x, given back 1.43x; the bench's decode, 7 times: 1.15x, 1.20x
+ * in place. */
 #define SW_COST_REPAID 5
 /* Ranges that must be timed both ways before their median moves the bar. */
 #define SW_COST_REPAID_RANGES 3
@@ -484,15 +483,15 @@ typedef struct {
     uint64_t loop_at;     /* the launch the loop being counted began at; 0 not yet */
     bool unpaid;          /* the loop before copied too little */
     bool judged;          /* a whole loop was judged in this period */
-    uint64_t fits;        /* the loop before's longest copy rounded up to the
-                           * slot alignment, where `room` is less than the
-                           * window; else 0 */
+    uint64_t fits;        /* the loop before's longest copy rounded up to the slot
+                           * alignment, where `room` is less than the window; else 0 */
     uint32_t copies;      /* the copies' room it needs: 1 or 2 */
     uint64_t lead;        /* where copies is 1: the bytes of the next copy its room holds, 0 none */
     uint64_t room;        /* that room: `copies` of `fits` and the lead, where
                            * two less a trim (sw_policy_window_trim); 0 with fits */
     double served_share, served_most; /* where copies is 1: sw_served_t's */
-    uint64_t served_asked; /* the launch that was last asked at; 0 none */
+    uint64_t served_asked, copyable_asked; /* the launches they were last asked at; 0 none */
+    bool hopeless;        /* unpaid: what it may copy a loop (per_loop) is below bar */
     uint64_t per_loop;    /* the last loop judged: the bytes it copied that
                            * count, scaled to one loop ... */
     uint64_t bar;         /* ... and the bytes they had to reach */
@@ -524,21 +523,22 @@ typedef struct {
     double (*repaid)(void *arg);
     /* What it served in the loop of `period` before `now`; NULL: not asked. */
     sw_served_t (*served)(void *arg, uint64_t now, uint64_t period);
+    /* The most it may copy in that loop: the ranges it knows with bytes on the host,
+     * not found faster read in place, each as often as visited; NULL: not asked. */
+    uint64_t (*copyable)(void *arg, uint64_t now, uint64_t period);
     void *arg;
 } sw_worth_ask_t;
 
-/* A window needs room for a second copy only where the launches it serves
- * in a loop, with their ways home, take at least this share of one copy's
- * time. In one copy's room each copy waits for the launches reading the
- * copy before it (its rest does, window_copy.c), so a loop pays their
- * time once more; with two, it pays one copy more each loop, the room a
- * resident range would hold. On simgpu, 2026-11-30 (steps 4-7): 20 x 16
- * MiB layers on two streams under 128 MiB, the launches 0.60 of a copy,
- * 4277.1 us a step with two copies' room, 4171.8 made one copy in step
- * 3; 64 MiB layers under 512 MiB, 17095.4 and 16511.4; 4 MiB layers
- * under 32 MiB, whose launches take about a copy's time (3.4 us of
- * kernel and 3.4 of way home beside a 76 us copy, 13 a step), 1072.4
- * with two and 1093.2 given one. */
+/* A window needs room for a second copy only where the launches it serves in a loop, with
+ * their ways home, take at least this share of one copy's time. In one copy's room each
+ * copy waits for the launches reading the copy before it (its rest does, window_copy.c),
+ * so a loop pays their time once more; with two, it pays one copy more each loop, the room
+ * a resident range would hold. On simgpu, 2026-11-30 (steps 4-7): 20 x 16 MiB layers on
+ * two streams under 128 MiB, the launches 0.60 of a copy, 4277.1 us a step with two
+ * copies' room, 4171.8 made one copy in step 3; 64 MiB layers under 512 MiB, 17095.4 and
+ * 16511.4; 4 MiB layers under 32 MiB, whose launches take about a copy's time (3.4 us of
+ * kernel and 3.4 of way home beside a 76 us copy, 13 a step), 1072.4 with two and 1093.2
+ * given one. */
 #define SW_WORTH_ONE_COPY 0.75
 
 /* Counts a copy of len bytes into the window; toward repaying its room

@@ -342,6 +342,7 @@ static sw_worth_ask_t ask(win_t *w, uint64_t now, uint64_t period, uint64_t gues
         .graphs = w->graphs,
         .repaid = sw_win_repaid,
         .served = sw_win_served_share,
+        .copyable = sw_win_copyable,
         .arg = w,
     };
 }

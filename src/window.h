@@ -199,6 +199,7 @@ static inline bool sw_win_holds_two(const win_t *w, uint64_t len)
 bool sw_win_cheaper_in_place(const win_t *w, unit_t *u);
 double sw_win_repaid(void *arg);
 sw_served_t sw_win_served_share(void *arg, uint64_t now, uint64_t period);
+uint64_t sw_win_copyable(void *arg, uint64_t now, uint64_t period);
 
 /* ---- window_copy.c: the ranges, their copies, the chain, the way home ---- */
 void sw_win_drop_entry(win_t *w, entry_t *e);

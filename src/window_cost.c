@@ -61,6 +61,26 @@ void sw_win_session_end(unit_t *u)
     u->session = 0;
 }
 
+/* Tells residency at most how far from its start a visit of u reads
+ * (core/policy.c, sure_data), where u is an allocation timed read in
+ * place while wholly on the host: a kernel reads host memory no faster
+ * than the best copy moved it (SW_COST_LINK_RATIO), so in that time it
+ * read no more than that copy's rate moves. Its bytes past that are
+ * slack to residency: a 16 MiB layer alone in a 20 MiB segment, read in
+ * place in 337.5 us where the segment's copy takes 381.3, kept its 4 MiB
+ * tail resident beside it, eight layers in 160 MiB where ten fit. */
+static void note_read_span(const win_t *w, const unit_t *u)
+{
+    if (!u->cost.seen[SW_COST_PLACE] || u->place_linked != u->len || !(w->copy_rate > 0))
+        return;
+    sw_chunk_t *c = sw_table_lookup(w->table, u->start);
+    if (!c || c->alloc->va != u->start || c->alloc->size != u->len)
+        return;
+    double span = u->cost.best[SW_COST_PLACE] * w->copy_rate;
+    __atomic_store_n(&c->alloc->read_span, span < (double)u->len ? (uint64_t)span : u->len,
+                     __ATOMIC_RELAXED);
+}
+
 void sw_win_timed(uint64_t tag, float ms, void *arg)
 {
     win_t *w = arg;
@@ -74,6 +94,7 @@ void sw_win_timed(uint64_t tag, float ms, void *arg)
             ms = ms * 255.0f / (float)(tag >> TAG_SHARE);
         sw_cost_note(&u->cost, SW_COST_COPY, ms);
         sw_cost_rate_note(&w->copy_rate, u->linked, ms);
+        note_read_span(w, u);
         return;
     }
     if (k == SW_COST_HOME || k == SW_COST_SERVED) {
@@ -88,6 +109,7 @@ void sw_win_timed(uint64_t tag, float ms, void *arg)
     else
         u->broken = true;
     sw_win_session_end(u);
+    note_read_span(w, u);
 }
 
 /* Times this launch of ui, read in place on s, as part of the visit being
@@ -220,6 +242,28 @@ double sw_win_repaid(void *arg)
         w->said_repaid = true;
     }
     return times;
+}
+
+/* The most w may copy in the loop of `period` before `now`
+ * (sw_worth_ask_t.copyable): the bytes of each live range with any on
+ * the host (a copy counts whole, sw_worth_copied, where part of it is
+ * resident) not found faster read in place, times its visits begun in
+ * that loop (at least one, as one not yet visited may be). Lock held. */
+uint64_t sw_win_copyable(void *arg, uint64_t now, uint64_t period)
+{
+    const win_t *w = arg;
+    uint64_t bytes = 0;
+    for (int i = 0; i < w->nunits; i++) {
+        const unit_t *u = &w->units[i];
+        if (!u->live || u->cheap)
+            continue;
+        uint64_t visits = 0;
+        for (int k = 0; k < RECALL && u->used[k] && u->used[k] + period > now; k++)
+            visits++;
+        if (sw_win_host_bytes(w, u->start, u->len))
+            bytes += u->len * (visits ? visits : 1);
+    }
+    return bytes;
 }
 
 /* The launches w served in the loop of `period` before `now`, each

@@ -262,6 +262,13 @@ static void answer(int dev, sw_window_worth_t why, uint64_t now, uint64_t period
                                   "whole granules)"
                                 : "",
                 (unsigned long long)(bytes - made));
+    else if (why == SW_WINDOW_UNREPAID && j.hopeless)
+        sw_info("device %d: the ranges the streaming window may copy, those not faster read "
+                "in place, add up to %llu bytes a loop, less than the %llu that would repay "
+                "its room (at launch %llu in a loop of %llu): its %llu bytes are the resident "
+                "set's now",
+                dev, (unsigned long long)j.per_loop, (unsigned long long)j.bar,
+                (unsigned long long)now, (unsigned long long)period, (unsigned long long)bytes);
     else if (why == SW_WINDOW_UNREPAID)
         /* The numbers say which side moved where the same program keeps
          * its window on one run and not another (the H200, 2026-11-30). */

@@ -347,15 +347,27 @@ static bool tensor_sized(const sw_alloc_t *a)
            sw_chunk_data(&a->chunks[a->nchunks - 1]) < a->chunks[a->nchunks - 1].size;
 }
 
+/* How far a's one tensor reads, as timed (sw_alloc_t's read_span), where
+ * the one start learned is a's own; 0 otherwise. */
+static uint64_t timed_span(const sw_alloc_t *a)
+{
+    if (a->nbounds != 1 || a->bounds[0] != a->va)
+        return 0;
+    return __atomic_load_n(&a->read_span, __ATOMIC_RELAXED);
+}
+
 static void find_longest(sw_alloc_t *a, void *arg)
 {
     uint64_t *longest = arg, n = tensor_sized(a) ? a->size : a->spacing;
+    if (timed_span(a) > n)
+        n = timed_span(a);
     if (n > *longest)
         *longest = n;
 }
 
-/* The longest tensor the table shows: an allocation sized like one, or
- * the distance between two starts learned in a row. 0: none shown. */
+/* The longest tensor the table shows: an allocation sized like one, the
+ * distance between two starts learned in a row, or how far one tensor
+ * alone in its allocation was timed to read. 0: none shown. */
 static uint64_t longest_tensor(const sw_table_t *t)
 {
     uint64_t longest = 0;
@@ -381,7 +393,9 @@ static uint64_t sure_data(const sw_chunk_t *c, uint64_t longest)
     uint64_t data = sw_chunk_data(c);
     if (tensor_sized(a) || a->nbounds == 0 || c->va + c->size <= a->bounds[a->nbounds - 1])
         return data;
-    uint64_t reach = a->nbounds > 1 ? a->spacing : longest;
+    uint64_t reach = a->nbounds > 1 ? a->spacing : longest, span = timed_span(a);
+    if (span && (reach == 0 || span < reach))
+        reach = span;
     if (reach == 0)
         return data;
     uint64_t end = a->bounds[a->nbounds - 1] + reach;

@@ -10,8 +10,8 @@
  * its data like any other; in a round-sized
  * allocation (an allocator's segment), a chunk past its last tensor start
  * counts only what the longest distance between its starts reaches, or
- * with one start the longest tensor the table shows (none: all of it),
- * and the densest chunk is brought in first; where no one chunk pays,
+ * with one start the longest tensor the table shows (none: all of it)
+ * or how far its one tensor was timed to read, and the densest chunk is brought in first; where no one chunk pays,
  * the densest that fit together take an emptier bigger chunk's room;
  * free room takes the fullest host chunk on the loop that fits it.
  *
@@ -336,6 +336,39 @@ START_TEST(pack_takes_a_round_allocation_of_one_tensor_for_full)
 }
 END_TEST
 
+START_TEST(pack_counts_a_round_allocation_past_its_timed_read_span_as_slack)
+{
+    tab_t tb;
+    tab_init(&tb);
+    /* 16 MiB layers alone in 20 MiB segments, a 16 and a 4 MiB chunk
+     * each, one start each: four resident, a fifth's head on the host.
+     * Taken for full, four tails hold as much as the head: no trade. */
+    const uint64_t sizes[] = {MiB(16), MiB(4)};
+    const sw_where_t dev[] = {SW_ON_DEVICE, SW_ON_DEVICE}, host[] = {SW_ON_HOST, SW_ON_HOST};
+    sw_alloc_t *seg[5];
+    for (int i = 0; i < 5; i++) {
+        seg[i] = add(&tb, MiB(20), sizes, 2, i < 4 ? dev : host);
+        ck_assert_int_eq(sw_segment_note(seg[i], seg[i]->va), 0);
+    }
+    sw_chunk_t *in, *out[4];
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    /* Each timed to read at most 17 MiB from its start: a tail holds 1
+     * MiB sure, and the head takes the four tails' room. */
+    for (int i = 0; i < 5; i++)
+        seg[i]->read_span = MiB(17);
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 4);
+    ck_assert_ptr_eq(in, &seg[4]->chunks[0]);
+    for (int i = 0; i < 4; i++)
+        ck_assert(unit_contains(out, 4, &seg[i]->chunks[1]));
+    /* A span says how far one tensor at the allocation's start reads:
+     * with a second start learned, the tails count by the spacing. */
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(sw_segment_note(seg[i], seg[i]->va + MiB(10)), 0);
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 0);
+    tab_free(&tb);
+}
+END_TEST
+
 START_TEST(pack_sends_home_first_a_segment_chunk_past_its_last_tensor)
 {
     tab_t tb;
@@ -565,6 +598,7 @@ Suite *pack_suite(void)
     tcase_add_test(tc, pack_never_sends_home_a_full_table_only_chunk_for_a_named_one);
     tcase_add_test(tc, pack_brings_in_no_chunk_past_a_segments_last_tensor);
     tcase_add_test(tc, pack_takes_a_round_allocation_of_one_tensor_for_full);
+    tcase_add_test(tc, pack_counts_a_round_allocation_past_its_timed_read_span_as_slack);
     tcase_add_test(tc, pack_sends_home_first_a_segment_chunk_past_its_last_tensor);
     tcase_add_test(tc, pack_brings_in_the_densest_chunk_first);
     tcase_add_test(tc, pack_gathers_full_chunks_into_an_emptier_bigger_ones_room);

@@ -1,7 +1,8 @@
 /*
  * A streaming window's worth (core/worth.c), black-box, from the contract
  * in sw.h: kept while it serves something every loop, copies enough in
- * one to repay its room and finds a loop to copy ahead of; judged only in
+ * one to repay its room and finds a loop to copy ahead of, and given back
+ * at once where what it may copy in a loop cannot repay it; judged only in
  * a loop it was counted in, and not while a graph holds its copies; a
  * capture's window keeps one range only where reads in place are slower; and
  * one whose served launches take little time beside a copy is made one
@@ -51,6 +52,52 @@ START_TEST(worth_kept_while_it_repays_its_room)
     ck_assert_uint_eq(j.per_loop, MiB(64));
     ck_assert_uint_eq(j.bar, MiB(80));
     ck_assert_int_eq(judge_at(&j, 420, 415), SW_WINDOW_UNREPAID); /* until the next loop's end */
+}
+END_TEST
+
+/* The most the window may copy in a loop, as the mechanism would say it,
+ * and how often it was asked. */
+static uint64_t copyable_said;
+static int copyable_asked;
+
+static uint64_t copyable(void *arg, uint64_t now, uint64_t period)
+{
+    (void)arg, (void)now, (void)period;
+    copyable_asked++;
+    return copyable_said;
+}
+
+static sw_window_worth_t judge_copyable(sw_worth_t *j, uint64_t now, uint64_t may)
+{
+    sw_worth_ask_t q = ask(now, PERIOD, now - 1);
+    q.copyable = copyable;
+    copyable_said = may;
+    return sw_worth_judge(j, &q);
+}
+
+START_TEST(worth_unrepaid_at_once_where_what_it_may_copy_cannot_repay_it)
+{
+    sw_worth_t j = {0};
+    copyable_asked = 0;
+    /* Five times 16 MiB a loop repays it: 80 MiB it may copy is enough,
+     * and it is kept while the loop's count runs. */
+    ck_assert_int_eq(judge_copyable(&j, 200, MiB(80)), SW_WINDOW_WORTH); /* the period is new */
+    ck_assert_int_eq(judge_copyable(&j, 210, MiB(80)), SW_WINDOW_WORTH);
+    ck_assert_int_eq(copyable_asked, 1);
+    /* Asked again only a quarter loop later. */
+    ck_assert_int_eq(judge_copyable(&j, 220, MiB(40)), SW_WINDOW_WORTH);
+    ck_assert_int_eq(copyable_asked, 1);
+    /* Ranges found faster read in place leave 60 MiB: given back now,
+     * long before the loop counted from 210 ends. */
+    ck_assert_int_eq(judge_copyable(&j, 236, MiB(60)), SW_WINDOW_UNREPAID);
+    ck_assert_int_eq(copyable_asked, 2);
+    ck_assert(j.hopeless);
+    ck_assert_uint_eq(j.per_loop, MiB(60));
+    ck_assert_uint_eq(j.bar, MiB(80));
+    /* Judged so in a new period, the clocks start again. */
+    sw_worth_ask_t q = ask(400, 2 * PERIOD, 399);
+    q.copyable = copyable;
+    ck_assert_int_eq(sw_worth_judge(&j, &q), SW_WINDOW_WORTH);
 }
 END_TEST
 
@@ -452,6 +499,7 @@ Suite *worth_suite(void)
     Suite *s = suite_create("worth");
     TCase *tc = tcase_create("worth");
     tcase_add_test(tc, worth_kept_while_it_repays_its_room);
+    tcase_add_test(tc, worth_unrepaid_at_once_where_what_it_may_copy_cannot_repay_it);
     tcase_add_test(tc, worth_oversized_where_two_of_its_longest_copies_would_do);
     tcase_add_test(tc, worth_oversized_where_two_copies_trimmed_to_whole_granules_would_do);
     tcase_add_test(tc, worth_one_copy_where_the_served_launches_are_short_beside_it);
