@@ -523,8 +523,8 @@ typedef struct {
     double (*repaid)(void *arg);
     /* What it served in the loop of `period` before `now`; NULL: not asked. */
     sw_served_t (*served)(void *arg, uint64_t now, uint64_t period);
-    /* The most it may copy in that loop: the ranges it knows with bytes on the host,
-     * not found faster read in place, each as often as visited; NULL: not asked. */
+    /* The most it may copy in that loop (the ranges it knows on the host, not found
+     * faster in place, as often as visited); UINT64_MAX unknown; NULL: not asked. */
     uint64_t (*copyable)(void *arg, uint64_t now, uint64_t period);
     void *arg;
 } sw_worth_ask_t;

@@ -248,22 +248,30 @@ double sw_win_repaid(void *arg)
  * (sw_worth_ask_t.copyable): the bytes of each live range with any on
  * the host (a copy counts whole, sw_worth_copied, where part of it is
  * resident) not found faster read in place, times its visits begun in
- * that loop (at least one, as one not yet visited may be). Lock held. */
+ * that loop (at least one, as one not yet visited may be). Its ranges
+ * are only those launches asked it to serve: one residency read in place
+ * until now is none, so the sum is a bound only where the ranges found
+ * faster in place outweigh it, and UINT64_MAX, no bound, elsewhere (8
+ * windows that streamed with gains were given back at once without this:
+ * a load pass's loop, the odd layers of two streams, 2026-12-02). Lock
+ * held. */
 uint64_t sw_win_copyable(void *arg, uint64_t now, uint64_t period)
 {
     const win_t *w = arg;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0, in_place = 0;
     for (int i = 0; i < w->nunits; i++) {
         const unit_t *u = &w->units[i];
-        if (!u->live || u->cheap)
+        if (!u->live)
             continue;
         uint64_t visits = 0;
         for (int k = 0; k < RECALL && u->used[k] && u->used[k] + period > now; k++)
             visits++;
-        if (sw_win_host_bytes(w, u->start, u->len))
+        if (u->cheap)
+            in_place += u->len * (visits ? visits : 1);
+        else if (sw_win_host_bytes(w, u->start, u->len))
             bytes += u->len * (visits ? visits : 1);
     }
-    return bytes;
+    return in_place > bytes ? bytes : UINT64_MAX;
 }
 
 /* The launches w served in the loop of `period` before `now`, each

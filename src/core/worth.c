@@ -226,10 +226,10 @@ static bool fewer_copies(sw_worth_t *j, const sw_worth_ask_t *q)
 
 /* Whether the most the window may copy in a loop (q->copyable: the
  * ranges it knows not found faster read in place, each as often as
- * visited) is below its bar: no loop can repay its room, which it gives
- * back now, not at the end of the loop being counted. Asked a quarter
- * loop apart (a walk over its ranges), with a loop agreed on, so that
- * every range of the loop is known. 25 x 16 MiB layers alone in 20 MiB
+ * visited; UINT64_MAX where that is no bound) is below its bar: no loop
+ * can repay its room, which it gives back now, not at the end of the
+ * loop being counted. Asked a quarter loop apart (a walk over its
+ * ranges), with a loop agreed on. 25 x 16 MiB layers alone in 20 MiB
  * segments under 160 MiB, each read in place faster than its segment
  * copies: given back in the fourth step, its refill and the trades after
  * it cost that step 4775 us more than the steps after it (simgpu,

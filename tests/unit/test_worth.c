@@ -79,18 +79,20 @@ START_TEST(worth_unrepaid_at_once_where_what_it_may_copy_cannot_repay_it)
 {
     sw_worth_t j = {0};
     copyable_asked = 0;
-    /* Five times 16 MiB a loop repays it: 80 MiB it may copy is enough,
-     * and it is kept while the loop's count runs. */
+    /* Five times 16 MiB a loop repays it; where the mechanism knows no
+     * bound (UINT64_MAX), it is kept while the loop's count runs. */
     ck_assert_int_eq(judge_copyable(&j, 200, MiB(80)), SW_WINDOW_WORTH); /* the period is new */
-    ck_assert_int_eq(judge_copyable(&j, 210, MiB(80)), SW_WINDOW_WORTH);
+    ck_assert_int_eq(judge_copyable(&j, 210, UINT64_MAX), SW_WINDOW_WORTH);
     ck_assert_int_eq(copyable_asked, 1);
-    /* Asked again only a quarter loop later. */
+    /* Asked again only a quarter loop later; 80 MiB is enough. */
     ck_assert_int_eq(judge_copyable(&j, 220, MiB(40)), SW_WINDOW_WORTH);
     ck_assert_int_eq(copyable_asked, 1);
+    ck_assert_int_eq(judge_copyable(&j, 236, MiB(80)), SW_WINDOW_WORTH);
+    ck_assert_int_eq(copyable_asked, 2);
     /* Ranges found faster read in place leave 60 MiB: given back now,
      * long before the loop counted from 210 ends. */
-    ck_assert_int_eq(judge_copyable(&j, 236, MiB(60)), SW_WINDOW_UNREPAID);
-    ck_assert_int_eq(copyable_asked, 2);
+    ck_assert_int_eq(judge_copyable(&j, 262, MiB(60)), SW_WINDOW_UNREPAID);
+    ck_assert_int_eq(copyable_asked, 3);
     ck_assert(j.hopeless);
     ck_assert_uint_eq(j.per_loop, MiB(60));
     ck_assert_uint_eq(j.bar, MiB(80));
