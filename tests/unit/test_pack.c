@@ -360,6 +360,15 @@ START_TEST(pack_counts_a_round_allocation_past_its_timed_read_span_as_slack)
     ck_assert_ptr_eq(in, &seg[4]->chunks[0]);
     for (int i = 0; i < 4; i++)
         ck_assert(unit_contains(out, 4, &seg[i]->chunks[1]));
+    /* Only the first timed, the others resident since: its 17 MiB is the
+     * longest tensor shown, and a span reaching its allocation's end (the
+     * fifth's, read slower than its copy) bounds nothing, so it does not
+     * make the untimed tails full. */
+    for (int i = 1; i < 4; i++)
+        seg[i]->read_span = 0;
+    seg[4]->read_span = MiB(20);
+    ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 4);
+    ck_assert_ptr_eq(in, &seg[4]->chunks[0]);
     /* A span says how far one tensor at the allocation's start reads:
      * with a second start learned, the tails count by the spacing. */
     for (int i = 0; i < 4; i++)
