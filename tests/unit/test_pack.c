@@ -369,6 +369,18 @@ START_TEST(pack_counts_a_round_allocation_past_its_timed_read_span_as_slack)
     seg[4]->read_span = MiB(20);
     ck_assert_uint_eq(pack(&tb, NULL, &in, out, 4), 4);
     ck_assert_ptr_eq(in, &seg[4]->chunks[0]);
+    /* A span bounds a read from above: where the table shows a tensor's
+     * exact length (a 15 MiB layer of its own, resident), that is the
+     * longest, not a span of 19 MiB. */
+    const uint64_t whole[] = {MiB(16)};
+    const sw_where_t dev1[] = {SW_ON_DEVICE};
+    add(&tb, MiB(15), whole, 1, dev1);
+    seg[0]->read_span = MiB(19);
+    seg[4]->read_span = 0;
+    sw_policy_worth_t w = sw_policy_worth_of(tb.t, NULL);
+    ck_assert_uint_eq(w.longest, MiB(15));
+    ck_assert(sw_policy_worth(&seg[1]->chunks[1], &w) == 0); /* untimed: by the 15 MiB */
+    ck_assert(sw_policy_worth(&seg[0]->chunks[1], &w) == 0); /* its own span is longer */
     /* A span says how far one tensor at the allocation's start reads:
      * with a second start learned, the tails count by the spacing. */
     for (int i = 0; i < 4; i++)
