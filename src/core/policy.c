@@ -353,8 +353,8 @@ static bool tensor_sized(const sw_alloc_t *a)
  * past the end bounds nothing. Taken for a tensor of a's size, a 20 MiB
  * layer filling its segment made every untimed segment of 12 or 15 MiB
  * layers count its tail as data (the sweep's 24 layers of 12-20 MiB, the
- * odd ones in 20 MiB segments, under 150 MiB: 1.207x -> 1.245x, and
- * 1.217x with this; simgpu, 2026-12-02). */
+ * odd ones in 20 MiB segments, under 150 MiB: 1.207x -> 1.245x;
+ * simgpu, 2026-12-02). */
 static uint64_t timed_span(const sw_alloc_t *a)
 {
     if (a->nbounds != 1 || a->bounds[0] != a->va)
