@@ -251,8 +251,8 @@ double sw_win_repaid(void *arg)
  * that loop (at least one, as one not yet visited may be). Its ranges
  * are only those launches asked it to serve: one residency read in place
  * until now is none, so the sum is a bound only where the ranges found
- * faster in place outweigh it, and UINT64_MAX, no bound, elsewhere (8
- * windows that streamed with gains were given back at once without this:
+ * faster in place outweigh it, and UINT64_MAX, no bound, elsewhere (9
+ * checks of test_policies whose windows stream with gains failed without it:
  * a load pass's loop, the odd layers of two streams, 2026-12-02). Lock
  * held. */
 uint64_t sw_win_copyable(void *arg, uint64_t now, uint64_t period)
