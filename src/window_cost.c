@@ -266,10 +266,11 @@ uint64_t sw_win_copyable(void *arg, uint64_t now, uint64_t period)
         uint64_t visits = 0;
         for (int k = 0; k < RECALL && u->used[k] && u->used[k] + period > now; k++)
             visits++;
+        uint64_t loop_bytes = u->len * (visits ? visits : 1);
         if (u->cheap)
-            in_place += u->len * (visits ? visits : 1);
+            in_place += loop_bytes;
         else if (sw_win_host_bytes(w, u->start, u->len))
-            bytes += u->len * (visits ? visits : 1);
+            bytes += loop_bytes;
     }
     return in_place > bytes ? bytes : UINT64_MAX;
 }
