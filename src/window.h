@@ -77,6 +77,18 @@ typedef struct {
     bool cheap;          /* read in place by its costs (said once, in the log) */
 } unit_t;
 
+/* The window bytes a copy of u takes: its length rounded up to
+ * SW_COPY_ALIGN, so that the copy after it starts aligned as CUDA
+ * promises an allocation (256 bytes): the fingerprint reads 8-byte words,
+ * and served kernels may load vectors or build TMA descriptors from the
+ * rewritten pointers. Every offset a copy is placed at is a multiple of
+ * it (the window's size is a multiple of SW_WINDOW_ALIGN). */
+#define SW_COPY_ALIGN 256u
+static inline uint64_t sw_win_span(const unit_t *u)
+{
+    return sw_round_up(u->len, SW_COPY_ALIGN);
+}
+
 typedef struct {
     int unit;            /* -1: free */
     uint64_t off;        /* in the window */

@@ -199,12 +199,12 @@ CUresult sw_win_evict(win_t *w, entry_t *e)
  * a row. */
 static uint64_t place(win_t *w, unit_t *u)
 {
-    uint64_t len = u->len;
-    if (w->head + len <= w->size)
+    uint64_t len = u->len, span = sw_win_span(u);
+    if (w->head + span <= w->size)
         return w->head;
-    if (2 * len <= w->size)
+    if (2 * span <= w->size)
         return 0;
-    uint64_t flush = w->size - len, at = w->head < w->size ? flush : 0;
+    uint64_t flush = w->size - span, at = w->head < w->size ? flush : 0;
     if (u->linked == u->len || !flush)
         return at;
     /* the lead: at 0 its first `flush` bytes, flush with the end its last */
@@ -399,7 +399,7 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
     w->unfinished += e->rest_len > 0;
     e->timed = timed && !part_timed && hi > lo;
     u->entry = (int)(e - w->entries);
-    w->head = at + u->len;
+    w->head = at + sw_win_span(u);
     __atomic_add_fetch(&w->live, 1, __ATOMIC_RELAXED);
     /* A copy whose rest waits for the launch before it idles the link
      * through that launch, as one made at its own launch does: it repays
@@ -576,7 +576,7 @@ static bool would_copy(win_t *w, unit_t *u)
  * fill. */
 void sw_win_copy_ahead(win_t *w, int ui, uint64_t now)
 {
-    uint64_t len = w->units[ui].len, room = 2 * len <= w->size ? w->size - len : w->size;
+    uint64_t len = sw_win_span(&w->units[ui]), room = 2 * len <= w->size ? w->size - len : w->size;
     int v = after(&w->units[ui], w->units[ui].first);
     if (v < 0)
         v = soonest(w, ui, now, room);

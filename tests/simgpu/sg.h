@@ -474,6 +474,11 @@ typedef struct {
     /* Read while other streams may write it, without harm: kept out of
      * the race check (spillway_unwindow's spans, sg_kernels.c says why). */
     bool unordered;
+    /* Loaded in words of this many bytes (0: any address): a range that
+     * starts elsewhere faults, as a misaligned load does on a GPU (there
+     * CUDA_ERROR_MISALIGNED_ADDRESS; here, as every fault, the sticky
+     * CUDA_ERROR_ILLEGAL_ADDRESS). */
+    uint8_t align;
 } sg_range_t;
 
 /* Where a checked range lies: its first byte in simgpu's view, and how

@@ -261,6 +261,7 @@ static int fp_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 {
     const fp_args_t *p = a;
     r[0] = R(p->src, p->bytes, false);
+    r[0].align = 8; /* read as 8-byte words (fingerprint.cu) */
     r[1] = R(p->out, 16, true);
     return 2;
 }
@@ -345,6 +346,7 @@ static int wh_ranges(const void *a, sg_range_t *r, sg_peek_fn peek)
 {
     const wh_args_t *p = a;
     r[0] = R(p->src, p->bytes, false);
+    r[0].align = 8; /* read as 8-byte words (fingerprint.cu) */
     r[1] = R(p->acc, 24, true);
     r[2] = R(p->fp_home, 16, true);
     r[3] = R(p->changed, 4, true);

@@ -216,7 +216,8 @@ static bool run_op(sg_op_t *op)
         /* A kernel reaches another device's memory only as the driver
          * lets it (peer access, or a VMM grant): on a GPU it faults. */
         if (ok && op->kind == SG_OP_KERNEL)
-            ok = sg_mem_reachable(r[i].addr, r[i].len, op->device);
+            ok = sg_mem_reachable(r[i].addr, r[i].len, op->device) &&
+                 (r[i].align <= 1 || r[i].addr % r[i].align == 0);
         host[i] = x.host;
     }
     if (ok) {

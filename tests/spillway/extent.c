@@ -25,7 +25,10 @@
  *      that no table points into, whose words stream memory operations
  *      write in place after each eager step, by cuStreamWriteValue32,
  *      cuStreamWriteValue64 and cuStreamBatchMemOp in turn.
- * Layouts (argv[1]): "per", one allocation per weight; "one", all weights
+ * Layouts (argv[1]): "per", one allocation per weight; "odd", the same,
+ * each allocation ODD_TAIL bytes longer than its weight, so that no size
+ * is a multiple of 8 (a window copy placed right after another must still
+ * start aligned); "one", all weights
  * in one buffer; "segments", weights packed into allocations of at most
  * 16 MiB, as a caching allocator's segments. "graph" (argv[2]) captures one
  * step and replays it.
@@ -49,6 +52,7 @@
 #define SEGMENT (16u << 20)
 #define STRIDED_COLS (COLS / 2)
 #define REBUILD 3
+#define ODD_TAIL 12
 
 static int fail(const char *what, CUresult r) { return swt_cuda_fail("extent", what, r); }
 
@@ -214,9 +218,10 @@ static CUresult encode(CUtensorMap *d, CUdeviceptr w, int l)
 static CUresult place(model_t *m, const char *layout)
 {
     CUresult r = CUDA_SUCCESS;
-    if (!strcmp(layout, "per")) {
+    if (!strcmp(layout, "per") || !strcmp(layout, "odd")) {
+        uint64_t tail = strcmp(layout, "odd") ? 0 : ODD_TAIL;
         for (int l = 0; l < LAYERS && r == CUDA_SUCCESS; l++)
-            r = cuMemAlloc(&m->w[l], weight_bytes(l));
+            r = cuMemAlloc(&m->w[l], weight_bytes(l) + tail);
     } else if (!strcmp(layout, "one")) {
         uint64_t total = 0;
         for (int l = 0; l < LAYERS; l++)
@@ -241,7 +246,7 @@ static CUresult place(model_t *m, const char *layout)
             }
         }
     } else {
-        fprintf(stderr, "extent: unknown layout %s (per, one, segments)\n", layout);
+        fprintf(stderr, "extent: unknown layout %s (per, odd, one, segments)\n", layout);
         exit(3);
     }
     return r;
@@ -250,7 +255,7 @@ static CUresult place(model_t *m, const char *layout)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: swt-extent per|one|segments [graph]\n");
+        fprintf(stderr, "usage: swt-extent per|odd|one|segments [graph]\n");
         return 3;
     }
     bool graph = argc > 2 && !strcmp(argv[2], "graph");

@@ -96,6 +96,28 @@ static void fault_child(void *arg)
     SGT_EXPECT(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
 }
 
+/* spillway's fingerprint loads 8-byte words: from an address that is no
+ * multiple of 8 it faults, as a misaligned load does on a GPU; from one
+ * that is, it runs. */
+START_TEST(fault_fingerprint_of_misaligned_words_is_sticky)
+{
+    sgt_init();
+    CUdeviceptr good = 0, out = 0;
+    SGT_OK(cuMemAlloc(&good, 4096));
+    SGT_OK(cuMemAlloc(&out, 16));
+    CUfunction fp = sgt_func("spillway_fingerprint");
+    CUdeviceptr src = good + 8;
+    uint64_t bytes = 1024;
+    void *params[] = {&src, &bytes, &out};
+    SGT_OK(sgt_launch(fp, NULL, params));
+    SGT_OK(cuCtxSynchronize());
+    src = good + 4;
+    SGT_OK(sgt_launch(fp, NULL, params));
+    SGT_EXPECT(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
+    assert_context_dead(good);
+}
+END_TEST
+
 START_TEST(fault_is_counted_in_report)
 {
     char path[256];
@@ -133,6 +155,7 @@ Suite *fault_suite(void)
     sgt_case(s, fault_kernel_on_unmapped_address_is_sticky);
     sgt_case(s, fault_async_copy_to_unmapped_address_is_sticky);
     sgt_case(s, fault_memset_after_unmap_is_sticky);
+    sgt_case(s, fault_fingerprint_of_misaligned_words_is_sticky);
     sgt_case(s, fault_is_counted_in_report);
     sgt_case(s, no_fault_on_valid_memory_in_report);
     return s;
