@@ -91,8 +91,10 @@ static void unnote(marks_t *m, uint64_t lo, uint64_t len)
 /* Points the TMA descriptors of the launch that name a served range at
  * its copy, in this thread's room: each descriptor's parameter is copied
  * there first if the word pass did not copy it already (params form), or
- * patched in the copied buffer (extra form). How many were retargeted. */
-static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const void *buf)
+ * patched in the copied buffer (extra form). How many were retargeted;
+ * *failed is set where the driver would not retarget one. */
+static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const void *buf,
+                       bool *failed)
 {
     const sw_tmap_at_t *at = m->desc;
     size_t done = 0;
@@ -116,6 +118,8 @@ static size_t retarget(marks_t *m, const sw_layout_t *l, void **params, const vo
             CUDA_SUCCESS) {
             u->applied = true;
             done++;
+        } else {
+            *failed = true;
         }
     }
     return done;
@@ -231,20 +235,25 @@ void sw_serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, C
     if (!served)
         return;
     room();
+    /* A descriptor the driver would not retarget still names home: were
+     * the launch's other words into that range pointed at the copy, the
+     * kernel would reach the range both ways, and what it wrote at home
+     * the copy's way home would overwrite. So then nothing is rewritten. */
+    bool failed = false;
     if (rw && *params) {
         size_t changed =
             sw_rewrite_params(l, *params, rw->params, rw->store, PARAM_BYTES, substitute, m);
-        changed += retarget(m, l, *params, NULL);
-        if (changed)
+        changed += retarget(m, l, *params, NULL, &failed);
+        if (changed && !failed)
             *params = rw->params;
     } else if (rw && *extra && sw_extra_buffer(*extra, &buf, &len) && len <= PARAM_BYTES) {
         size_t changed = sw_rewrite_buffer(l, buf, len, rw->store, substitute, m);
-        changed += retarget(m, l, NULL, buf);
+        changed += retarget(m, l, NULL, buf, &failed);
         rw->len = len;
         void *ex[5] = {CU_LAUNCH_PARAM_BUFFER_POINTER, rw->store, CU_LAUNCH_PARAM_BUFFER_SIZE,
                        &rw->len, CU_LAUNCH_PARAM_END};
         memcpy(rw->extra, ex, sizeof ex);
-        if (changed)
+        if (changed && !failed)
             *extra = rw->extra;
     }
     /* A served range the arguments could not be pointed at (no room for
@@ -252,7 +261,7 @@ void sw_serve(marks_t *m, const sw_layout_t *l, void ***params, void ***extra, C
      * home: its copy goes home first, and the launch does not read it. */
     for (int i = 0; i < m->nuse; i++) {
         stream_use_t *u = &m->use[i];
-        if (u->served && !u->applied) {
+        if (u->served && (!u->applied || failed)) {
             sw_window_unuse(u->start, s);
             u->served = false;
         } else if (u->served) {

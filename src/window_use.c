@@ -284,6 +284,11 @@ void sw_window_unuse(uint64_t start, CUstream s)
     pthread_mutex_lock(&w->lock);
     int ui = sw_win_unit_find(w, start);
     int ei = ui >= 0 ? w->units[ui].entry : -1;
+    /* The launch reads home instead, and may write it: home's fingerprint
+     * is no longer known, or a later copy that a served kernel brings
+     * back to the old bytes would compare equal and not go home. */
+    if (ui >= 0)
+        w->units[ui].fp_known = false;
     for (int k = 0; ei >= 0 && k < pending.n; k++)
         if (pending.e[k] == ei) {
             pending.e[k] = pending.e[--pending.n];
