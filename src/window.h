@@ -94,6 +94,7 @@ typedef struct {
     uint64_t off;        /* in the window */
     bool ahead;          /* filled ahead and not read yet */
     int pins;            /* launches about to read it (their read not recorded yet) */
+    bool stale;          /* home written while pinned: dropped at the last unpin */
     CUevent filled;
     CUevent read[READERS];
     CUstream reader[READERS];
@@ -244,6 +245,7 @@ win_t *sw_win_next(int *dev);
 /* ---- window_touch.c: home written in place ---- */
 bool sw_win_foreign(win_t *w, CUstream s);
 void sw_win_forget_fingerprints(win_t *w);
+void sw_win_home_changed(win_t *w, int i);
 void sw_win_flush_all(win_t *w, CUstream s);
 
 #endif

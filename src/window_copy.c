@@ -19,6 +19,7 @@ void sw_win_drop_entry(win_t *w, entry_t *e)
     e->unit = -1;
     e->nread = 0;
     e->ahead = false;
+    e->stale = false;
     w->unfinished -= e->rest_len > 0;
     e->rest_len = 0;
     e->nblockers = 0;

@@ -29,13 +29,29 @@ static void drop_captured(win_t *w, uint64_t lo, uint64_t len)
     }
 }
 
+/* Home of unit i may have been written in place: its fingerprint is
+ * forgotten, so that its next way home copies it whole. Not yet where a
+ * launch on another thread is about to read its copy (pinned): that
+ * launch's way home must compare with the fingerprint its fill took, or
+ * it would send the copy's old bytes over the new ones, though the
+ * launch wrote nothing. Such a copy, stale now, goes at its last unpin
+ * (unpin, window_use.c), and the fingerprint with it. Lock held. */
+void sw_win_home_changed(win_t *w, int i)
+{
+    unit_t *u = &w->units[i];
+    if (u->entry >= 0 && w->entries[u->entry].pins)
+        w->entries[u->entry].stale = true;
+    else
+        u->fp_known = false;
+}
+
 /* Home's fingerprint of every unit is forgotten: what wrote home is not
  * known (a replay, a copy of unknown ranges), or what host state says was
  * taken belongs to a graph that may never run. Lock held. */
 void sw_win_forget_fingerprints(win_t *w)
 {
     for (int i = 0; i < w->nunits; i++)
-        w->units[i].fp_known = false;
+        sw_win_home_changed(w, i);
 }
 
 /* Every copy is dropped, s after its fill and its readers, and every
@@ -64,7 +80,7 @@ void sw_window_touch(uint64_t lo, uint64_t len, CUstream s)
             drop_captured(w, lo, len);
         for (int i = 0; i < w->nunits; i++)
             if (w->units[i].live && overlaps(lo, len, w->units[i].start, w->units[i].len))
-                w->units[i].fp_known = false;
+                sw_win_home_changed(w, i);
         /* In a capture, cst rejoins the origin before every fill, so the
          * next fill follows this write: at once when s is the origin, and
          * when s is a stream the capture forked into, once the origin has

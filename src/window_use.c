@@ -183,7 +183,10 @@ bool sw_window_use(int dev, uint64_t start, uint64_t len, uint64_t parts, uint64
                 "is read at its own address from now on",
                 (unsigned long long)u->start, (unsigned long long)u->len);
     }
-    if (u->escapes)
+    /* A copy whose home was written while a launch on another thread held
+     * it is older than home: it goes once that launch's way home is
+     * queued (unpin), and until then home is read in place. */
+    if (u->escapes || (u->entry >= 0 && w->entries[u->entry].stale))
         goto out;
     /* A copy ahead still in two parts is finished now if it can be; else
      * it is dropped, and this launch copies anew or reads in place. */
@@ -276,6 +279,16 @@ out:
     return ok;
 }
 
+/* A launch that was to read e has queued its way home, or will not read
+ * it: a copy gone stale while pinned (sw_win_home_changed) goes now. */
+static void unpin(win_t *w, entry_t *e)
+{
+    if (--e->pins || !e->stale || e->unit < 0)
+        return;
+    w->units[e->unit].fp_known = false;
+    sw_win_drop_entry(w, e);
+}
+
 void sw_window_unuse(uint64_t start, CUstream s)
 {
     win_t *w = pending.w;
@@ -284,18 +297,18 @@ void sw_window_unuse(uint64_t start, CUstream s)
     pthread_mutex_lock(&w->lock);
     int ui = sw_win_unit_find(w, start);
     int ei = ui >= 0 ? w->units[ui].entry : -1;
+    for (int k = 0; ei >= 0 && k < pending.n; k++)
+        if (pending.e[k] == ei) {
+            pending.e[k] = pending.e[--pending.n];
+            unpin(w, &w->entries[ei]);
+            sw_win_drop_for_write(w, start, w->units[ui].len, s);
+            break;
+        }
     /* The launch reads home instead, and may write it: home's fingerprint
      * is no longer known, or a later copy that a served kernel brings
      * back to the old bytes would compare equal and not go home. */
     if (ui >= 0)
-        w->units[ui].fp_known = false;
-    for (int k = 0; ei >= 0 && k < pending.n; k++)
-        if (pending.e[k] == ei) {
-            pending.e[k] = pending.e[--pending.n];
-            w->entries[ei].pins--;
-            sw_win_drop_for_write(w, start, w->units[ui].len, s);
-            break;
-        }
+        sw_win_home_changed(w, ui);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -424,7 +437,7 @@ static void read_copies(CUstream s, bool issued)
         } else if (i == e->nread) {
             e->nread++;
         }
-        e->pins--;
+        unpin(w, e);
     }
     /* Fills ahead waiting for these reads may go now. */
     sw_win_finish_fills(w);
