@@ -94,11 +94,28 @@ bool sw_window_capture_ends(CUstream s)
     return broken;
 }
 
+/* Before a replay on s, w's copies go home: the graph's kernels read
+ * homes in place, and its own copies may lie where they are. A window
+ * serving a capture on another stream holds only that capture's copies,
+ * which nothing runs yet: waiting for their events would pull the replay
+ * into the capture. Lock held. */
+static void before_replay(win_t *w, CUstream s)
+{
+    if (!sw_win_foreign(w, s))
+        sw_win_flush_all(w, s);
+    else
+        sw_win_forget_fingerprints(w);
+}
+
 /* Two replays of graphs holding copies of one window must not overlap:
  * they use the same space. A graph holds copies of the window of the
  * device it was captured on, whose stream it is replayed on, in the
  * current context (sw_window_here): that window orders its replays, every
- * window sends its copies home first. */
+ * window sends its copies home first. That window's lock is held from its
+ * copies' flush to the replay's record, so that no launch on another
+ * thread fills a copy into the space the graph's copies use before the
+ * replay is issued (once it is, each fill comes after s: sw_win_after_app),
+ * and no other replay waits on the record before this one. */
 CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s)
 {
     if (!launch)
@@ -107,34 +124,36 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
     const sw_real_t *r = sw_real();
     CUresult e = CUDA_SUCCESS;
     win_t *w, *here = gated ? sw_win_get(sw_window_here()) : NULL;
-    bool ordered = false; /* here holds graphs' copies: this replay is ordered */
     if (gated && sw_window_on())
         sw_streams_note(s);
-    for (int d = -1; gated && e == CUDA_SUCCESS && (w = sw_win_next(&d));) {
+    /* One window's lock at a time: two replays on two devices' windows
+     * must not each hold one and wait for the other's. */
+    for (int d = -1; gated && (w = sw_win_next(&d));) {
+        if (w == here)
+            continue;
         pthread_mutex_lock(&w->lock);
-        /* A window serving a capture on another stream holds only that
-         * capture's copies, which nothing runs yet: waiting for their
-         * events would pull the replay into the capture. */
-        if (!sw_win_foreign(w, s))
-            sw_win_flush_all(w, s);
-        else
-            sw_win_forget_fingerprints(w);
-        if (w == here && (ordered = w->graphs))
-            e = sw_win_order_after(w, s, w->replayed); /* unordered, it is not launched */
-        else if (w == here)
-            __atomic_add_fetch(&w->idle_replays, 1, __ATOMIC_RELAXED);
+        before_replay(w, s);
         pthread_mutex_unlock(&w->lock);
     }
-    if (e != CUDA_SUCCESS) {
+    if (!here) {
+        e = launch(g, s);
         if (gated)
             sw_gate_unrd();
         return e;
     }
-    e = launch(g, s);
+    pthread_mutex_lock(&here->lock);
+    before_replay(here, s);
+    bool ordered = here->graphs; /* here holds graphs' copies: this replay is ordered */
+    if (ordered)
+        e = sw_win_order_after(here, s, here->replayed); /* unordered, it is not launched */
+    else
+        __atomic_add_fetch(&here->idle_replays, 1, __ATOMIC_RELAXED);
+    if (e == CUDA_SUCCESS)
+        e = launch(g, s);
     if (ordered && e == CUDA_SUCCESS &&
         r->cuEventRecord(here->replayed, s) != CUDA_SUCCESS)
         r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
-    if (gated)
-        sw_gate_unrd();
+    pthread_mutex_unlock(&here->lock);
+    sw_gate_unrd();
     return e;
 }
