@@ -199,6 +199,25 @@ CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunc
     return r;
 }
 
+/* cuLaunchCooperativeKernelMultiDevice (deprecated): a kernel on each of
+ * n devices, each on its own stream, arguments unscanned. As for a kernel
+ * whose layout is unknown, every window copy goes home first, each
+ * launch's stream after it, and the gate is held, so that no chunk is
+ * remapped under the kernels. */
+CUresult sw_launch_multi_device(sw_multi_fn real, CUDA_LAUNCH_PARAMS *list, unsigned n,
+                                unsigned flags)
+{
+    if (!real)
+        return CUDA_ERROR_NOT_FOUND;
+    bool gated = sw_gate_rd();
+    for (unsigned i = 0; gated && list && i < n; i++)
+        sw_window_flush(list[i].hStream);
+    CUresult r = real(list, n, flags);
+    if (gated)
+        sw_gate_unrd();
+    return r;
+}
+
 /* ---- capture ----
  * Moves synchronize, and a synchronization inside a capture invalidates
  * it. Every move happens under the gate held exclusively, after a check

@@ -463,6 +463,9 @@ CUresult sw_launch_cooperative(sw_coop_fn real, CUfunction f, unsigned gx, unsig
                                CUstream s, void **params);
 CUresult sw_launch_ex(sw_launch_ex_fn real, const CUlaunchConfig *config, CUfunction f,
                       void **params, void **extra);
+typedef CUresult (*sw_multi_fn)(CUDA_LAUNCH_PARAMS *, unsigned, unsigned);
+CUresult sw_launch_multi_device(sw_multi_fn real, CUDA_LAUNCH_PARAMS *list, unsigned n,
+                                unsigned flags);
 /* Scans a launch's arguments and stamps the chunks hit; gate held shared.
  * Ranges the streaming window serves are rewritten: *params or *extra then
  * point at a per-thread copy of the arguments, good until this thread's
