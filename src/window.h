@@ -94,7 +94,8 @@ typedef struct {
     uint64_t off;        /* in the window */
     bool ahead;          /* filled ahead and not read yet */
     int pins;            /* launches about to read it (their read not recorded yet) */
-    bool stale;          /* home written while pinned: dropped at the last unpin */
+    bool stale;          /* home written while pinned: dropped at the last unpin
+                          * (a dropped entry is never stale: drop clears it) */
     CUevent filled;
     CUevent read[READERS];
     CUstream reader[READERS];

@@ -283,7 +283,7 @@ out:
  * it: a copy gone stale while pinned (sw_win_home_changed) goes now. */
 static void unpin(win_t *w, entry_t *e)
 {
-    if (--e->pins || !e->stale || e->unit < 0)
+    if (--e->pins || !e->stale)
         return;
     w->units[e->unit].fp_known = false;
     sw_win_drop_entry(w, e);
