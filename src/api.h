@@ -12,10 +12,14 @@
  * call that issues device work is (driver.h, "the gate"). SW_GATED_IO: a
  * copy or memset on stream st that reads [s, +sn) and writes [d, +dn)
  * (0 lengths: none), whose window copies of those ranges go home first
- * (window_touch.c); SW_GATED_IO_ALL: ranges unknown, all go home. */
+ * (window_touch.c); SW_GATED_IO_ALL: ranges unknown, all go home. Each
+ * notes its stream, as a launch does: a fill must wait for every stream
+ * that may have written home, however it was made (streams.c). */
 #define SW_GATED_IO(sym, args, st, d, dn, s, sn)         \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \
+        if (gated_)                                      \
+            sw_streams_note(st);                         \
         if (gated_ && sw_window_busy()) {                \
             sw_window_touch((d), (dn), (st));            \
             sw_window_touch((s), (sn), (st));            \
@@ -29,8 +33,10 @@
 #define SW_GATED_IO_ALL(sym, args, st)                   \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \
-        if (gated_)                                      \
+        if (gated_) {                                    \
+            sw_streams_note(st);                         \
             sw_window_flush(st);                         \
+        }                                                \
         CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args   \
                                    : CUDA_ERROR_NOT_FOUND; \
         if (gated_)                                      \
@@ -41,6 +47,8 @@
 #define SW_GATED_MEMOPS(sym, args, st, n, ops)           \
     ({                                                   \
         bool gated_ = sw_gate_rd();                      \
+        if (gated_)                                      \
+            sw_streams_note(st);                         \
         if (gated_ && sw_window_busy())                  \
             sw_window_touch_memops((n), (ops), (st));    \
         CUresult r_ = SW_REAL(sym) ? SW_REAL(sym) args   \

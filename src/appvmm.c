@@ -36,7 +36,8 @@
  *   cuMemRelease: the last reference releases the real handle, or, while
  *     it is mapped, at its unmap (the driver's rule);
  *   cuMemRetainAllocationHandle: a tracked address answers the
- *     application's handle, with one more reference;
+ *     application's handle, with one more reference (one cuMemAlloc gave
+ *     answers as the driver does for such memory: sw_app_retain);
  *   cuMemGetAllocationPropertiesFromHandle: the properties it was made
  *     with;
  *   cuMemExportToShareableHandle: the handle is brought to the device and
@@ -345,18 +346,25 @@ CUresult sw_app_release(CUmemGenericAllocationHandle key)
 
 /* ---- questions about handles ---- */
 
+/* A tracked address the application mapped answers its handle. One it
+ * got from cuMemAlloc answers as the driver does for memory no cuMemMap
+ * made, CUDA_ERROR_INVALID_VALUE: the real handle under it is one of
+ * spillway's chunks, which it moves, pools and maps elsewhere, so a
+ * program that mapped or exported it would share bytes that change. */
 CUresult sw_app_retain(CUmemGenericAllocationHandle *out, void *addr)
 {
-    if (!any_handles())
+    if (!sw_tracking_any())
         return SW_CALL(cuMemRetainAllocationHandle, (out, addr));
     sw_gate_wr();
-    sw_table_t *t = handles ? sw_tracked() : NULL;
+    sw_table_t *t = sw_tracked();
     sw_chunk_t *c = t && out ? sw_table_lookup(t, (uint64_t)(uintptr_t)addr) : NULL;
     app_handle_t *h = c ? c->alloc->app : NULL;
     CUresult r = CUDA_SUCCESS;
     if (h) {
         h->refs++;
         *out = h->key;
+    } else if (c) {
+        r = CUDA_ERROR_INVALID_VALUE;
     } else {
         r = SW_CALL(cuMemRetainAllocationHandle, (out, addr));
     }

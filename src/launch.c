@@ -54,6 +54,7 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
     sw_marks_begin(&m, sw_launch_next());
     void **params = *pparams, **extra = *pextra;
     sw_stat_add(SW_STAT_launches, 1);
+    sw_streams_note(s);
     if (!l) {
         /* Its arguments are unknown: it may write any range's home in
          * place, so every window copy goes home first, as for a copy
@@ -61,7 +62,6 @@ void sw_mark(CUfunction f, void ***pparams, void ***pextra, CUstream s)
         sw_window_flush(s);
         return;
     }
-    sw_streams_note(s);
     /* A launch into a capture recorded for its replays (sw_graph_learn). */
     m.recording = sw_recording_on() && stream_capturing(s);
     const void *buf = NULL;

@@ -7,7 +7,10 @@
  *
  * Three lists, with no cap (PyTorch's stream pools alone make 64 or more),
  * under ss.lock:
- *   seen     every stream already classified;
+ *   seen     every stream already classified: noted when made, and at
+ *            every launch, copy, memset, memory operation and replay on
+ *            it, so that one made where spillway cannot see (a green
+ *            context's) is listed before its work can write home;
  *   app      the non-blocking ones: spillway's stream is ordered after
  *            each, and each after spillway's latest work when asked;
  *   retired  an event recorded on each destroyed stream just before

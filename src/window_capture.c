@@ -124,7 +124,7 @@ CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec
     const sw_real_t *r = sw_real();
     CUresult e = CUDA_SUCCESS;
     win_t *w, *here = gated ? sw_win_get(sw_window_here()) : NULL;
-    if (gated && sw_window_on())
+    if (gated)
         sw_streams_note(s);
     /* One window's lock at a time: two replays on two devices' windows
      * must not each hold one and wait for the other's. */

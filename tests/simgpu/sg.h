@@ -196,6 +196,12 @@ bool sg_device_ok(CUdevice dev);
     X(cuLaunchHostFunc, CUDA_ERROR_INVALID_VALUE, API)                       \
     X(cuStreamAddCallback, CUDA_ERROR_INVALID_VALUE, API)                    \
     X(cuStreamUpdateCaptureDependencies, CUDA_ERROR_INVALID_VALUE, API)      \
+    X(cuDeviceGetDevResource, CUDA_ERROR_INVALID_DEVICE, API)                \
+    X(cuDevResourceGenerateDesc, CUDA_ERROR_OUT_OF_MEMORY, API)              \
+    X(cuGreenCtxCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                       \
+    X(cuGreenCtxDestroy, CUDA_ERROR_INVALID_CONTEXT, API)                    \
+    X(cuCtxFromGreenCtx, CUDA_ERROR_INVALID_CONTEXT, API)                    \
+    X(cuGreenCtxStreamCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                 \
     X(cuUserObjectCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                     \
     X(cuUserObjectRetain, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuUserObjectRelease, CUDA_ERROR_INVALID_VALUE, API)                    \
@@ -707,7 +713,7 @@ void sg_handle_del(void *h);
 int sg_handle_kind(const void *h);
 enum { SG_H_NONE, SG_H_STREAM, SG_H_EVENT, SG_H_MODULE, SG_H_FUNC, SG_H_LIBRARY,
        SG_H_KERNEL, SG_H_GRAPH, SG_H_EXEC, SG_H_POOL,
-       SG_H_NODE, SG_H_USER_OBJECT };
+       SG_H_NODE, SG_H_USER_OBJECT, SG_H_GREEN };
 
 /* ---- sg_capture.c: stream capture across streams ---------------------- */
 /* A node of a captured graph: one recorded op and the nodes it waits for.

@@ -33,7 +33,7 @@
  *         wrong.
  * The program checks every checksum against the host's own and exits 0
  * only if all match.
- * Usage: appstreams copy|late|coop|idle|destroy|flip. It prints how many
+ * Usage: appstreams copy|green|late|coop|idle|destroy|flip. It prints how many
  * times it waited itself (syncs), for appstreams.sh to count spillway's
  * waits. Exit: 0 ok, 1 wrong data, 2 CUDA error or
  * usage.
@@ -86,6 +86,18 @@ static int read_on_new_stream(CUfunction sum, CUdeviceptr buf, CUdeviceptr o, ui
     return got != want;
 }
 
+/* A stream of a green context over all of dev's SMs. */
+static void green_stream(CUdevice dev, CUstream *s)
+{
+    CUdevResource sms;
+    CUdevResourceDesc desc;
+    CUgreenCtx green;
+    CK(cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM));
+    CK(cuDevResourceGenerateDesc(&desc, &sms, 1));
+    CK(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM));
+    CK(cuGreenCtxStreamCreate(s, green, CU_STREAM_NON_BLOCKING, 0));
+}
+
 /* Keeps a stream busy for a while, so its later work is still queued
  * when the host moves on. */
 static void CUDA_CB hold(void *arg)
@@ -127,10 +139,11 @@ int main(int argc, char **argv)
     bool destroy = argc == 2 && strcmp(argv[1], "destroy") == 0;
     bool late = (argc == 2 && strcmp(argv[1], "late") == 0) || idle || destroy;
     bool coop = argc == 2 && strcmp(argv[1], "coop") == 0;
-    bool copy = argc == 2 && strcmp(argv[1], "copy") == 0;
+    bool green = argc == 2 && strcmp(argv[1], "green") == 0;
+    bool copy = (argc == 2 && strcmp(argv[1], "copy") == 0) || green;
     bool flip = argc == 2 && strcmp(argv[1], "flip") == 0;
     if (!late && !coop && !copy && !flip) {
-        fprintf(stderr, "usage: appstreams copy|late|coop|idle|destroy|flip\n");
+        fprintf(stderr, "usage: appstreams copy|green|late|coop|idle|destroy|flip\n");
         return 2;
     }
     CUdevice dev;
@@ -148,7 +161,10 @@ int main(int argc, char **argv)
     for (int i = 0; idle && i < 70; i++)
         CK(cuStreamCreate(&idlers[i], CU_STREAM_NON_BLOCKING));
     CK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
-    CK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    if (green)
+        green_stream(dev, &b);
+    else
+        CK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
 
     CUdeviceptr buf[NBUF], out, late_out;
     unsigned char *host[NBUF], *pin;
@@ -171,6 +187,10 @@ int main(int argc, char **argv)
                 /* B rewrites the next buffer while A reads this one. */
                 memset(pin, (r * NBUF + i) & 0xff, BYTES);
                 memcpy(host[next], pin, BYTES);
+                /* A green B's copy waits 60 ms behind a host function,
+                 * so that a fill not ordered after B reads home first. */
+                if (green)
+                    CK(cuLaunchHostFunc(b, hold, NULL));
                 CK(cuMemcpyHtoDAsync(buf[next], pin, BYTES, b));
             }
             CUdeviceptr o = out + 8 * (uint64_t)i;

@@ -80,6 +80,13 @@ int main(int argc, char **argv)
     if ((r = cuMemAlloc(&keep, 4 * MIB)) != CUDA_SUCCESS)
         return fail("cuMemAlloc (keep)", r);
 
+    /* cuMemAlloc's memory has no handle to retain, whatever backs it:
+     * at the base, inside, and once freed. */
+    CUmemGenericAllocationHandle h = 0;
+    report("retain-alloc", cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)keep));
+    report("retain-alloc-interior", cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)(keep + 3 * MIB)));
+    report("retain-alloc-null-out", cuMemRetainAllocationHandle(NULL, (void *)(uintptr_t)keep));
+
     /* An address no allocation holds. */
     report("free-unknown", cuMemFree((CUdeviceptr)0x1000));
     report("free-unknown-device-address", cuMemFree(keep + 1024 * MIB));
@@ -89,6 +96,7 @@ int main(int argc, char **argv)
     report("free-a", cuMemFree(a));
     report("free-twice", cuMemFree(a));
     report("range-after-free", cuMemGetAddressRange(NULL, NULL, a));
+    report("retain-after-free", cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)a));
 
     /* Freed through pointers inside it: the first byte after the base, a
      * chunk boundary (with SPILLWAY_CHUNK=2MiB), the last byte. */
