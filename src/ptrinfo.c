@@ -3,7 +3,8 @@
  * answered as its own cuMemAlloc would have been: one device allocation
  * of the size asked for, whichever chunk lies under the pointer and
  * wherever it lives (cuMemGetAddressRange, cuPointerGetAttribute(s)),
- * and whether a free names one.
+ * and whether a free names one. What cannot be answered so, a legacy IPC
+ * handle, gets the driver's refusal and the reason.
  */
 #include "residency.h"
 
@@ -119,5 +120,26 @@ CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void 
     CUresult r = SW_REAL(cuPointerGetAttributes)(n, attributes, data, ptr);
     for (unsigned int i = 0; r == CUDA_SUCCESS && i < n; i++)
         tracked_attr(data[i], attributes[i], ptr);
+    return r;
+}
+
+/* Legacy IPC shares only what cuMemAlloc made; a tracked allocation is
+ * made with the VMM calls, which it cannot share. The driver refuses it,
+ * and the program, which asked cuMemAlloc for the memory, is told why
+ * (once: PyTorch asks for every tensor it sends). */
+CUresult sw_ipc_get_handle(CUipcMemHandle *h, CUdeviceptr dptr)
+{
+    static bool told;
+    CUresult r = SW_REAL(cuIpcGetMemHandle) ? SW_REAL(cuIpcGetMemHandle)(h, dptr)
+                                            : CUDA_ERROR_NOT_FOUND;
+    CUdeviceptr base;
+    size_t size;
+    int dev;
+    if (r != CUDA_SUCCESS && tracked_range(dptr, &base, &size, &dev) &&
+        !__atomic_exchange_n(&told, true, __ATOMIC_RELAXED))
+        sw_warn("cuIpcGetMemHandle(0x%llx) refused: spillway holds that allocation (%zu bytes) "
+                "in VMM memory, which legacy CUDA IPC cannot share; SPILLWAY_MIN_ALLOC above "
+                "its size leaves such allocations to the driver",
+                (unsigned long long)dptr, size);
     return r;
 }

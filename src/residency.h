@@ -142,6 +142,7 @@ typedef enum { SW_FREE_UNTRACKED, SW_FREE_INSIDE, SW_FREE_TRACKED } sw_free_kind
 sw_free_kind_t sw_free_kind(CUdeviceptr p);
 CUresult sw_mem_get_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
 CUresult sw_pointer_attr(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult sw_ipc_get_handle(CUipcMemHandle *h, CUdeviceptr dptr);
 CUresult sw_pointer_attrs(unsigned int n, CUpointer_attribute *attributes, void **data,
                           CUdeviceptr ptr);
 

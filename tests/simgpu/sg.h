@@ -183,6 +183,7 @@ bool sg_device_ok(CUdevice dev);
     X(cuMemGetAllocationGranularity, CUDA_ERROR_INVALID_VALUE, API)          \
     X(cuMemGetAllocationPropertiesFromHandle, CUDA_ERROR_INVALID_VALUE, API) \
     X(cuMemRetainAllocationHandle, CUDA_ERROR_INVALID_VALUE, API)            \
+    X(cuIpcGetMemHandle, CUDA_ERROR_INVALID_VALUE, API)                      \
     X(cuMemExportToShareableHandle, CUDA_ERROR_INVALID_VALUE, API)           \
     X(cuStreamCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                         \
     X(cuStreamCreateWithPriority, CUDA_ERROR_OUT_OF_MEMORY, API)             \
@@ -823,6 +824,8 @@ CUresult sg_pool_check(CUmemoryPool *pool);
 /* Counts a live allocation against its pool, and its free. */
 void sg_pool_note_alloc(CUmemoryPool pool, CUdeviceptr ptr, uint64_t size);
 void sg_pool_note_free(CUdeviceptr ptr);
+/* Whether ptr is the base of a live pool allocation. */
+bool sg_pool_owns(CUdeviceptr ptr);
 
 /* ---- sg_copy.c / sg_copy2d.c: copies and memsets ---------------------- */
 /* Where an address is: device VA or pinned (usable by the GPU). */

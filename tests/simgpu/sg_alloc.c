@@ -272,6 +272,26 @@ SG_EXPORT CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CU
     return CUDA_SUCCESS;
 }
 
+/* Legacy IPC shares what cuMemAlloc made, and nothing made by the VMM
+ * calls (the driver's documentation) or by a pool (the driver answers
+ * CUDA_ERROR_INVALID_VALUE for those). simgpu has one process: the
+ * handle, the allocation's base and size, is never opened. */
+SG_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr dptr)
+{
+    SG_ENTER(cuIpcGetMemHandle, API);
+    CUdeviceptr base;
+    uint64_t size;
+    sg_mem_rdlock();
+    bool legacy = sg_legacy_range(dptr, &base, &size);
+    sg_mem_unlock();
+    if (!h || !legacy || sg_pool_owns(base))
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(h, 0, sizeof *h);
+    memcpy(h->reserved, &base, sizeof base);
+    memcpy(h->reserved + sizeof base, &size, sizeof size);
+    return CUDA_SUCCESS;
+}
+
 /* One attribute of ptr, as cuPointerGetAttribute answers it. */
 static CUresult attr_of(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {

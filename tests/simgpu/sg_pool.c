@@ -82,6 +82,16 @@ void sg_pool_note_free(CUdeviceptr ptr)
     pthread_mutex_unlock(&pool_lock);
 }
 
+bool sg_pool_owns(CUdeviceptr ptr)
+{
+    pthread_mutex_lock(&pool_lock);
+    block_t *b = blocks;
+    while (b && b->ptr != ptr)
+        b = b->next;
+    pthread_mutex_unlock(&pool_lock);
+    return b != NULL;
+}
+
 SG_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
     SG_ENTER(cuDeviceGetDefaultMemPool, API);

@@ -157,6 +157,7 @@ static const entry_t table[] = {
     E("cuMemGetAllocationGranularity", 10020, ANY, cuMemGetAllocationGranularity),
     E("cuMemGetAllocationPropertiesFromHandle", 10020, ANY, cuMemGetAllocationPropertiesFromHandle),
     E("cuMemRetainAllocationHandle", 11000, ANY, cuMemRetainAllocationHandle),
+    E("cuIpcGetMemHandle", 4010, ANY, cuIpcGetMemHandle),
     E("cuMemExportToShareableHandle", 10020, ANY, cuMemExportToShareableHandle),
     E("cuStreamCreate", 2000, ANY, cuStreamCreate),
     E("cuStreamCreateWithPriority", 5050, ANY, cuStreamCreateWithPriority),

@@ -11,6 +11,9 @@
  *
  * With the argument "sizes" it tries impossible sizes instead (1 TiB,
  * SIZE_MAX, SIZE_MAX - 4095), which must give CUDA_ERROR_OUT_OF_MEMORY.
+ * With "ipc" it asks legacy IPC handles for a 4 MiB allocation (at its
+ * base and inside) and a 64 KiB one: the driver gives them, and under
+ * spillway a tracked allocation, made with the VMM calls, cannot have one.
  *
  * Exits 0 once every case has run (whatever the codes), 2 when the setup
  * (cuInit, context, the first allocation) fails.
@@ -67,6 +70,16 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "sizes") == 0) {
         impossible_sizes();
+        printf("errs: done\n");
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "ipc") == 0) {
+        CUipcMemHandle h;
+        if ((r = cuMemAlloc(&a, 4 * MIB)) != CUDA_SUCCESS || (r = cuMemAlloc(&d, 64 * 1024)))
+            return fail("cuMemAlloc", r);
+        report("ipc-alloc", cuIpcGetMemHandle(&h, a));
+        report("ipc-alloc-interior", cuIpcGetMemHandle(&h, a + MIB));
+        report("ipc-small", cuIpcGetMemHandle(&h, d));
         printf("errs: done\n");
         return 0;
     }

@@ -120,6 +120,40 @@ START_TEST(impossible_size_returns_out_of_memory)
 }
 END_TEST
 
+START_TEST(retain_of_allocated_memory_returns_driver_code)
+{
+    const char *const cases[] = {"retain-alloc", "retain-alloc-interior", "retain-alloc-null-out",
+                                 "retain-after-free", NULL};
+    same_codes(cases, "CUDA_ERROR_INVALID_VALUE", NULL);
+}
+END_TEST
+
+/* Legacy IPC cannot share a tracked allocation: spillway passes on the
+ * driver's refusal and says why, and SPILLWAY_MIN_ALLOC, the remedy it
+ * names, gives the handle back. */
+START_TEST(ipc_of_tracked_memory_is_refused_with_the_reason)
+{
+    const char *argv[] = {swt_path("SWT_ERRS"), "ipc", NULL};
+    const char *remedy[] = {"SPILLWAY_MIN_ALLOC=8MiB", NULL};
+    char *drv = errs_output(false, NULL, "ipc");
+    char *sw = errs_output(true, NULL, "ipc");
+    char *left = errs_output(true, remedy, "ipc");
+    char a[128];
+    ck_assert_str_eq(code_of(drv, "ipc-alloc", a, sizeof a), "CUDA_SUCCESS");
+    ck_assert_str_eq(code_of(drv, "ipc-alloc-interior", a, sizeof a), "CUDA_SUCCESS");
+    ck_assert_str_eq(code_of(sw, "ipc-alloc", a, sizeof a), "CUDA_ERROR_INVALID_VALUE");
+    ck_assert_str_eq(code_of(sw, "ipc-alloc-interior", a, sizeof a), "CUDA_ERROR_INVALID_VALUE");
+    ck_assert_str_eq(code_of(sw, "ipc-small", a, sizeof a), "CUDA_SUCCESS");
+    ck_assert_msg(strcmp(drv, left) == 0, "driver:\n%s\nleft to it:\n%s", drv, left);
+    swt_run_t r;
+    swt_run(&r, true, NULL, argv);
+    ck_assert_msg(swt_file_has(r.err, "legacy CUDA IPC cannot share"), "%s", swt_describe(&r));
+    free(drv);
+    free(sw);
+    free(left);
+}
+END_TEST
+
 /* Whole outputs, under option sets that change how allocations are cut. */
 static void same_output(const char *const *env)
 {
@@ -162,6 +196,8 @@ Suite *errors_suite(void)
     tcase_add_test(tc, allocation_survives_a_refused_interior_free);
     tcase_add_test(tc, null_result_pointer_returns_driver_code);
     tcase_add_test(tc, impossible_size_returns_out_of_memory);
+    tcase_add_test(tc, retain_of_allocated_memory_returns_driver_code);
+    tcase_add_test(tc, ipc_of_tracked_memory_is_refused_with_the_reason);
     tcase_add_test(tc, every_misuse_answers_as_the_driver_does);
     tcase_add_test(tc, every_misuse_answers_as_the_driver_does_with_small_chunks);
     tcase_add_test(tc, every_misuse_answers_as_the_driver_does_when_all_is_tracked);
