@@ -108,52 +108,50 @@ static void before_replay(win_t *w, CUstream s)
 }
 
 /* Two replays of graphs holding copies of one window must not overlap:
- * they use the same space. A graph holds copies of the window of the
- * device it was captured on, whose stream it is replayed on, in the
- * current context (sw_window_here): that window orders its replays, every
- * window sends its copies home first. That window's lock is held from its
- * copies' flush to the replay's record, so that no launch on another
- * thread fills a copy into the space the graph's copies use before the
- * replay is issued (once it is, each fill comes after s: sw_win_after_app),
- * and no other replay waits on the record before this one. */
+ * they use the same space. Every window sends its copies home first; one
+ * that holds graphs' copies also orders the replay after its latest
+ * replay, and keeps its lock from its copies' flush to the replay's
+ * record, so that no launch on another thread fills a copy into the space
+ * the graph's copies use before the replay is issued (once it is, each
+ * fill comes after s: sw_win_after_app), and no other replay waits on the
+ * record before this one. Which window a graph's copies are in is not
+ * asked of the context current now, which need not be the one the graph
+ * was captured in: every window holding graphs' copies orders it, their
+ * locks taken in device order, so that two replays never each hold a lock
+ * the other waits for. */
 CUresult sw_window_replay(CUresult (*launch)(CUgraphExec, CUstream), CUgraphExec g, CUstream s)
 {
     if (!launch)
         return CUDA_ERROR_NOT_FOUND;
-    bool gated = sw_gate_rd();
+    if (!sw_gate_rd())
+        return launch(g, s);
     const sw_real_t *r = sw_real();
     CUresult e = CUDA_SUCCESS;
-    win_t *w, *here = gated ? sw_win_get(sw_window_here()) : NULL;
-    if (gated)
-        sw_streams_note(s);
-    /* One window's lock at a time: two replays on two devices' windows
-     * must not each hold one and wait for the other's. */
-    for (int d = -1; gated && (w = sw_win_next(&d));) {
-        if (w == here)
-            continue;
+    win_t *w, *here = sw_win_get(sw_window_here()), *held[SW_MAX_DEVICES];
+    int nheld = 0;
+    sw_streams_note(s);
+    for (int d = -1; (w = sw_win_next(&d));) {
         pthread_mutex_lock(&w->lock);
         before_replay(w, s);
+        if (w->graphs) {
+            held[nheld++] = w;
+            continue;
+        }
+        if (w == here)
+            __atomic_add_fetch(&w->idle_replays, 1, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&w->lock);
     }
-    if (!here) {
-        e = launch(g, s);
-        if (gated)
-            sw_gate_unrd();
-        return e;
-    }
-    pthread_mutex_lock(&here->lock);
-    before_replay(here, s);
-    bool ordered = here->graphs; /* here holds graphs' copies: this replay is ordered */
-    if (ordered)
-        e = sw_win_order_after(here, s, here->replayed); /* unordered, it is not launched */
-    else
-        __atomic_add_fetch(&here->idle_replays, 1, __ATOMIC_RELAXED);
+    /* Not ordered, the replay is not launched. */
+    for (int i = 0; i < nheld && e == CUDA_SUCCESS; i++)
+        e = sw_win_order_after(held[i], s, held[i]->replayed);
     if (e == CUDA_SUCCESS)
         e = launch(g, s);
-    if (ordered && e == CUDA_SUCCESS &&
-        r->cuEventRecord(here->replayed, s) != CUDA_SUCCESS)
-        r->cuStreamSynchronize(s); /* the next replay could not wait for this one */
-    pthread_mutex_unlock(&here->lock);
+    for (int i = 0; i < nheld; i++) {
+        /* Unrecorded, the next replay could not wait for this one. */
+        if (e == CUDA_SUCCESS && r->cuEventRecord(held[i]->replayed, s) != CUDA_SUCCESS)
+            r->cuStreamSynchronize(s);
+        pthread_mutex_unlock(&held[i]->lock);
+    }
     sw_gate_unrd();
     return e;
 }

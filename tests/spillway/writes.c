@@ -41,7 +41,15 @@
  *   exec-update   each step captures a fill of another weight and a read
  *                 of all, and updates the one instantiated graph from it
  *                 (cuGraphExecUpdate; on refusal it instantiates anew,
- *                 as llama.cpp does).
+ *                 as llama.cpp does);
+ *   replay-elsewhere  the weights live on device 1 (SIMGPU_DEVICES=2);
+ *                 two graphs, each reading every weight into its own
+ *                 slots, are captured there, and each step replays them
+ *                 on two streams at once with device 0's context current.
+ *                 Both hold copies in device 1's window, in the same
+ *                 space: the replays must still run one after the other
+ *                 (they did not while the current context chose the
+ *                 window that orders replays, until 2026-12-02).
  * Every checksum goes into one small buffer, hashed after each step;
  * prints "result: HASH" and exits 0, 2 on a CUDA error.
  */
@@ -86,14 +94,19 @@ static CUresult checksum(const model_t *m, CUstream s, CUdeviceptr p, int slot)
     return cuLaunchKernel(m->checksum, 1, 1, 1, 1, 1, 1, 0, s, a, NULL);
 }
 
-/* Reads every weight on s0, a checksum slot each. */
-static CUresult read_all(const model_t *m)
+/* Reads every weight on s0, a checksum slot each, from slot `first`. */
+static CUresult read_all_from(const model_t *m, int first)
 {
     CUresult r = CUDA_SUCCESS;
     for (int l = 0; l < LAYERS && r == CUDA_SUCCESS; l++)
-        r = checksum(m, m->s0, m->w[l], l);
+        r = checksum(m, m->s0, m->w[l], first + l);
     return r;
 }
+
+static CUresult read_all(const model_t *m) { return read_all_from(m, 0); }
+
+/* The same into the second half of the slots (replay-elsewhere). */
+static CUresult read_all_high(const model_t *m) { return read_all_from(m, LAYERS); }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -380,6 +393,47 @@ static int replay_thread(const model_t *m, CUcontext ctx, CUgraphExec g0, uint64
     return 0;
 }
 
+/* Device 1's primary context made current (*ctx1) and the built-in
+ * kernels loaded there (replay-elsewhere). */
+static int open_device_1(model_t *m, CUcontext *ctx1)
+{
+    CUresult r;
+    CUdevice dev;
+    CUmodule mod;
+    CK(cuDeviceGet(&dev, 1));
+    CK(cuDevicePrimaryCtxRetain(ctx1, dev));
+    CK(cuCtxSetCurrent(*ctx1));
+    CK(cuModuleLoadData(&mod, "simgpu-builtin"));
+    CK(cuModuleGetFunction(&m->fill, mod, "sg_fill_u32"));
+    CK(cuModuleGetFunction(&m->checksum, mod, "sg_checksum_u64"));
+    CK(cuModuleGetFunction(&m->foreach, mod, "sg_foreach_add_u32"));
+    return 0;
+}
+
+/* replay-elsewhere: g0 and g1, captured on device 1, replayed at once
+ * on its two streams from device 0's context. */
+static int replay_elsewhere(const model_t *m, CUcontext ctx0, CUcontext ctx1, uint64_t *h)
+{
+    CUresult r;
+    CUgraphExec g0, g1;
+    if (capture(m, &g0, read_all) || capture(m, &g1, read_all_high))
+        return 2;
+    for (int s = 0; s < STEPS; s++) {
+        CK(fill(m, m->s0, m->w[s % LAYERS], 500u + (unsigned)s));
+        CK(cuStreamSynchronize(m->s0));
+        CK(cuCtxSetCurrent(ctx0));
+        CK(cuGraphLaunch(g0, m->s0));
+        CK(cuGraphLaunch(g1, m->s1));
+        CK(cuCtxSetCurrent(ctx1));
+        CK(cuStreamSynchronize(m->s1));
+        if (settle(m, h))
+            return 2;
+    }
+    CK(cuGraphExecDestroy(g0));
+    CK(cuGraphExecDestroy(g1));
+    return 0;
+}
+
 /* exec-update: one instantiated graph, updated from each step's capture. */
 static int exec_update(model_t *m, uint64_t *h)
 {
@@ -416,12 +470,13 @@ int main(int argc, char **argv)
     if (strcmp(mode, "replay-write") && strcmp(mode, "fork-write") && strcmp(mode, "graph-fp") &&
         strcmp(mode, "replay-in-capture") && strcmp(mode, "node-patch") &&
         strcmp(mode, "exec-update") && strcmp(mode, "foreach") && strcmp(mode, "window-word") &&
-        strcmp(mode, "replay-thread")) {
+        strcmp(mode, "replay-thread") && strcmp(mode, "replay-elsewhere")) {
         fprintf(stderr, "usage: swt-writes replay-write|fork-write|graph-fp|replay-in-capture|"
-                        "replay-thread|node-patch|exec-update|foreach|window-word\n");
+                        "replay-thread|replay-elsewhere|node-patch|exec-update|foreach|"
+                        "window-word\n");
         return 3;
     }
-    CUcontext ctx;
+    CUcontext ctx, ctx1 = NULL;
     CUmodule mod;
     CUresult r;
     model_t m;
@@ -431,6 +486,9 @@ int main(int argc, char **argv)
     CK(cuModuleGetFunction(&m.fill, mod, "sg_fill_u32"));
     CK(cuModuleGetFunction(&m.checksum, mod, "sg_checksum_u64"));
     CK(cuModuleGetFunction(&m.foreach, mod, "sg_foreach_add_u32"));
+    bool elsewhere = !strcmp(mode, "replay-elsewhere");
+    if (elsewhere && open_device_1(&m, &ctx1))
+        return 2;
     CK(cuStreamCreate(&m.s0, CU_STREAM_NON_BLOCKING));
     CK(cuStreamCreate(&m.s1, CU_STREAM_NON_BLOCKING));
     CK(cuEventCreate(&m.fork, CU_EVENT_DISABLE_TIMING));
@@ -479,6 +537,9 @@ int main(int argc, char **argv)
             return 2;
     } else if (!strcmp(mode, "replay-thread")) {
         if (capture(&m, &g0, fill_all) || replay_thread(&m, ctx, g0, &h))
+            return 2;
+    } else if (elsewhere) {
+        if (replay_elsewhere(&m, ctx, ctx1, &h))
             return 2;
     } else if (!strcmp(mode, "window-word")) {
         if (window_word(&m, &h))
