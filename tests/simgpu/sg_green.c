@@ -17,7 +17,12 @@
 
 typedef struct CUdevResourceDesc_st {
     unsigned sms;
+    struct CUdevResourceDesc_st *next;
 } sg_desc_t;
+
+/* The driver has no call to destroy a descriptor: it keeps them all, and
+ * so does simgpu, listed here (under sg_lock). */
+static sg_desc_t *descs;
 
 typedef struct CUgreenCtx_st {
     CUdevice dev;
@@ -48,6 +53,10 @@ SG_EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *out, CUdevResour
     if (!d)
         return CUDA_ERROR_OUT_OF_MEMORY;
     d->sms = res->sm.smCount;
+    sg_lock();
+    d->next = descs;
+    descs = d;
+    sg_unlock();
     *out = d;
     return CUDA_SUCCESS;
 }
