@@ -17,6 +17,16 @@
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 
+/* cuda.h names the stream memory operations' _v2 forms by their plain
+ * names; the plain names are the deprecated v1 forms, which the driver
+ * still exports and hands a runtime older than 11.7: hooks.def wraps them
+ * under their own names. */
+#undef cuStreamWriteValue32
+#undef cuStreamWriteValue64
+#undef cuStreamWaitValue32
+#undef cuStreamWaitValue64
+#undef cuStreamBatchMemOp
+
 #include "sw.h"
 
 #define SW_EXPORT __attribute__((visibility("default")))

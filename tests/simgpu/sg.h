@@ -49,6 +49,21 @@ SG_PT_DECL(CUresult, cuStreamWriteValue64_v2_ptsz, (CUstream stream, CUdeviceptr
 SG_PT_DECL(CUresult, cuStreamWaitValue32_v2_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))
 SG_PT_DECL(CUresult, cuStreamWaitValue64_v2_ptsz, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags))
 SG_PT_DECL(CUresult, cuStreamBatchMemOp_v2_ptsz, (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags))
+/* The deprecated v1 stream memory operations: the driver still exports
+ * them under the plain names, which cuda.h maps to the _v2 forms, and
+ * hands them to a runtime older than 11.7. Declared under C names of
+ * their own, exported under theirs. */
+#define SG_V1_DECL(ret, name, params, sym) SG_EXPORT ret name params __asm__(sym);
+SG_V1_DECL(CUresult, sg_v1_write32, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), "cuStreamWriteValue32")
+SG_V1_DECL(CUresult, sg_v1_write32_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), "cuStreamWriteValue32_ptsz")
+SG_V1_DECL(CUresult, sg_v1_write64, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), "cuStreamWriteValue64")
+SG_V1_DECL(CUresult, sg_v1_write64_ptsz, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), "cuStreamWriteValue64_ptsz")
+SG_V1_DECL(CUresult, sg_v1_wait32, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), "cuStreamWaitValue32")
+SG_V1_DECL(CUresult, sg_v1_wait32_ptsz, (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags), "cuStreamWaitValue32_ptsz")
+SG_V1_DECL(CUresult, sg_v1_wait64, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), "cuStreamWaitValue64")
+SG_V1_DECL(CUresult, sg_v1_wait64_ptsz, (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags), "cuStreamWaitValue64_ptsz")
+SG_V1_DECL(CUresult, sg_v1_batch, (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags), "cuStreamBatchMemOp")
+SG_V1_DECL(CUresult, sg_v1_batch_ptsz, (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray, unsigned int flags), "cuStreamBatchMemOp_ptsz")
 SG_PT_DECL(CUresult, cuMemcpyHtoD_v2_ptds, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))
 SG_PT_DECL(CUresult, cuMemcpyDtoH_v2_ptds, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))
 SG_PT_DECL(CUresult, cuMemcpyDtoD_v2_ptds, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount))

@@ -245,6 +245,15 @@ MEMOP(cuStreamWaitValue32_v2, cuStreamWaitValue32, cuuint32_t, 4, false, WAIT(cu
 MEMOP(cuStreamWaitValue32_v2_ptsz, cuStreamWaitValue32, cuuint32_t, 4, true, WAIT(cuStreamWaitValue32, 4, true))
 MEMOP(cuStreamWaitValue64_v2, cuStreamWaitValue64, cuuint64_t, 8, false, WAIT(cuStreamWaitValue64, 8, false))
 MEMOP(cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64, cuuint64_t, 8, true, WAIT(cuStreamWaitValue64, 8, true))
+/* The v1 forms (sg.h): the same operations on a stream. */
+MEMOP(sg_v1_write32, cuStreamWriteValue32, cuuint32_t, 4, false, WRITE(cuStreamWriteValue32, 4, false))
+MEMOP(sg_v1_write32_ptsz, cuStreamWriteValue32, cuuint32_t, 4, true, WRITE(cuStreamWriteValue32, 4, true))
+MEMOP(sg_v1_write64, cuStreamWriteValue64, cuuint64_t, 8, false, WRITE(cuStreamWriteValue64, 8, false))
+MEMOP(sg_v1_write64_ptsz, cuStreamWriteValue64, cuuint64_t, 8, true, WRITE(cuStreamWriteValue64, 8, true))
+MEMOP(sg_v1_wait32, cuStreamWaitValue32, cuuint32_t, 4, false, WAIT(cuStreamWaitValue32, 4, false))
+MEMOP(sg_v1_wait32_ptsz, cuStreamWaitValue32, cuuint32_t, 4, true, WAIT(cuStreamWaitValue32, 4, true))
+MEMOP(sg_v1_wait64, cuStreamWaitValue64, cuuint64_t, 8, false, WAIT(cuStreamWaitValue64, 8, false))
+MEMOP(sg_v1_wait64_ptsz, cuStreamWaitValue64, cuuint64_t, 8, true, WAIT(cuStreamWaitValue64, 8, true))
 
 static CUresult batch(CUstream hs, unsigned n, CUstreamBatchMemOpParams *ops, bool pt)
 {
@@ -289,6 +298,22 @@ SG_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
 SG_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
                                               CUstreamBatchMemOpParams *paramArray,
                                               unsigned int flags)
+{
+    SG_ENTER(cuStreamBatchMemOp, API);
+    (void)flags;
+    return batch(stream, count, paramArray, true);
+}
+
+SG_EXPORT CUresult sg_v1_batch(CUstream stream, unsigned int count,
+                               CUstreamBatchMemOpParams *paramArray, unsigned int flags)
+{
+    SG_ENTER(cuStreamBatchMemOp, API);
+    (void)flags;
+    return batch(stream, count, paramArray, false);
+}
+
+SG_EXPORT CUresult sg_v1_batch_ptsz(CUstream stream, unsigned int count,
+                                    CUstreamBatchMemOpParams *paramArray, unsigned int flags)
 {
     SG_ENTER(cuStreamBatchMemOp, API);
     (void)flags;

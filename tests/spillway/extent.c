@@ -24,7 +24,9 @@
  *  10. a gemv on the layer's second weight u, an allocation of its own
  *      that no table points into, whose words stream memory operations
  *      write in place after each eager step, by cuStreamWriteValue32,
- *      cuStreamWriteValue64 and cuStreamBatchMemOp in turn.
+ *      cuStreamWriteValue64 and cuStreamBatchMemOp in turn, each in its
+ *      _v2 form and in its deprecated v1 form, which a runtime older than
+ *      11.7 gets from cuGetProcAddress.
  * Layouts (argv[1]): "per", one allocation per weight; "odd", the same,
  * each allocation ODD_TAIL bytes longer than its weight, so that no size
  * is a multiple of 8 (a window copy placed right after another must still
@@ -81,7 +83,14 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 }
 
 typedef struct {
+    CUresult (*write32)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+    CUresult (*write64)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+    CUresult (*batch)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
+} memops_t;
+
+typedef struct {
     CUfunction gemv, sum, axpy, checksum, tma, ptrs, table;
+    memops_t ops[2];            /* the memory operations' _v2 and v1 forms */
     CUdeviceptr w[LAYERS];      /* each layer's fused weight */
     CUdeviceptr u[LAYERS];      /* and its second weight, rows x cols */
     CUtensorMap desc[LAYERS];   /* its strided view */
@@ -126,20 +135,33 @@ static CUresult memops(const model_t *m, int l, int step)
 {
     CUdeviceptr at = m->u[l] + 4096ull * (uint64_t)(step + 1);
     uint32_t v32 = 0x3f000000u + (uint32_t)(step * 64 + l); /* floats near 0.5 */
-    switch (step % 3) {
+    const memops_t *f = &m->ops[(step + l) / 3 % 2];
+    switch ((step + l) % 3) {
     case 0:
-        return cuStreamWriteValue32(m->s0, at, v32, 0);
+        return f->write32(m->s0, at, v32, 0);
     case 1:
-        return cuStreamWriteValue64(m->s0, at, (uint64_t)v32 << 32 | v32, 0);
+        return f->write64(m->s0, at, (uint64_t)v32 << 32 | v32, 0);
     default: {
         CUstreamBatchMemOpParams op;
         memset(&op, 0, sizeof op);
         op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
         op.writeValue.address = at;
         op.writeValue.value = v32;
-        return cuStreamBatchMemOp(m->s0, 1, &op, 0);
+        return f->batch(m->s0, 1, &op, 0);
     }
     }
+}
+
+/* The three memory operations of one version, as cuGetProcAddress gives
+ * them for CUDA `version` (11000: the v1 forms, 12000: the _v2 ones). */
+static CUresult get_memops(memops_t *f, int version)
+{
+    CUresult r;
+    if ((r = cuGetProcAddress("cuStreamWriteValue32", (void **)&f->write32, version, 0, NULL)) ||
+        (r = cuGetProcAddress("cuStreamWriteValue64", (void **)&f->write64, version, 0, NULL)) ||
+        (r = cuGetProcAddress("cuStreamBatchMemOp", (void **)&f->batch, version, 0, NULL)))
+        return r;
+    return CUDA_SUCCESS;
 }
 
 static CUresult layer(const model_t *m, int l, bool build)
@@ -276,6 +298,13 @@ int main(int argc, char **argv)
     CK(cuModuleGetFunction(&m.tma, mod, "sg_gemv_tma_f32"));
     CK(cuModuleGetFunction(&m.ptrs, mod, "sg_ptrs_u64"));
     CK(cuModuleGetFunction(&m.table, mod, "sg_gemv_table_f32"));
+    CK(get_memops(&m.ops[0], 12000));
+    CK(get_memops(&m.ops[1], 11000));
+    if (m.ops[0].write32 == m.ops[1].write32) {
+        fprintf(stderr, "extent: cuGetProcAddress gave the same cuStreamWriteValue32 for 11000 "
+                        "and 12000\n");
+        return 2;
+    }
     CK(place(&m, argv[1]));
 
     float *host = malloc(weight_bytes(3)); /* the largest: rows_of(3) */
