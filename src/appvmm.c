@@ -42,7 +42,9 @@
  *     with;
  *   cuMemExportToShareableHandle: the handle is brought to the device and
  *     pinned there, then the real one is exported (another process then
- *     shares its memory, which must not move).
+ *     shares its memory, which must not move);
+ *   cuMulticastBindMem, cuMulticastBindAddr (NCCL's NVLS buffers): the
+ *     same, then the real handle, or the address, is bound.
  * Not tracked (counted as passthrough_bytes_vmm): host or other-device
  * handles, sizes or addresses off the VMM granularity, and everything
  * under SPILLWAY_REWRITE=0 (the remapping window does not write back a
@@ -443,18 +445,73 @@ static CUresult pin_on_device(app_handle_t *h)
     return r;
 }
 
+/* The real handle behind the application's key, its bytes pinned on the
+ * device first; a key spillway did not make is real already. Gate held
+ * exclusively. */
+static CUresult pinned_real(CUmemGenericAllocationHandle key, CUmemGenericAllocationHandle *real)
+{
+    app_handle_t *h = find(key);
+    sw_where_t where;
+    CUresult r = h ? pin_on_device(h) : CUDA_SUCCESS;
+    *real = h ? real_of(h, &where) : key;
+    return r;
+}
+
 CUresult sw_app_export(void *shareable, CUmemGenericAllocationHandle key,
                        CUmemAllocationHandleType type, unsigned long long flags)
 {
     if (!any_handles())
         return SW_CALL(cuMemExportToShareableHandle, (shareable, key, type, flags));
     sw_gate_wr();
-    app_handle_t *h = find(key);
-    sw_where_t where;
-    CUresult r = h ? pin_on_device(h) : CUDA_SUCCESS;
+    CUmemGenericAllocationHandle real;
+    CUresult r = pinned_real(key, &real);
     if (r == CUDA_SUCCESS)
-        r = SW_CALL(cuMemExportToShareableHandle,
-                    (shareable, h ? real_of(h, &where) : key, type, flags));
+        r = SW_CALL(cuMemExportToShareableHandle, (shareable, real, type, flags));
+    sw_gate_unwr();
+    return r;
+}
+
+/* Memory bound into a multicast object is reached through the object's
+ * mapping and by every device bound into it: like exported memory, it
+ * goes to the device and stays there, and the driver is given the real
+ * handle (the application's means nothing to it). */
+CUresult sw_app_bind_mem(CUmemGenericAllocationHandle mc, size_t mc_off,
+                         CUmemGenericAllocationHandle key, size_t off, size_t size,
+                         unsigned long long flags)
+{
+    if (!any_handles())
+        return SW_CALL(cuMulticastBindMem, (mc, mc_off, key, off, size, flags));
+    sw_gate_wr();
+    CUmemGenericAllocationHandle real;
+    CUresult r = pinned_real(key, &real);
+    if (r == CUDA_SUCCESS)
+        r = SW_CALL(cuMulticastBindMem, (mc, mc_off, real, off, size, flags));
+    sw_gate_unwr();
+    return r;
+}
+
+/* The same by address. Memory spillway tracks that the application did
+ * not map itself is spillway's own handles, which it moves: it is refused
+ * as the driver refuses cuMemAlloc's memory, CUDA_ERROR_INVALID_VALUE. */
+CUresult sw_app_bind_addr(CUmemGenericAllocationHandle mc, size_t mc_off, CUdeviceptr ptr,
+                          size_t size, unsigned long long flags)
+{
+    if (!sw_tracking_any())
+        return SW_CALL(cuMulticastBindAddr, (mc, mc_off, ptr, size, flags));
+    sw_gate_wr();
+    sw_table_t *t = sw_tracked();
+    sw_chunk_t *c = t ? sw_table_lookup(t, ptr) : NULL;
+    app_handle_t *h = c ? c->alloc->app : NULL;
+    CUresult r = c && !h ? CUDA_ERROR_INVALID_VALUE : h ? pin_on_device(h) : CUDA_SUCCESS;
+    static bool told;
+    if (c && !h && !told) {
+        told = true;
+        sw_warn("cuMulticastBindAddr(0x%llx) refused: spillway holds that memory and moves it "
+                "(cuMemAllocAsync's below SPILLWAY_MIN_ALLOC is left to the driver)",
+                (unsigned long long)ptr);
+    }
+    if (r == CUDA_SUCCESS)
+        r = SW_CALL(cuMulticastBindAddr, (mc, mc_off, ptr, size, flags));
     sw_gate_unwr();
     return r;
 }

@@ -217,6 +217,11 @@ CUresult sw_app_retain(CUmemGenericAllocationHandle *out, void *addr);
 CUresult sw_app_props(CUmemAllocationProp *prop, CUmemGenericAllocationHandle key);
 CUresult sw_app_export(void *shareable, CUmemGenericAllocationHandle key,
                        CUmemAllocationHandleType type, unsigned long long flags);
+CUresult sw_app_bind_mem(CUmemGenericAllocationHandle mc, size_t mc_off,
+                         CUmemGenericAllocationHandle key, size_t off, size_t size,
+                         unsigned long long flags);
+CUresult sw_app_bind_addr(CUmemGenericAllocationHandle mc, size_t mc_off, CUdeviceptr ptr,
+                          size_t size, unsigned long long flags);
 /* What appvmm.c needs of alloc.c; gate held exclusively for all.
  * sw_alloc_ready: the VMM and budget state, resolved on first use, and
  * the current device (*dev); NULL when spillway is off or cannot track

@@ -200,6 +200,12 @@ bool sg_device_ok(CUdevice dev);
     X(cuMemRetainAllocationHandle, CUDA_ERROR_INVALID_VALUE, API)            \
     X(cuIpcGetMemHandle, CUDA_ERROR_INVALID_VALUE, API)                      \
     X(cuMemExportToShareableHandle, CUDA_ERROR_INVALID_VALUE, API)           \
+    X(cuMulticastCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                     \
+    X(cuMulticastAddDevice, CUDA_ERROR_INVALID_VALUE, API)                   \
+    X(cuMulticastGetGranularity, CUDA_ERROR_INVALID_VALUE, API)              \
+    X(cuMulticastBindMem, CUDA_ERROR_INVALID_VALUE, API)                     \
+    X(cuMulticastBindAddr, CUDA_ERROR_INVALID_VALUE, API)                    \
+    X(cuMulticastUnbind, CUDA_ERROR_INVALID_VALUE, API)                      \
     X(cuStreamCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                         \
     X(cuStreamCreateWithPriority, CUDA_ERROR_OUT_OF_MEMORY, API)             \
     X(cuStreamDestroy, CUDA_ERROR_INVALID_HANDLE, API)                       \
@@ -539,6 +545,11 @@ sg_phys_t *sg_phys_find(uint64_t id);
 void sg_phys_put(sg_phys_t *p); /* drops one ref, frees at zero */
 /* Mappings; caller holds mem_lock for writing. */
 CUresult sg_map_insert(CUdeviceptr va, uint64_t size, sg_phys_t *p, uint64_t off, bool legacy);
+/* Multicast objects (sg_multicast.c), memory lock held: whether h is one's
+ * id, a mapping of one at va, its release. */
+bool sg_mc_is(uint64_t h);
+CUresult sg_mc_map(CUdeviceptr va, size_t size, uint64_t h);
+CUresult sg_mc_release(uint64_t h);
 CUresult sg_map_remove(CUdeviceptr va, uint64_t size);
 sg_map_t *sg_map_find(uint64_t addr);
 /* Sets the access of every mapping in the range to `access` and its

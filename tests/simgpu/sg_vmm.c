@@ -131,6 +131,12 @@ SG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
 SG_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     SG_ENTER(cuMemRelease, API);
+    if (sg_mc_is(handle)) {
+        sg_mem_wrlock();
+        CUresult r = sg_mc_release(handle);
+        sg_mem_unlock();
+        return r;
+    }
     sg_mem_rdlock();
     sg_phys_t *p = sg_phys_find(handle);
     bool frees = p && p->handle_refs == 1 && p->refs == 1;
@@ -196,6 +202,13 @@ SG_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (offset != 0 || flags != 0 || size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     sg_mem_wrlock();
+    if (sg_mc_is(handle)) {
+        CUresult r = ptr % (2u << 20) || size % (2u << 20) || !sg_va_reserved(ptr, size)
+                         ? CUDA_ERROR_INVALID_VALUE
+                         : sg_mc_map(ptr, size, handle);
+        sg_mem_unlock();
+        return r;
+    }
     sg_phys_t *p = sg_phys_find(handle);
     CUresult r = CUDA_ERROR_INVALID_VALUE;
     if (p && p->handle_refs > 0 && size <= p->size) {

@@ -12,7 +12,11 @@
  *   - cuMemRetainAllocationHandle and
  *     cuMemGetAllocationPropertiesFromHandle on a mapped address;
  *   - one handle exported (cuMemExportToShareableHandle), one mapped at a
- *     second address too, written through one and read through the other.
+ *     second address too, written through one and read through the other;
+ *   - one handle bound into a multicast object (cuMulticastBindMem, as
+ *     NCCL's NVLS buffers are), another by its address
+ *     (cuMulticastBindAddr), each object mapped, written through the
+ *     segment's address and read through the object's.
  * Every segment is checksummed on the device after each phase and
  * checked against the host; the checksums make the "result: checksum="
  * line, which must be the same plain and under spillway
@@ -209,7 +213,52 @@ int main(void)
         bad |= check("read through the alias", alias, SEG, value[2]);
     }
 
+    /* Segments 3 and 1 bound into multicast objects, by handle and by
+     * address, each object mapped at an address of its own. */
+    CUmulticastObjectProp mp;
+    memset(&mp, 0, sizeof mp);
+    mp.numDevices = 1;
+    mp.size = SEG;
+    mp.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CUmemGenericAllocationHandle mc[2];
+    CUdeviceptr mcva[2];
+    const int bound[2] = {3, 1};
+    for (int k = 0; k < 2; k++) {
+        CK(cuMulticastCreate(&mc[k], &mp));
+        CK(cuMulticastAddDevice(mc[k], 0));
+        if (k == 0)
+            CK(cuMulticastBindMem(mc[k], 0, h[bound[k]], 0, SEG, 0));
+        else
+            CK(cuMulticastBindAddr(mc[k], 0, base + bound[k] * SEG, SEG, 0));
+        CK(cuMemAddressReserve(&mcva[k], SEG, 0, 0, 0));
+        CK(cuMemMap(mcva[k], SEG, 0, mc[k], 0));
+        CK(cuMemSetAccess(mcva[k], SEG, &d, 1));
+    }
+    /* cuMemAlloc's memory is refused, by the driver as by spillway,
+     * which moves the memory it tracks. */
+    CUdeviceptr plain;
+    CK(cuMemAlloc(&plain, SEG));
+    CUresult refused = cuMulticastBindAddr(mc[0], SEG / 2, plain, SEG / 2, 0);
+    CK(cuMemFree(plain));
+    if (refused != CUDA_ERROR_INVALID_VALUE) {
+        fprintf(stderr, "expandable: cuMulticastBindAddr of cuMemAlloc's memory answered %d\n",
+                (int)refused);
+        bad = 1;
+    }
+    for (uint32_t pass = 0; pass < 3; pass++)
+        for (int k = 0; k < 2; k++) {
+            fill_words(base + bound[k] * SEG, value[bound[k]] = 60 + 10 * k + pass, SEG);
+            bad |= check_all("beside a multicast object", base, value);
+            bad |= check("read through a multicast object", mcva[k], SEG, value[bound[k]]);
+        }
+
     CK(cuCtxSynchronize());
+    for (int k = 0; k < 2; k++) {
+        CK(cuMemUnmap(mcva[k], SEG));
+        CK(cuMemAddressFree(mcva[k], SEG));
+        CK(cuMulticastUnbind(mc[k], 0, 0, SEG));
+        CK(cuMemRelease(mc[k]));
+    }
     CK(cuMemUnmap(alias, SEG));
     CK(cuMemAddressFree(alias, SEG));
     for (int i = NSEG - 1; i >= 0; i--)

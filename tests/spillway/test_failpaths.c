@@ -96,9 +96,10 @@ static const model_t models[] = {
     {"host-writes", "SWT_STREAM", {NULL}, {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=40MiB", NULL},
      "stream: ok", "bytes_written_back"},
     /* The application's own VMM (appvmm.c): PyTorch's expandable
-     * segments, moved whole under LRU, exported and aliased. */
+     * segments, moved whole under LRU, exported, aliased and bound into
+     * multicast objects (three segments pinned on the device). */
     {"app-vmm", "SWT_EXPANDABLE", {NULL},
-     {"SIMGPU_MEM=48MiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_POLICY=lru", NULL},
+     {"SIMGPU_MEM=72MiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_POLICY=lru", NULL},
      "result: checksum=", "demotions"},
     /* The stream-ordered allocator (ordered.c): frees pending on events,
      * reaped and waited for. A window of 6 MiB from the first allocation
@@ -180,6 +181,8 @@ static const row_t rows[] = {
     {"app-vmm", "cuCtxSynchronize", 3},
     {"app-vmm", "cuMemAddressReserve", 1},
     {"app-vmm", "cuMemExportToShareableHandle", 1},
+    {"app-vmm", "cuMulticastBindMem", 1},
+    {"app-vmm", "cuMulticastBindAddr", 1},
     /* (its cuMemAllocAsync and cuMemFreeAsync never reach the driver:
      * spillway tracks them) */
     {"ordered", "cuEventCreate", 1},
