@@ -413,9 +413,32 @@ static CUresult promote_unmapped(app_handle_t *h)
     return r;
 }
 
-static CUresult promote(app_handle_t *h)
+static CUresult promote(void *arg)
 {
+    app_handle_t *h = arg;
     return h->mapping ? sw_move(&h->mapping->chunks[0], SW_ON_DEVICE) : promote_unmapped(h);
+}
+
+static CUresult promote_chunk(void *arg)
+{
+    return sw_move(arg, SW_ON_DEVICE);
+}
+
+/* Makes room for size bytes on dev, over the budget if need be, and
+ * moves them there with move(arg); once more after demoting others when
+ * the device itself is full. */
+static CUresult to_device(int dev, uint64_t size, CUresult (*move)(void *), void *arg)
+{
+    bool synced = false;
+    sw_room_for(dev, size, &synced); /* else over the budget: it must go */
+    CUresult r = synced ? CUDA_SUCCESS : sw_safe_sync();
+    if (r == CUDA_SUCCESS)
+        r = move(arg);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(dev, size, &synced) > 0) {
+        sw_pool_drain(SW_ON_DEVICE);
+        r = move(arg);
+    }
+    return r;
 }
 
 /* Exported memory is shared with whoever imports it: it goes to the
@@ -426,15 +449,7 @@ static CUresult pin_on_device(app_handle_t *h)
     sw_where_t where;
     real_of(h, &where);
     if (where == SW_ON_HOST) {
-        bool synced = false;
-        sw_room_for(h->dev, h->size, &synced); /* else over the budget: it must go */
-        if (!synced && (r = sw_safe_sync()) != CUDA_SUCCESS)
-            return r;
-        r = promote(h);
-        if (r == CUDA_ERROR_OUT_OF_MEMORY && sw_demote_some(h->dev, h->size, &synced) > 0) {
-            sw_pool_drain(SW_ON_DEVICE);
-            r = promote(h);
-        }
+        r = to_device(h->dev, h->size, promote, h);
         if (r == CUDA_SUCCESS && !h->mapping) {
             sw_place_count(h->dev, SW_ON_HOST, -(int64_t)h->size);
             sw_place_count(h->dev, SW_ON_DEVICE, (int64_t)h->size);
@@ -442,6 +457,52 @@ static CUresult pin_on_device(app_handle_t *h)
     }
     if (r == CUDA_SUCCESS)
         pin(h);
+    return r;
+}
+
+/* The same for every tracked chunk in [ptr, +size): the application's
+ * handles mapped there, and spillway's own chunks, which then never move
+ * and are never copied into the streaming window (a device writing home
+ * behind a copy would leave it stale). A chunk in a remapping slot cannot
+ * be pinned: CUDA_ERROR_NOT_SUPPORTED. */
+static CUresult pin_range(uint64_t ptr, uint64_t size)
+{
+    sw_table_t *t = sw_tracked();
+    int dev;
+    const sw_vmm_info_t *vi = sw_alloc_ready(&dev);
+    CUresult r = CUDA_SUCCESS;
+    sw_window_touch(ptr, size, CU_STREAM_LEGACY);
+    for (uint64_t p = ptr; t && vi && p < ptr + size && r == CUDA_SUCCESS;) {
+        sw_chunk_t *c = sw_table_lookup(t, p);
+        if (!c) { /* not tracked: the next granule may be */
+            p = (p | (vi->granularity - 1)) + 1;
+            continue;
+        }
+        if (c->alloc->app)
+            r = pin_on_device(c->alloc->app);
+        else if (c->slot >= 0)
+            r = CUDA_ERROR_NOT_SUPPORTED;
+        else if (c->where == SW_ON_HOST)
+            r = to_device(c->alloc->dev, c->size, promote_chunk, c);
+        if (r == CUDA_SUCCESS)
+            c->fixed = true;
+        p = c->va + c->size;
+    }
+    return r;
+}
+
+/* A dma-buf of [ptr, +size) hands its physical memory to another device
+ * (a network card): it is pinned on the device first. */
+CUresult sw_app_dmabuf(void *handle, CUdeviceptr ptr, size_t size, CUmemRangeHandleType type,
+                       unsigned long long flags)
+{
+    if (!sw_tracking_any())
+        return SW_CALL(cuMemGetHandleForAddressRange, (handle, ptr, size, type, flags));
+    sw_gate_wr();
+    CUresult r = pin_range(ptr, size);
+    if (r == CUDA_SUCCESS)
+        r = SW_CALL(cuMemGetHandleForAddressRange, (handle, ptr, size, type, flags));
+    sw_gate_unwr();
     return r;
 }
 

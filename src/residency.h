@@ -222,6 +222,8 @@ CUresult sw_app_bind_mem(CUmemGenericAllocationHandle mc, size_t mc_off,
                          unsigned long long flags);
 CUresult sw_app_bind_addr(CUmemGenericAllocationHandle mc, size_t mc_off, CUdeviceptr ptr,
                           size_t size, unsigned long long flags);
+CUresult sw_app_dmabuf(void *handle, CUdeviceptr ptr, size_t size, CUmemRangeHandleType type,
+                       unsigned long long flags);
 /* What appvmm.c needs of alloc.c; gate held exclusively for all.
  * sw_alloc_ready: the VMM and budget state, resolved on first use, and
  * the current device (*dev); NULL when spillway is off or cannot track

@@ -206,6 +206,7 @@ bool sg_device_ok(CUdevice dev);
     X(cuMulticastBindMem, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuMulticastBindAddr, CUDA_ERROR_INVALID_VALUE, API)                    \
     X(cuMulticastUnbind, CUDA_ERROR_INVALID_VALUE, API)                      \
+    X(cuMemGetHandleForAddressRange, CUDA_ERROR_INVALID_VALUE, API)          \
     X(cuStreamCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                         \
     X(cuStreamCreateWithPriority, CUDA_ERROR_OUT_OF_MEMORY, API)             \
     X(cuStreamDestroy, CUDA_ERROR_INVALID_HANDLE, API)                       \
@@ -731,6 +732,9 @@ bool sg_op_vt_done(sg_op_t *op);           /* g.lock held */
 /* Records a hazard for each queued or running op that overlaps
  * [addr, addr+len), naming the call and the op. g.lock held. */
 void sg_check_hazard(const char *call, uint64_t addr, uint64_t len);
+/* A hazard if [addr, +len), about to be unmapped or freed, is memory of
+ * a dma-buf still open (sg_dmabuf.c). sg_lock held. */
+void sg_dmabuf_check(const char *call, uint64_t addr, uint64_t len);
 /* The same for an op whose ranges were backed by handle id when issued. */
 void sg_check_hazard_handle(const char *call, uint64_t id);
 bool sg_is_stream(void *h);

@@ -159,6 +159,7 @@ static const entry_t table[] = {
     E("cuMemRetainAllocationHandle", 11000, ANY, cuMemRetainAllocationHandle),
     E("cuIpcGetMemHandle", 4010, ANY, cuIpcGetMemHandle),
     E("cuMemExportToShareableHandle", 10020, ANY, cuMemExportToShareableHandle),
+    E("cuMemGetHandleForAddressRange", 11070, ANY, cuMemGetHandleForAddressRange),
     E("cuMulticastCreate", 12010, ANY, cuMulticastCreate),
     E("cuMulticastAddDevice", 12010, ANY, cuMulticastAddDevice),
     E("cuMulticastGetGranularity", 12010, ANY, cuMulticastGetGranularity),

@@ -837,6 +837,7 @@ CUresult sg_ctx_sync_device(int dev)
 
 void sg_check_hazard(const char *call, uint64_t addr, uint64_t len)
 {
+    sg_dmabuf_check(call, addr, len);
     for (sg_stream_t *s = SG->streams; s; s = s->next)
         for (sg_op_t *op = s->head; op; op = op->next)
             for (int i = 0; i < op->nranges; i++) {

@@ -16,7 +16,9 @@
  *   - one handle bound into a multicast object (cuMulticastBindMem, as
  *     NCCL's NVLS buffers are), another by its address
  *     (cuMulticastBindAddr), each object mapped, written through the
- *     segment's address and read through the object's.
+ *     segment's address and read through the object's;
+ *   - a buffer of cuMemAlloc's exported as a dma-buf
+ *     (cuMemGetHandleForAddressRange), used while the segments move.
  * Every segment is checksummed on the device after each phase and
  * checked against the host; the checksums make the "result: checksum="
  * line, which must be the same plain and under spillway
@@ -251,6 +253,23 @@ int main(void)
             bad |= check_all("beside a multicast object", base, value);
             bad |= check("read through a multicast object", mcva[k], SEG, value[bound[k]]);
         }
+
+    /* A dma-buf of a buffer of cuMemAlloc's, a network card's view of
+     * it: while it is open the buffer must not move, as segment 2 does. */
+    CUdeviceptr nic;
+    int dmabuf = -1;
+    CK(cuMemAlloc(&nic, 4 * MIB));
+    CK(cuMemGetHandleForAddressRange(&dmabuf, nic, 4 * MIB, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                                     0));
+    for (uint32_t pass = 0; pass < 3; pass++) {
+        fill_words(nic, 90 + pass, 4 * MIB);
+        fill_words(base + 2 * SEG, value[2] = 95 + pass, SEG);
+        bad |= check_all("beside a dma-buf", base, value);
+        bad |= check("a dma-buf's buffer", nic, 4 * MIB, 90 + pass);
+    }
+    CK(cuCtxSynchronize());
+    close(dmabuf);
+    CK(cuMemFree(nic));
 
     CK(cuCtxSynchronize());
     for (int k = 0; k < 2; k++) {

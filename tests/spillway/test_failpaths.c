@@ -97,7 +97,8 @@ static const model_t models[] = {
      "stream: ok", "bytes_written_back"},
     /* The application's own VMM (appvmm.c): PyTorch's expandable
      * segments, moved whole under LRU, exported, aliased and bound into
-     * multicast objects (three segments pinned on the device). */
+     * multicast objects (three segments pinned on the device), and a
+     * buffer of cuMemAlloc's exported as a dma-buf. */
     {"app-vmm", "SWT_EXPANDABLE", {NULL},
      {"SIMGPU_MEM=72MiB", "SPILLWAY_GPU_BUDGET=32MiB", "SPILLWAY_POLICY=lru", NULL},
      "result: checksum=", "demotions"},
@@ -183,6 +184,7 @@ static const row_t rows[] = {
     {"app-vmm", "cuMemExportToShareableHandle", 1},
     {"app-vmm", "cuMulticastBindMem", 1},
     {"app-vmm", "cuMulticastBindAddr", 1},
+    {"app-vmm", "cuMemGetHandleForAddressRange", 1},
     /* (its cuMemAllocAsync and cuMemFreeAsync never reach the driver:
      * spillway tracks them) */
     {"ordered", "cuEventCreate", 1},

@@ -4,7 +4,8 @@
  * after a synchronize, or through cuMemFree (which synchronizes), is not.
  * Two streams reaching the same bytes, one writing, with no order between
  * them, are a hazard too (a race); ordered by an event or by the host, or
- * both only reading, or writing different bytes, they are not.
+ * both only reading, or writing different bytes, they are not. Freeing
+ * memory exported as a dma-buf whose descriptor is still open is one.
  */
 #include "sgt.h"
 
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define G (2 * SGT_MIB)
 
@@ -326,6 +328,39 @@ START_TEST(hazard_race_only_when_unordered)
 }
 END_TEST
 
+/* Frees memory exported as a dma-buf, its descriptor closed first when
+ * arg says so. */
+static void free_dmabuf_child(void *arg)
+{
+    sgt_init();
+    CUdeviceptr p;
+    int fd = -1;
+    SGT_OK(cuMemAlloc(&p, G));
+    SGT_OK(cuMemGetHandleForAddressRange(&fd, p, G, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0));
+    ck_assert_int_ge(fd, 0);
+    if (*(const bool *)arg)
+        close(fd);
+    SGT_OK(cuMemFree(p));
+}
+
+START_TEST(hazard_free_of_an_open_dmabuf_only)
+{
+    for (int closed = 0; closed < 2; closed++) {
+        char path[256];
+        bool arg = closed;
+        sgt_report_env(path, sizeof path, closed ? "dmabuf-closed" : "dmabuf-open");
+        sgt_child_ok(free_dmabuf_child, &arg);
+        char *json = sgt_report_read(path);
+        ck_assert_uint_eq(sgt_json_u64(json, "hazards"), closed ? 0 : 1);
+        char *list = sgt_json_array(json, "hazard_list");
+        ck_assert_msg(list != NULL, "no hazard_list array in %s", json);
+        ck_assert_msg(closed || strstr(list, "dma-buf") != NULL, "hazard_list: %s", list);
+        free(list);
+        free(json);
+    }
+}
+END_TEST
+
 Suite *hazard_suite(void)
 {
     Suite *s = suite_create("hazard");
@@ -335,6 +370,7 @@ Suite *hazard_suite(void)
     sgt_case(s, hazard_address_free_under_queued_kernel_is_recorded);
     sgt_case(s, hazard_release_under_queued_kernel_is_recorded);
     sgt_case(s, hazard_list_keeps_the_first_64);
+    sgt_case(s, hazard_free_of_an_open_dmabuf_only);
     sgt_loop_case(s, hazard_race_only_when_unordered, 0, RACE_CASES);
     return s;
 }
