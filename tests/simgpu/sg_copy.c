@@ -287,35 +287,17 @@ static CUresult batch(CUstream hs, unsigned n, CUstreamBatchMemOpParams *ops, bo
     return r;
 }
 
-SG_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
-                                         CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{
-    SG_ENTER(cuStreamBatchMemOp, API);
-    (void)flags;
-    return batch(stream, count, paramArray, false);
-}
-
-SG_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
-                                              CUstreamBatchMemOpParams *paramArray,
-                                              unsigned int flags)
-{
-    SG_ENTER(cuStreamBatchMemOp, API);
-    (void)flags;
-    return batch(stream, count, paramArray, true);
-}
-
-SG_EXPORT CUresult sg_v1_batch(CUstream stream, unsigned int count,
-                               CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{
-    SG_ENTER(cuStreamBatchMemOp, API);
-    (void)flags;
-    return batch(stream, count, paramArray, false);
-}
-
-SG_EXPORT CUresult sg_v1_batch_ptsz(CUstream stream, unsigned int count,
-                                    CUstreamBatchMemOpParams *paramArray, unsigned int flags)
-{
-    SG_ENTER(cuStreamBatchMemOp, API);
-    (void)flags;
-    return batch(stream, count, paramArray, true);
-}
+/* cuStreamBatchMemOp in its four forms: _v2 and v1 (sg.h), each with a
+ * per-thread twin. */
+#define BATCH(sym, pt)                                                                   \
+    SG_EXPORT CUresult sym(CUstream stream, unsigned int count,                          \
+                           CUstreamBatchMemOpParams *paramArray, unsigned int flags)     \
+    {                                                                                    \
+        SG_ENTER(cuStreamBatchMemOp, API);                                               \
+        (void)flags;                                                                     \
+        return batch(stream, count, paramArray, pt);                                     \
+    }
+BATCH(cuStreamBatchMemOp_v2, false)
+BATCH(cuStreamBatchMemOp_v2_ptsz, true)
+BATCH(sg_v1_batch, false)
+BATCH(sg_v1_batch_ptsz, true)
