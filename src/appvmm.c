@@ -460,24 +460,34 @@ static CUresult pin_on_device(app_handle_t *h)
     return r;
 }
 
-/* The same for every tracked chunk in [ptr, +size): the application's
- * handles mapped there, and spillway's own chunks, which then never move
- * and are never copied into the streaming window (a device writing home
- * behind a copy would leave it stale). A chunk in a remapping slot cannot
- * be pinned: CUDA_ERROR_NOT_SUPPORTED. */
-static CUresult pin_range(uint64_t ptr, uint64_t size)
+/* The next tracked chunk at or after *p and before end, *p then past
+ * it; NULL when there is none. Gate held exclusively. */
+static sw_chunk_t *next_chunk(uint64_t *p, uint64_t end)
 {
     sw_table_t *t = sw_tracked();
     int dev;
     const sw_vmm_info_t *vi = sw_alloc_ready(&dev);
-    CUresult r = CUDA_SUCCESS;
-    sw_window_touch(ptr, size, CU_STREAM_LEGACY);
-    for (uint64_t p = ptr; t && vi && p < ptr + size && r == CUDA_SUCCESS;) {
-        sw_chunk_t *c = sw_table_lookup(t, p);
-        if (!c) { /* not tracked: the next granule may be */
-            p = (p | (vi->granularity - 1)) + 1;
-            continue;
+    for (; t && vi && *p < end; *p = (*p | (vi->granularity - 1)) + 1) {
+        sw_chunk_t *c = sw_table_lookup(t, *p);
+        if (c) {
+            *p = c->va + c->size;
+            return c;
         }
+    }
+    return NULL;
+}
+
+/* Pins every tracked chunk in [ptr, +size) on the device as an export
+ * does: the application's handles mapped there, and spillway's own
+ * chunks, which then never move and are never copied into the streaming
+ * window (a device writing home behind a copy would leave it stale). A
+ * chunk in a remapping slot cannot be pinned: CUDA_ERROR_NOT_SUPPORTED. */
+static CUresult pin_range(uint64_t ptr, uint64_t size)
+{
+    CUresult r = CUDA_SUCCESS;
+    sw_chunk_t *c;
+    sw_window_touch(ptr, size, CU_STREAM_LEGACY);
+    for (uint64_t p = ptr; r == CUDA_SUCCESS && (c = next_chunk(&p, ptr + size));) {
         if (c->alloc->app)
             r = pin_on_device(c->alloc->app);
         else if (c->slot >= 0)
@@ -486,7 +496,6 @@ static CUresult pin_range(uint64_t ptr, uint64_t size)
             r = to_device(c->alloc->dev, c->size, promote_chunk, c);
         if (r == CUDA_SUCCESS)
             c->fixed = true;
-        p = c->va + c->size;
     }
     return r;
 }
@@ -551,26 +560,27 @@ CUresult sw_app_bind_mem(CUmemGenericAllocationHandle mc, size_t mc_off,
     return r;
 }
 
-/* The same by address. Memory spillway tracks that the application did
- * not map itself is spillway's own handles, which it moves: it is refused
- * as the driver refuses cuMemAlloc's memory, CUDA_ERROR_INVALID_VALUE. */
+/* The same by address, for every handle mapped in the range. Memory
+ * spillway tracks that the application did not map itself is spillway's
+ * own handles: it is refused as the driver refuses cuMemAlloc's memory,
+ * CUDA_ERROR_INVALID_VALUE. */
 CUresult sw_app_bind_addr(CUmemGenericAllocationHandle mc, size_t mc_off, CUdeviceptr ptr,
                           size_t size, unsigned long long flags)
 {
     if (!sw_tracking_any())
         return SW_CALL(cuMulticastBindAddr, (mc, mc_off, ptr, size, flags));
     sw_gate_wr();
-    sw_table_t *t = sw_tracked();
-    sw_chunk_t *c = t ? sw_table_lookup(t, ptr) : NULL;
-    app_handle_t *h = c ? c->alloc->app : NULL;
-    CUresult r = c && !h ? CUDA_ERROR_INVALID_VALUE : h ? pin_on_device(h) : CUDA_SUCCESS;
+    sw_chunk_t *c, *foreign = NULL;
+    for (uint64_t p = ptr; !foreign && (c = next_chunk(&p, ptr + size));)
+        foreign = c->alloc->app ? NULL : c;
     static bool told;
-    if (c && !h && !told) {
+    if (foreign && !told) {
         told = true;
-        sw_warn("cuMulticastBindAddr(0x%llx) refused: spillway holds that memory and moves it "
+        sw_warn("cuMulticastBindAddr(0x%llx) refused: spillway holds memory there and moves it "
                 "(cuMemAllocAsync's below SPILLWAY_MIN_ALLOC is left to the driver)",
                 (unsigned long long)ptr);
     }
+    CUresult r = foreign ? CUDA_ERROR_INVALID_VALUE : pin_range(ptr, size);
     if (r == CUDA_SUCCESS)
         r = SW_CALL(cuMulticastBindAddr, (mc, mc_off, ptr, size, flags));
     sw_gate_unwr();
