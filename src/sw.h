@@ -171,8 +171,8 @@ typedef struct sw_chunk {
     };
     bool resident;              /* the program asked to keep it on the device
                                  * (spillway_hint): never a victim */
-    bool fixed;                 /* never moves: an application's own handle that is
-                                 * mapped elsewhere too, or exported (appvmm.c) */
+    bool fixed;                 /* never moves: mapped elsewhere too, exported, bound
+                                 * or a dma-buf's (appvmm.c); never streamed */
     struct sw_alloc *alloc;
     uint32_t index;             /* within alloc->chunks */
     /* Mechanism state (launch path, remap.c), opaque to the core. */

@@ -156,7 +156,8 @@ SG_EXPORT CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUde
 CUresult sg_mc_map(CUdeviceptr va, size_t size, uint64_t h)
 {
     mc_t *m = mc_find(h);
-    if (!m || !m->member || size > m->size)
+    if (!m || !m->member || size > m->size || va % mc_granularity || size % mc_granularity ||
+        !sg_va_reserved(va, size))
         return CUDA_ERROR_INVALID_VALUE;
     return sg_map_insert(va, size, m->member, m->member_off, false);
 }

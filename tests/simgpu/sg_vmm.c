@@ -203,9 +203,7 @@ SG_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         return CUDA_ERROR_INVALID_VALUE;
     sg_mem_wrlock();
     if (sg_mc_is(handle)) {
-        CUresult r = ptr % (2u << 20) || size % (2u << 20) || !sg_va_reserved(ptr, size)
-                         ? CUDA_ERROR_INVALID_VALUE
-                         : sg_mc_map(ptr, size, handle);
+        CUresult r = sg_mc_map(ptr, size, handle);
         sg_mem_unlock();
         return r;
     }
