@@ -46,7 +46,8 @@
  *   cuMulticastBindMem, cuMulticastBindAddr (NCCL's NVLS buffers): the
  *     same, then the real handle, or the address, is bound.
  * Not tracked (counted as passthrough_bytes_vmm): host or other-device
- * handles, sizes or addresses off the VMM granularity, and everything
+ * handles, tile pools, decompression or GPUDirect RDMA memory (trackable),
+ * sizes or addresses off the VMM granularity, and everything
  * under SPILLWAY_REWRITE=0 (the remapping window does not write back a
  * slot whose address the application unmaps). Imported handles are real
  * ones: they pass through. Access granted to other devices (peers) is
@@ -120,13 +121,20 @@ static void count(int dev, sw_where_t where, int64_t bytes)
 
 /* ---- cuMemCreate ---- */
 
-/* Whether spillway can stand in for a handle of these properties. */
+/* Whether spillway can stand in for a handle of these properties. Not
+ * for memory made for an engine that reaches it behind spillway's back,
+ * by handle or by physical page: a tile pool (mapped into sparse arrays
+ * with cuMemMapArrayAsync), the decompression engine's memory, or memory
+ * asked to be GPUDirect RDMA capable (a network card registers it
+ * through nvidia-peermem, which no CUDA call shows). Those are the
+ * driver's, untracked. */
 static bool trackable(const CUmemAllocationProp *p, size_t size, unsigned long long flags,
                       const sw_vmm_info_t *vi, int dev)
 {
     return p && flags == 0 && p->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
            p->location.type == CU_MEM_LOCATION_TYPE_DEVICE && p->location.id == dev &&
-           p->allocFlags.compressionType == 0 && !p->win32HandleMetaData && size > 0 &&
+           p->allocFlags.compressionType == 0 && p->allocFlags.usage == 0 &&
+           !p->allocFlags.gpuDirectRDMACapable && !p->win32HandleMetaData && size > 0 &&
            size % vi->granularity == 0 && sw_opts()->rewrite;
 }
 

@@ -102,11 +102,13 @@ CUresult sw_mempool_created(CUresult r, const CUmemoryPool *pool, const CUmemPoo
         return r;
     bool device = props->allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
                   props->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-    if (device && props->handleTypes == CU_MEM_HANDLE_TYPE_NONE)
+    if (device && props->handleTypes == CU_MEM_HANDLE_TYPE_NONE && props->usage == 0)
         return r;
     pthread_mutex_lock(&ord.lock);
     /* Listed, none of the pool's allocations is tracked: another process
-     * may expect to import them. */
+     * may expect to import them, or the decompression engine to use them
+     * (CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS), which spillway's memory
+     * cannot be. */
     if (grow((void **)&ord.foreign, ord.nforeign, &ord.capforeign, sizeof *ord.foreign))
         ord.foreign[ord.nforeign++] = (foreign_t){*pool, SW_ROUTE_pool};
     else

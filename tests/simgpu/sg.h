@@ -207,6 +207,9 @@ bool sg_device_ok(CUdevice dev);
     X(cuMulticastBindAddr, CUDA_ERROR_INVALID_VALUE, API)                    \
     X(cuMulticastUnbind, CUDA_ERROR_INVALID_VALUE, API)                      \
     X(cuMemGetHandleForAddressRange, CUDA_ERROR_INVALID_VALUE, API)          \
+    X(cuArray3DCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                        \
+    X(cuArrayDestroy, CUDA_ERROR_INVALID_HANDLE, API)                        \
+    X(cuMemMapArrayAsync, CUDA_ERROR_INVALID_VALUE, API)                     \
     X(cuStreamCreate, CUDA_ERROR_OUT_OF_MEMORY, API)                         \
     X(cuStreamCreateWithPriority, CUDA_ERROR_OUT_OF_MEMORY, API)             \
     X(cuStreamDestroy, CUDA_ERROR_INVALID_HANDLE, API)                       \

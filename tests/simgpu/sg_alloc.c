@@ -292,6 +292,22 @@ SG_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr dptr)
     return CUDA_SUCCESS;
 }
 
+/* Whether a network card could register ptr's memory (GPUDirect RDMA):
+ * cuMemAlloc's device memory, or a handle made on a device with
+ * gpuDirectRDMACapable. Host memory is not. */
+static int rdma_capable(CUdeviceptr ptr)
+{
+    CUdeviceptr base;
+    uint64_t size;
+    sg_mem_rdlock();
+    const sg_map_t *m = sg_map_find(ptr);
+    int yes = sg_legacy_range(ptr, &base, &size) ||
+              (m && !m->legacy && m->phys->loc == SG_LOC_DEVICE &&
+               m->phys->prop.allocFlags.gpuDirectRDMACapable);
+    sg_mem_unlock();
+    return yes;
+}
+
 /* One attribute of ptr, as cuPointerGetAttribute answers it. */
 static CUresult attr_of(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
@@ -340,6 +356,9 @@ static CUresult attr_of(void *data, CUpointer_attribute attribute, CUdeviceptr p
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
         *(unsigned long long *)data = base;
         return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+        *(int *)data = rdma_capable(ptr);
+        return CUDA_SUCCESS;
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -361,6 +380,7 @@ static size_t attr_size(CUpointer_attribute attribute)
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     case CU_POINTER_ATTRIBUTE_MAPPED:
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
         return sizeof(int);
     case CU_POINTER_ATTRIBUTE_CONTEXT:
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:

@@ -109,8 +109,10 @@ SG_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     int loc = loc_of(prop, &err);
     if (!handle || loc < 0)
         return handle ? err : CUDA_ERROR_INVALID_VALUE;
-    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE && prop->requestedHandleTypes != 0)
-        return CUDA_ERROR_INVALID_VALUE; /* host handles cannot be exported */
+    if (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE &&
+        (prop->requestedHandleTypes != 0 || prop->allocFlags.usage != 0 ||
+         prop->allocFlags.gpuDirectRDMACapable))
+        return CUDA_ERROR_INVALID_VALUE; /* host handles: no export, tile pool or RDMA */
     if (size == 0 || size % granularity_of(loc))
         return CUDA_ERROR_INVALID_VALUE;
     if (loc == SG_LOC_HOST)

@@ -18,7 +18,12 @@
  *     (cuMulticastBindAddr), each object mapped, written through the
  *     segment's address and read through the object's;
  *   - a buffer of cuMemAlloc's exported as a dma-buf
- *     (cuMemGetHandleForAddressRange), used while the segments move.
+ *     (cuMemGetHandleForAddressRange), used while the segments move;
+ *   - handles made for engines no CUDA call shows reaching them: memory
+ *     asked to be GPUDirect RDMA capable (a network card registers it),
+ *     which must stay so while everything else moves, and a sparse
+ *     array's tile pool, mapped into the array by handle
+ *     (cuMemMapArrayAsync).
  * Every segment is checksummed on the device after each phase and
  * checked against the host; the checksums make the "result: checksum="
  * line, which must be the same plain and under spillway
@@ -27,6 +32,7 @@
  * Exit 0 right answers, 1 a wrong one, 2 a CUDA error (its message
  * printed: "out of memory" when the footprint does not fit).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,6 +161,62 @@ static int check_handle(CUdeviceptr at, CUmemGenericAllocationHandle want)
     return 1;
 }
 
+/* A handle of one granule on device 0, made for a network card (rdma)
+ * or with the given usage, mapped at a reservation of its own when at
+ * is not NULL. */
+static CUmemGenericAllocationHandle own_handle(bool rdma, unsigned short usage, size_t *size,
+                                               CUdeviceptr *at)
+{
+    CUmemAllocationProp p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.allocFlags.gpuDirectRDMACapable = rdma;
+    p.allocFlags.usage = usage;
+    CUmemGenericAllocationHandle h;
+    CK(cuMemGetAllocationGranularity(size, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CK(cuMemCreate(&h, *size, &p, 0));
+    if (at) {
+        CUmemAccessDesc d;
+        memset(&d, 0, sizeof d);
+        d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        CK(cuMemAddressReserve(at, *size, 0, 0, 0));
+        CK(cuMemMap(*at, *size, 0, h, 0));
+        CK(cuMemSetAccess(*at, *size, &d, 1));
+    }
+    return h;
+}
+
+/* A sparse array's first tiles mapped onto a tile pool's memory, then
+ * unmapped: the driver must be given its own handle. */
+static void map_tiles(CUmemGenericAllocationHandle pool)
+{
+    CUDA_ARRAY3D_DESCRIPTOR ad;
+    memset(&ad, 0, sizeof ad);
+    ad.Width = ad.Height = 256;
+    ad.Format = CU_AD_FORMAT_FLOAT;
+    ad.NumChannels = 4;
+    ad.Flags = CUDA_ARRAY3D_SPARSE;
+    CUarray array;
+    CK(cuArray3DCreate(&array, &ad));
+    CUarrayMapInfo m;
+    memset(&m, 0, sizeof m);
+    m.resourceType = CU_RESOURCE_TYPE_ARRAY;
+    m.resource.array = array;
+    m.subresourceType = CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL;
+    m.subresource.miptail.size = 128 * 1024;
+    m.memOperationType = CU_MEM_OPERATION_TYPE_MAP;
+    m.memHandleType = CU_MEM_HANDLE_TYPE_GENERIC;
+    m.memHandle.memHandle = pool;
+    m.deviceBitMask = 1;
+    CK(cuMemMapArrayAsync(&m, 1, NULL));
+    m.memOperationType = CU_MEM_OPERATION_TYPE_UNMAP;
+    m.memHandle.memHandle = 0;
+    CK(cuMemMapArrayAsync(&m, 1, NULL));
+    CK(cuArrayDestroy(array));
+}
+
 int main(void)
 {
     CUcontext ctx;
@@ -170,6 +232,15 @@ int main(void)
     uint32_t value[NSEG];
     CK(cuMemAddressReserve(&base, 16 * SEG, 0, 0, 0));
     int bad = 0;
+
+    /* Made first, before anything else is hot: a spillway that tracked
+     * it would move it out first. */
+    size_t rdma_size, pool_size;
+    CUdeviceptr rdma;
+    CUmemGenericAllocationHandle rdma_h = own_handle(true, 0, &rdma_size, &rdma);
+    CUmemGenericAllocationHandle pool_h =
+        own_handle(false, CU_MEM_CREATE_USAGE_TILE_POOL, &pool_size, NULL);
+    fill_words(rdma, 77, rdma_size);
 
     /* Grow, a segment at a time, each filled as it comes. */
     for (int i = 0; i < NSEG; i++) {
@@ -193,6 +264,7 @@ int main(void)
     fill_words(base + SEG, value[1] = 300, SEG);
     bad |= check_all("regrown", base, value);
     bad |= check_handle(base + 3 * SEG, h[3]);
+    map_tiles(pool_h);
 
     /* Export one handle; map another at a second address. */
     int fd = -1;
@@ -270,6 +342,19 @@ int main(void)
     CK(cuCtxSynchronize());
     close(dmabuf);
     CK(cuMemFree(nic));
+
+    /* The memory a network card may have registered is where it was. */
+    int capable = 0;
+    CK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, rdma));
+    bad |= check("GPUDirect RDMA memory", rdma, rdma_size, 77);
+    if (!capable) {
+        fprintf(stderr, "expandable: GPUDirect RDMA memory no longer RDMA capable\n");
+        bad = 1;
+    }
+    CK(cuMemUnmap(rdma, rdma_size));
+    CK(cuMemAddressFree(rdma, rdma_size));
+    CK(cuMemRelease(rdma_h));
+    CK(cuMemRelease(pool_h));
 
     CK(cuCtxSynchronize());
     for (int k = 0; k < 2; k++) {

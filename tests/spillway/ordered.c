@@ -18,6 +18,12 @@
  *            host wait in between (the sums are checked at the end), under a
  *            GPU budget (the test's) that holds the two but not three: the
  *            freed scratch must make room, not the live buffer.
+ *   pools    a 4 MiB buffer from each of three pools made with
+ *            cuMemPoolCreate: a plain device pool's, one whose
+ *            allocations may be exported, and one for the decompression
+ *            engine (CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS). Each is
+ *            filled and summed; the test (test_hooks.c) checks that only
+ *            the first was tracked.
  *
  * Prints "ordered: ok" and exits 0; 1 on a wrong value or answer, 2 on a
  * CUDA error.
@@ -165,10 +171,40 @@ static int reuse(CUstream s, CUdeviceptr out)
     return bad;
 }
 
+static int pools(CUstream s, CUdeviceptr out)
+{
+    CUmemPoolProps props[3];
+    memset(props, 0, sizeof props);
+    for (int i = 0; i < 3; i++) {
+        props[i].allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props[i].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    }
+    props[1].handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    props[2].usage = CU_MEM_POOL_CREATE_USAGE_HW_DECOMPRESS;
+    CUmemoryPool pool[3];
+    CUdeviceptr buf[3];
+    for (int i = 0; i < 3; i++) {
+        CK(cuMemPoolCreate(&pool[i], &props[i]));
+        CK(cuMemAllocFromPoolAsync(&buf[i], 4 * MIB, pool[i], s));
+        fill_words(buf[i], 40 + i, 4 * MIB, s);
+        sum_into(buf[i], 4 * MIB, out + 8 * i, s);
+    }
+    CK(cuStreamSynchronize(s));
+    int bad = 0;
+    for (int i = 0; i < 3; i++) {
+        bad |= check("a pool's buffer", out + 8 * i, 40 + i, 4 * MIB);
+        CK(cuMemFreeAsync(buf[i], s));
+    }
+    CK(cuStreamSynchronize(s));
+    for (int i = 0; i < 3; i++)
+        CK(cuMemPoolDestroy(pool[i]));
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: swt-ordered order|errors|reuse\n");
+        fprintf(stderr, "usage: swt-ordered order|errors|reuse|pools\n");
         return 2;
     }
     CUcontext ctx;
@@ -184,6 +220,7 @@ int main(int argc, char **argv)
     int bad = !strcmp(argv[1], "order")    ? order(s, out)
               : !strcmp(argv[1], "errors") ? errors(s, out)
               : !strcmp(argv[1], "reuse")  ? reuse(s, out)
+              : !strcmp(argv[1], "pools")  ? pools(s, out)
                                            : 2;
     CK(cuMemFree(out));
     CK(cuStreamDestroy(s));

@@ -86,6 +86,19 @@ START_TEST(stream_ordered_free_makes_room_before_demotion_does)
 }
 END_TEST
 
+/* Memory another process may import, or the decompression engine use,
+ * is the driver's: of three pools' buffers only the plain pool's is
+ * tracked. */
+START_TEST(exportable_and_decompression_pools_are_the_drivers)
+{
+    swt_run_t r;
+    run_ordered(&r, "pools", "SIMGPU_JITTER=0");
+    ck_assert_msg(swt_sw(&r, "tracked_allocs_peak") == 1, "%s", swt_describe(&r));
+    ck_assert_msg(swt_sw(&r, "passthrough_bytes_pool") == 8 * 1024 * 1024, "%s",
+                  swt_describe(&r));
+}
+END_TEST
+
 START_TEST(module_unload_forgets_layouts)
 {
     run_jit("module");
@@ -295,6 +308,7 @@ Suite *hooks_suite(void)
     tcase_add_test(ordered, stream_ordered_free_waits_for_its_stream);
     tcase_add_test(ordered, stream_ordered_free_errors_are_the_drivers);
     tcase_add_test(ordered, stream_ordered_free_makes_room_before_demotion_does);
+    tcase_add_test(ordered, exportable_and_decompression_pools_are_the_drivers);
     suite_add_tcase(s, ordered);
     return s;
 }

@@ -435,6 +435,88 @@ START_TEST(vmm_host_handle_ignores_id_and_refuses_export)
 }
 END_TEST
 
+START_TEST(vmm_host_handle_refuses_tile_pool_and_rdma)
+{
+    sgt_init();
+    CUmemGenericAllocationHandle h = 0;
+    CUmemAllocationProp p = sgt_prop(CU_MEM_LOCATION_TYPE_HOST);
+    p.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL;
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, G, &p, 0));
+    p.allocFlags.usage = 0;
+    p.allocFlags.gpuDirectRDMACapable = 1;
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemCreate(&h, G, &p, 0));
+}
+END_TEST
+
+/* What the pointer attribute says of each kind of memory. */
+START_TEST(vmm_rdma_capable_is_device_memory_asked_for_it)
+{
+    sgt_init();
+    int yes = -1;
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr plain = mapped_device(G, &h), legacy, rdma;
+    SGT_OK(cuPointerGetAttribute(&yes, CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, plain));
+    ck_assert_int_eq(yes, 0);
+    SGT_OK(cuMemAlloc(&legacy, G));
+    SGT_OK(cuPointerGetAttribute(&yes, CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, legacy));
+    ck_assert_int_eq(yes, 1);
+    CUmemAllocationProp p = sgt_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    p.allocFlags.gpuDirectRDMACapable = 1;
+    SGT_OK(cuMemCreate(&h, G, &p, 0));
+    SGT_OK(cuMemAddressReserve(&rdma, G, 0, 0, 0));
+    SGT_OK(cuMemMap(rdma, G, 0, h, 0));
+    SGT_OK(cuPointerGetAttribute(&yes, CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE, rdma + 4096));
+    ck_assert_int_eq(yes, 1);
+}
+END_TEST
+
+/* A sparse array's tiles map only a live tile pool handle of the
+ * driver's; each map holds the memory until unmapped or destroyed. */
+START_TEST(vmm_sparse_array_maps_only_tile_pools)
+{
+    sgt_init();
+    CUDA_ARRAY3D_DESCRIPTOR ad;
+    memset(&ad, 0, sizeof ad);
+    ad.Width = ad.Height = 128;
+    ad.Format = CU_AD_FORMAT_FLOAT;
+    ad.NumChannels = 1;
+    CUarray a;
+    SGT_EXPECT(CUDA_ERROR_NOT_SUPPORTED, cuArray3DCreate(&a, &ad)); /* dense: not modeled */
+    ad.Flags = CUDA_ARRAY3D_SPARSE;
+    SGT_OK(cuArray3DCreate(&a, &ad));
+    CUmemAllocationProp p = sgt_prop(CU_MEM_LOCATION_TYPE_DEVICE);
+    CUmemGenericAllocationHandle plain, pool;
+    SGT_OK(cuMemCreate(&plain, G, &p, 0));
+    p.allocFlags.usage = CU_MEM_CREATE_USAGE_TILE_POOL;
+    SGT_OK(cuMemCreate(&pool, G, &p, 0));
+    CUarrayMapInfo m;
+    memset(&m, 0, sizeof m);
+    m.resourceType = CU_RESOURCE_TYPE_ARRAY;
+    m.resource.array = a;
+    m.subresourceType = CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL;
+    m.subresource.miptail.size = 64 * 1024;
+    m.memOperationType = CU_MEM_OPERATION_TYPE_MAP;
+    m.memHandleType = CU_MEM_HANDLE_TYPE_GENERIC;
+    m.deviceBitMask = 1;
+    m.memHandle.memHandle = plain;
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&m, 1, NULL));
+    m.memHandle.memHandle = pool + 0x1000; /* not a handle */
+    SGT_EXPECT(CUDA_ERROR_INVALID_HANDLE, cuMemMapArrayAsync(&m, 1, NULL));
+    m.memHandle.memHandle = pool;
+    m.subresource.miptail.size = 128 * 1024; /* past the array's one tile */
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemMapArrayAsync(&m, 1, NULL));
+    m.subresource.miptail.size = 64 * 1024;
+    SGT_OK(cuMemMapArrayAsync(&m, 1, NULL));
+    /* The map keeps the memory after its last handle goes: a second
+     * release is refused, the array's destruction frees it. */
+    SGT_OK(cuMemRelease(pool));
+    SGT_EXPECT(CUDA_ERROR_INVALID_VALUE, cuMemRelease(pool));
+    SGT_OK(cuArrayDestroy(a));
+    SGT_EXPECT(CUDA_ERROR_INVALID_HANDLE, cuArrayDestroy(a));
+    SGT_OK(cuMemRelease(plain));
+}
+END_TEST
+
 Suite *vmm_suite(void)
 {
     Suite *s = suite_create("vmm");
@@ -463,5 +545,8 @@ Suite *vmm_suite(void)
     sgt_case(s, vmm_unmap_covers_several_whole_mappings);
     sgt_case(s, vmm_write_to_read_only_mapping_faults);
     sgt_case(s, vmm_host_handle_ignores_id_and_refuses_export);
+    sgt_case(s, vmm_host_handle_refuses_tile_pool_and_rdma);
+    sgt_case(s, vmm_rdma_capable_is_device_memory_asked_for_it);
+    sgt_case(s, vmm_sparse_array_maps_only_tile_pools);
     return s;
 }
