@@ -9,10 +9,11 @@
  * given a handle, which must be one of its own, live, device memory of
  * the stream's device and made for tile pools; each tile mapped holds a
  * reference on the memory, as a VA mapping does, until it is unmapped or
- * the array destroyed. Arrays hold no bytes and no kernel reads them (no
- * textures here), mip tails and layers are not modeled, and a map takes
- * effect when it is called, as if its stream were idle. Only sparse
- * arrays are made: any other is CUDA_ERROR_NOT_SUPPORTED.
+ * the array destroyed. An array is one tail of 64 KiB tiles (the miptail
+ * subresource; sparse levels and layers are not modeled), holds no bytes
+ * and no kernel reads it (no textures here), and a map takes effect when
+ * it is called, as if its stream were idle. Only sparse arrays are made:
+ * any other is CUDA_ERROR_NOT_SUPPORTED.
  */
 #include "sg.h"
 
@@ -22,7 +23,7 @@
 
 typedef struct {
     bool live;
-    uint64_t bytes;              /* of the level 0 image, in tiles' worth */
+    uint64_t bytes;              /* of its image: its tail is this, rounded up to tiles */
     sg_phys_t *tile[MAX_TILES]; /* the memory under tile i, one reference each */
 } sparse_t;
 
@@ -129,8 +130,8 @@ static CUresult check_entry(const CUarrayMapInfo *m, sparse_t *a, sg_phys_t *p, 
     return CUDA_SUCCESS;
 }
 
-/* Every entry is checked before any takes effect. simgpu's arrays are
- * one tail of tiles (the miptail subresource), on device 0. */
+/* Every entry is checked before any takes effect (so each is checked
+ * twice: once to refuse the list, once to apply it), on device 0. */
 SG_EXPORT CUresult cuMemMapArrayAsync(CUarrayMapInfo *list, unsigned int n, CUstream st)
 {
     SG_ENTER(cuMemMapArrayAsync, API);

@@ -114,17 +114,23 @@ static CUmemAllocationProp seg_prop(void)
     return p;
 }
 
-static void map_segment(CUdeviceptr at, CUmemGenericAllocationHandle *h)
+/* Maps size bytes of h at at, readable and writable by device 0. */
+static void map_rw(CUdeviceptr at, size_t size, CUmemGenericAllocationHandle h)
 {
-    CUmemAllocationProp p = seg_prop();
     CUmemAccessDesc d;
     memset(&d, 0, sizeof d);
     d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     d.location.id = 0;
     d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CK(cuMemMap(at, size, 0, h, 0));
+    CK(cuMemSetAccess(at, size, &d, 1));
+}
+
+static void map_segment(CUdeviceptr at, CUmemGenericAllocationHandle *h)
+{
+    CUmemAllocationProp p = seg_prop();
     CK(cuMemCreate(h, SEG, &p, 0));
-    CK(cuMemMap(at, SEG, 0, *h, 0));
-    CK(cuMemSetAccess(at, SEG, &d, 1));
+    map_rw(at, SEG, *h);
 }
 
 static void unmap_segment(CUdeviceptr at, CUmemGenericAllocationHandle h)
@@ -177,13 +183,8 @@ static CUmemGenericAllocationHandle own_handle(bool rdma, unsigned short usage, 
     CK(cuMemGetAllocationGranularity(size, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     CK(cuMemCreate(&h, *size, &p, 0));
     if (at) {
-        CUmemAccessDesc d;
-        memset(&d, 0, sizeof d);
-        d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
         CK(cuMemAddressReserve(at, *size, 0, 0, 0));
-        CK(cuMemMap(*at, *size, 0, h, 0));
-        CK(cuMemSetAccess(*at, *size, &d, 1));
+        map_rw(*at, *size, h);
     }
     return h;
 }
@@ -271,13 +272,8 @@ int main(void)
     CK(cuMemExportToShareableHandle(&fd, h[0], CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
     close(fd);
     CUdeviceptr alias;
-    CUmemAccessDesc d;
-    memset(&d, 0, sizeof d);
-    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CK(cuMemAddressReserve(&alias, SEG, 0, 0, 0));
-    CK(cuMemMap(alias, SEG, 0, h[2], 0));
-    CK(cuMemSetAccess(alias, SEG, &d, 1));
+    map_rw(alias, SEG, h[2]);
     /* Written through one address, read through the other, while the
      * other segments keep moving in and out. */
     for (uint32_t pass = 0; pass < 3; pass++) {
@@ -305,8 +301,7 @@ int main(void)
         else
             CK(cuMulticastBindAddr(mc[k], 0, base + bound[k] * SEG, SEG, 0));
         CK(cuMemAddressReserve(&mcva[k], SEG, 0, 0, 0));
-        CK(cuMemMap(mcva[k], SEG, 0, mc[k], 0));
-        CK(cuMemSetAccess(mcva[k], SEG, &d, 1));
+        map_rw(mcva[k], SEG, mc[k]);
     }
     /* cuMemAlloc's memory is refused, by the driver as by spillway,
      * which moves the memory it tracks. */
