@@ -237,6 +237,7 @@ uint64_t sw_window_setup(int dev, uint64_t size, uint64_t slot, const sw_table_t
     }
     for (int i = 0; i < MAX_ENTRIES; i++)
         w->entries[i].unit = -1;
+    w->top = 0;
     w->side = w->st;
     w->table = t;
     w->size = size;
@@ -396,7 +397,7 @@ static win_t *emptied(int dev)
     if (!w || w->graphs || w->origin || sw_capturing() ||
         __atomic_load_n(&w->holders, __ATOMIC_ACQUIRE))
         return NULL;
-    for (int i = 0; i < MAX_ENTRIES; i++)
+    for (int i = 0; i < w->top; i++)
         if (w->entries[i].unit >= 0)
             sw_win_drop_entry(w, &w->entries[i]);
     return w;

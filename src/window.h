@@ -137,6 +137,8 @@ typedef struct {
     entry_t entries[MAX_ENTRIES];
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
+    int top;             /* no entry from here up has held a copy since the window
+                          * was made: the per-launch walks stop here, not at 512 */
     int unfinished;      /* entries whose fill's rest is still to copy: each served
                           * launch looks for them (sw_win_finish_fills) */
     int last;            /* the unit used last, for the chain */

@@ -72,7 +72,7 @@ bool sw_window_capture_ends(CUstream s)
             bool used = false;
             /* Home is current (each read sent its copy home on s); the
              * copies belong to the graph from now on. */
-            for (int i = 0; i < MAX_ENTRIES; i++)
+            for (int i = 0; i < w->top; i++)
                 if (w->entries[i].unit >= 0) {
                     used = true;
                     sw_win_drop_entry(w, &w->entries[i]);

@@ -230,7 +230,7 @@ static bool in_the_way(win_t *w, uint64_t at, uint64_t len, bool ahead, bool may
     *hi = 0;
     *pinned = false;
     fill->nblockers = 0;
-    for (int i = 0; i < MAX_ENTRIES; i++) {
+    for (int i = 0; i < w->top; i++) {
         const entry_t *o = &w->entries[i];
         const unit_t *ou = o->unit >= 0 ? &w->units[o->unit] : NULL;
         if (!ou || !overlaps(at, len, o->off, ou->len))
@@ -278,6 +278,7 @@ static CUresult copy_part(win_t *w, const unit_t *u, uint64_t at, uint64_t from,
                      : CUDA_SUCCESS;
 }
 
+/* The lowest entry free, so that the entries in use stay below w->top. */
 static entry_t *free_entry(win_t *w)
 {
     for (int i = 0; i < MAX_ENTRIES; i++) {
@@ -288,6 +289,8 @@ static entry_t *free_entry(win_t *w)
                 e->filled = NULL;
                 return NULL;
             }
+            if (i >= w->top)
+                w->top = i + 1;
             return e;
         }
     }
@@ -431,7 +434,7 @@ entry_t *sw_win_fill(win_t *w, int ui, bool ahead)
  * another, keep their copy). */
 static bool rest_free(const win_t *w, const entry_t *e)
 {
-    for (int i = 0; i < MAX_ENTRIES; i++) {
+    for (int i = 0; i < w->top; i++) {
         const entry_t *o = &w->entries[i];
         const unit_t *ou = o->unit >= 0 && o != e ? &w->units[o->unit] : NULL;
         if (ou && overlaps(e->off + e->rest_at, e->rest_len, o->off, ou->len) &&
@@ -446,7 +449,7 @@ static bool rest_free(const win_t *w, const entry_t *e)
  * copy dropped (nothing reads it). Lock held. */
 void sw_win_finish_fills(win_t *w)
 {
-    for (int i = 0; i < MAX_ENTRIES && w->unfinished; i++) {
+    for (int i = 0; i < w->top && w->unfinished; i++) {
         entry_t *e = &w->entries[i];
         if (e->unit < 0 || !e->rest_len || !rest_free(w, e))
             continue;
@@ -616,7 +619,7 @@ CUresult sw_win_order_after(win_t *w, CUstream s, CUevent ev)
  * ordered so; a copy about to be read (pinned) is left alone. */
 bool sw_win_drop_overlaps(win_t *w, uint64_t lo, uint64_t len, int keep, CUstream s)
 {
-    for (int i = 0; i < MAX_ENTRIES; i++) {
+    for (int i = 0; i < w->top; i++) {
         entry_t *e = &w->entries[i];
         if (e->unit < 0 || e->unit == keep || e->pins ||
             !overlaps(lo, len, w->units[e->unit].start, w->units[e->unit].len))

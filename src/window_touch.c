@@ -21,7 +21,7 @@ bool sw_win_foreign(win_t *w, CUstream s)
  * after them, and the next fill follows the origin (sw_win_after_app). Lock held. */
 static void drop_captured(win_t *w, uint64_t lo, uint64_t len)
 {
-    for (int i = 0; i < MAX_ENTRIES; i++) {
+    for (int i = 0; i < w->top; i++) {
         entry_t *e = &w->entries[i];
         if (e->unit >= 0 && !e->pins &&
             overlaps(lo, len, w->units[e->unit].start, w->units[e->unit].len))
