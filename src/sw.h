@@ -230,8 +230,7 @@ typedef struct sw_alloc {
 
 typedef struct sw_table sw_table_t;
 
-/* granule: a power of two; every chunk va and size is a multiple of it.
- * Returns NULL when out of memory. */
+/* granule: a power of two dividing every chunk's va and size; NULL: no memory. */
 sw_table_t *sw_table_new(uint64_t granule);
 void sw_table_free(sw_table_t *t);
 /* Registers a (fully built) allocation: one index entry per granule of
@@ -239,17 +238,18 @@ void sw_table_free(sw_table_t *t);
 int sw_table_insert(sw_table_t *t, sw_alloc_t *a);
 /* Unregisters; the caller frees a. */
 void sw_table_remove(sw_table_t *t, sw_alloc_t *a);
-/* The chunk containing addr, or NULL. addr may be anywhere in
- * [a->va, a->va + a->reserved). O(1). */
+/* The chunk holding addr (anywhere in [va, va + reserved)), or NULL. O(1). */
 sw_chunk_t *sw_table_lookup(const sw_table_t *t, uint64_t addr);
 /* The allocation whose base is exactly va, or NULL. */
 sw_alloc_t *sw_table_find_base(const sw_table_t *t, uint64_t va);
 /* Cheap pre-filter: false when addr is certainly not tracked. */
 bool sw_table_maybe(const sw_table_t *t, uint64_t addr);
-/* Iteration over all allocations (order unspecified): call fn for each;
- * fn must not modify the table. */
+/* Calls fn for each allocation, in no order; fn must not modify the table. */
 void sw_table_each(const sw_table_t *t, void (*fn)(sw_alloc_t *a, void *arg), void *arg);
 size_t sw_table_count(const sw_table_t *t);
+/* Launches between two asks of a question that walks every chunk: at least
+ * `least`, and one per 64 chunks, so that a launch pays for 64 visits. */
+uint64_t sw_table_walk_every(const sw_table_t *t, uint64_t least);
 
 /* ---- core/learn.c: the launch schedule, learned from arguments ---------
  * Launch sequence numbers (seq) count launches, from 1, in issue order.

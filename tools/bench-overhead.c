@@ -75,7 +75,8 @@ static CUdeviceptr vmm_buffer(CUdevice dev)
  * mode: "plain" (64 KiB cuMemAlloc), "tracked" (4 MiB cuMemAlloc), "vmm";
  * for instruction counts only (docs/benchmarks.md, "Launch overhead"), run as
  * --child MODE N under the environment given there: "inplace" (the
- * argument points into a host chunk among 100 allocations), "arena"
+ * argument points into a host chunk among 100 allocations; "inplace-N"
+ * among N, for how the cost grows with the table), "arena"
  * (into the start of an 8 GiB allocation) and "allocs" (600 allocations
  * first, for the cost of choosing victims). */
 static int child(long launches, const char *mode)
@@ -96,11 +97,13 @@ static int child(long launches, const char *mode)
     CUdeviceptr buf;
     if (strcmp(mode, "vmm") == 0) {
         buf = vmm_buffer(dev);
-    } else if (strcmp(mode, "inplace") == 0) {
-        /* A 4 MiB chunk, allocated first, then 99 of 2 MiB that push it
-         * out to host memory: the kernel reads it in place. */
+    } else if (strncmp(mode, "inplace", 7) == 0) {
+        /* A 4 MiB chunk, allocated first, then 99 of 2 MiB (inplace-N:
+         * N - 1) that push it out to host memory: the kernel reads it in
+         * place. */
+        int others = mode[7] == '-' ? atoi(mode + 8) - 1 : 99;
         CK(cuMemAlloc(&buf, 4u << 20));
-        for (int i = 0; i < 99; i++) {
+        for (int i = 0; i < others; i++) {
             CUdeviceptr other;
             CK(cuMemAlloc(&other, 2u << 20));
         }

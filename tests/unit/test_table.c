@@ -10,7 +10,7 @@
  *   - insert refuses overlaps with -1 and leaves the table as it was, even
  *     for the granules of the refused allocation that overlap nothing;
  *   - remove, find_base (exact base only), maybe (never a false negative),
- *     each (every allocation once), count;
+ *     each (every allocation once), count, the spacing of walks;
  *   - odd shapes: chunks of different sizes, 1000 allocations, addresses at
  *     the top of the 47-bit user space, a wide spread of addresses.
  */
@@ -670,6 +670,35 @@ START_TEST(table_count_follows_inserts_and_removes)
 }
 END_TEST
 
+/* The spacing of walks over every chunk: the caller's least below 64
+ * chunks a launch, one launch per 64 chunks above, counted over the
+ * chunks of the allocations registered (not those refused, nor removed). */
+START_TEST(table_walk_spacing_follows_the_chunks_registered)
+{
+    sw_table_t *t = new_table(G);
+    ck_assert_uint_eq(sw_table_walk_every(t, 8), 8);
+    ck_assert_uint_eq(sw_table_walk_every(NULL, 8), 8);
+    sw_alloc_t *a = mk_even(BASE, 512, G);       /* 512 chunks: 8 launches */
+    sw_alloc_t *b = mk_even(BASE + 4 * GIB, 1536, G); /* 2,048 in all: 32 */
+    sw_alloc_t *clash = mk_even(BASE + G, 64, G);
+    ck_assert_int_eq(sw_table_insert(t, a), 0);
+    ck_assert_uint_eq(sw_table_walk_every(t, 1), 8);
+    ck_assert_uint_eq(sw_table_walk_every(t, 9), 9);
+    ck_assert_int_eq(sw_table_insert(t, b), 0);
+    ck_assert_uint_eq(sw_table_walk_every(t, 8), 32);
+    ck_assert_int_eq(sw_table_insert(t, clash), -1);
+    ck_assert_uint_eq(sw_table_walk_every(t, 8), 32);
+    sw_table_remove(t, b);
+    ck_assert_uint_eq(sw_table_walk_every(t, 0), 8);
+    sw_table_remove(t, a);
+    ck_assert_uint_eq(sw_table_walk_every(t, 0), 0);
+    sw_table_free(t);
+    unit_free_alloc(a);
+    unit_free_alloc(b);
+    unit_free_alloc(clash);
+}
+END_TEST
+
 /* --- suite ---------------------------------------------------------------- */
 
 static void add_case(Suite *s, const TTest *t)
@@ -698,6 +727,7 @@ Suite *table_suite(void)
     add_case(s, table_tables_are_independent);
     add_case(s, table_remove_makes_lookups_null);
     add_case(s, table_remove_leaves_other_allocations_intact);
+    add_case(s, table_walk_spacing_follows_the_chunks_registered);
     add_case(s, table_reinsert_after_remove_succeeds);
     add_case(s, table_insert_remove_cycles_keep_working);
     add_case(s, table_insert_same_range_fails_and_leaves_table_unchanged);
