@@ -225,8 +225,9 @@ uint64_t sw_period(uint64_t now)
     uint64_t period = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     uint64_t last = __atomic_load_n(&at, __ATOMIC_RELAXED);
     unsigned same = __atomic_load_n(&steady, __ATOMIC_RELAXED);
-    uint64_t every = sw_table_walk_every(sw_tracked(), recompute_every(period, same));
-    if ((!last || now - last >= every) &&
+    uint64_t every = recompute_every(period, same);
+    if ((!last || (now - last >= every &&
+                   now - last >= sw_table_walk_every(sw_tracked(), every))) &&
         !__atomic_exchange_n(&computing, true, __ATOMIC_ACQUIRE)) {
         bool agreed;
         uint64_t before = period;

@@ -39,10 +39,11 @@ static const sw_link_t link = SW_LINK_DEFAULT;
 static bool would_displace(sw_chunk_t *c, keep_t *k)
 {
     static uint64_t walked; /* the launch that last asked; relaxed atomic */
-    uint64_t every = sw_table_walk_every(sw_tracked(), 1);
     if (k->seq < __atomic_load_n(&c->displace_next, __ATOMIC_RELAXED) ||
-        sw_learn_state(c).uses < SW_HOT_USES || /* never a displacer: no walk */
-        (every > 1 && k->seq < __atomic_load_n(&walked, __ATOMIC_RELAXED) + every))
+        sw_learn_state(c).uses < SW_HOT_USES) /* never a displacer: no walk */
+        return false;
+    uint64_t every = sw_table_walk_every(sw_tracked(), 1);
+    if (every > 1 && k->seq < __atomic_load_n(&walked, __ATOMIC_RELAXED) + every)
         return false;
     __atomic_store_n(&walked, k->seq, __ATOMIC_RELAXED);
     if (sw_policy_displace(sw_tracked(), c, k->seq, touched_now, k))
