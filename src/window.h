@@ -17,6 +17,7 @@
 #include "residency.h"
 
 #define MAX_UNITS 4096
+#define UNIT_SLOTS_LOG2 13 /* the index of units by start: twice MAX_UNITS slots */
 #define MAX_ENTRIES 512
 #define READERS 4   /* streams that may read one copy before it is evicted */
 #define LOOKAHEAD 32 /* ranges copied ahead at most, per use */
@@ -134,6 +135,7 @@ typedef struct {
     uint32_t *changed;   /* per unit, pinned: spillway_copy_if_changed copied */
     uint32_t *escaped;   /* per unit, pinned: spillway_unwindow put a stored pointer back */
     unit_t units[MAX_UNITS];
+    int16_t unit_at[1 << UNIT_SLOTS_LOG2]; /* live units by start (window_copy.c): ui + 1, 0 none */
     entry_t entries[MAX_ENTRIES];
     int nunits;
     int live;            /* entries holding a copy (atomic reads outside the lock) */
@@ -223,6 +225,7 @@ void sw_win_break_capture(win_t *w);
 bool sw_win_streamable(const win_t *w, uint64_t start, uint64_t len);
 int sw_win_unit_find(win_t *w, uint64_t start);
 int sw_win_unit_get(win_t *w, uint64_t start, uint64_t len);
+void sw_win_unit_end(win_t *w, int ui);
 CUresult sw_win_after_app(win_t *w);
 CUresult sw_win_evict(win_t *w, entry_t *e);
 entry_t *sw_win_fill(win_t *w, int ui, bool ahead);

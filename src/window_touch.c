@@ -135,7 +135,7 @@ void sw_window_forget(uint64_t lo, uint64_t len)
                 continue;
             if (u->entry >= 0)
                 sw_win_drop_entry(w, &w->entries[u->entry]);
-            u->live = false;
+            sw_win_unit_end(w, i);
         }
         for (int i = 0; i < w->nunits; i++) {
             unit_t *u = &w->units[i];
