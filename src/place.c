@@ -191,24 +191,28 @@ uint64_t sw_launch_next(void)
 
 static bool period_agreed; /* the cached period's (sw_learn_period), relaxed atomic */
 
+uint64_t sw_spacing_doubled(uint64_t every, unsigned times, uint64_t loop)
+{
+    for (unsigned i = 0; i < times && 2 * every <= loop; i++)
+        every *= 2;
+    return every;
+}
+
 /* Launches between two computations of the period: twice a loop, at most
- * every 8 and at least every 64. While the first loops are learned the
- * period moves (a load pass before the loop spreads the first gaps over
- * the loop's length), and a value kept for longer than half a loop is
- * judged by: 20 layers after a load pass kept the first loop's 21 through
- * the second, where the loop was 40, and lost their window. Once
- * `steady` computations in a row agreed on the same period, the spacing
- * doubles with each, up to a loop: each sorts every chunk's gap, and 600
- * layers of 2.25 MiB, 1,200 chunks, paid 5,400 instructions a launch for
- * computations every 64 launches that found the same loop (steps 5-6;
- * simgpu, 2026-12-03). */
+ * every 8 and, while it moves, at least every 64. While the first loops
+ * are learned the period moves (a load pass before the loop spreads the
+ * first gaps over the loop's length), and a value kept for longer than
+ * half a loop is judged by: 20 layers after a load pass kept the first
+ * loop's 21 through the second, where the loop was 40, and lost their
+ * window. Once `steady` computations in a row agreed on the same period,
+ * the spacing doubles with each, up to a loop: each sorts every chunk's
+ * gap, and 600 layers of 2.25 MiB, 1,200 chunks, paid 5,400 instructions
+ * a launch for computations every 64 launches that found the same loop
+ * (steps 5-6; simgpu, 2026-12-03). */
 static uint64_t recompute_every(uint64_t period, unsigned steady)
 {
     uint64_t every = period / 2;
-    every = every < 8 ? 8 : every > 64 ? 64 : every;
-    for (unsigned i = 0; i < steady && 2 * every <= period; i++)
-        every *= 2;
-    return every;
+    return sw_spacing_doubled(every < 8 ? 8 : every > 64 ? 64 : every, steady, period);
 }
 
 uint64_t sw_period(uint64_t now)

@@ -282,21 +282,6 @@ void sw_promote_deferred(void)
 #define TRADE_EVERY 64
 #define TRADE_RETRY 8 /* after trades, or a chunk to adopt found no victim: more may follow */
 
-/* The launches until the next check after `fruitless` checks in a row
- * found no trade: `base`, doubled with each, up to a loop's launches.
- * Each check walks every chunk several times (free room, adoption,
- * packing), and a loop's trades are made in its first loops, after which
- * there is nothing to find until the program changes: 600 layers of 2.25
- * MiB, 1,200 chunks, paid 12,300 instructions a launch for checks every
- * 64 launches that found nothing (steps 5-6; simgpu, 2026-12-03). */
-static uint64_t check_spacing(uint64_t base, unsigned fruitless, uint64_t period)
-{
-    uint64_t every = base;
-    for (unsigned i = 0; i < fruitless && 2 * every <= period; i++)
-        every *= 2;
-    return every;
-}
-
 typedef struct {
     sw_pack_t moves;            /* out[0..nout) go home, then in[0..nin) come */
     const char *why;            /* for the log, where a chunk goes home */
@@ -393,9 +378,16 @@ void sw_promote_trade(uint64_t now, bool replay)
     if (!period || now < 2 * period)
         return;
     bool any = next_trade(now, replay, &t, &waiting);
+    /* After `f` checks in a row that found no trade, the next waits twice
+     * as long with each, up to a loop's launches. Each check walks every
+     * chunk several times (free room, adoption, packing), and a loop's
+     * trades are made in its first loops, after which there is nothing to
+     * find until the program changes: 600 layers of 2.25 MiB, 1,200
+     * chunks, paid 12,300 instructions a launch for checks every 64
+     * launches that found nothing (steps 5-6; simgpu, 2026-12-03). */
     unsigned f = any ? 0 : __atomic_load_n(&fruitless, __ATOMIC_RELAXED);
     __atomic_store_n(&fruitless, any ? 0 : f + (f < 64), __ATOMIC_RELAXED);
-    uint64_t every = check_spacing(waiting ? TRADE_RETRY : TRADE_EVERY, f, period);
+    uint64_t every = sw_spacing_doubled(waiting ? TRADE_RETRY : TRADE_EVERY, f, period);
     __atomic_store_n(&next, now + sw_table_walk_every(sw_tracked(), every), __ATOMIC_RELAXED);
     if (!any)
         return;

@@ -127,8 +127,12 @@ CUresult sw_safe_sync(void);
 /* The number of the latest launch seen, and the next launch's number. */
 uint64_t sw_launch_now(void);
 uint64_t sw_launch_next(void);
-/* The learned period, recomputed at most every 64 launches. */
+/* The learned period: recomputed every 8 to 64 launches, less often while
+ * it stays the same (up to a loop) or the table is large (place.c). */
 uint64_t sw_period(uint64_t now);
+/* `every` doubled `times` times, never past `loop`: the spacing of a
+ * question that kept finding the same answer (the period, a trade). */
+uint64_t sw_spacing_doubled(uint64_t every, unsigned times, uint64_t loop);
 /* The same, where most of the memory with a known loop agrees on it
  * (sw_learn_period); else 0: the loop is still being learned. */
 uint64_t sw_agreed_period(uint64_t now);

@@ -97,7 +97,7 @@ static int child(long launches, const char *mode)
     CUdeviceptr buf;
     if (strcmp(mode, "vmm") == 0) {
         buf = vmm_buffer(dev);
-    } else if (strncmp(mode, "inplace", 7) == 0) {
+    } else if (strcmp(mode, "inplace") == 0 || strncmp(mode, "inplace-", 8) == 0) {
         /* A 4 MiB chunk, allocated first, then 99 of 2 MiB (inplace-N:
          * N - 1) that push it out to host memory: the kernel reads it in
          * place. */
