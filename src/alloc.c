@@ -193,14 +193,20 @@ static uint64_t chunk_held(uint64_t budget, uint64_t share, const sw_vmm_info_t 
  * segment under 121 MiB: three segments resident, 25 MiB held by none,
  * 1.45x the link bound; in 8 MiB chunks 1.18x).
  *
- * An allocation no bigger than that, a tensor of its own, is one chunk:
- * it moves whole, in one copy and one set of VMM calls (about 60 us a
- * handle on an H100; in 2 MiB chunks, MoE's 4 MiB experts each moved
- * twice: 1.57x a step early on). A bigger one of at most 32 MiB (a
- * tensor, or an allocator segment of a few) is cut to that eighth, no
- * finer, under a budget of two default chunks or more (in 2 MiB chunks,
- * 16 MiB layers each in a 20 MiB segment under 160 MiB moved ten pieces a
- * segment: 1.46x against 1.34x). Anything bigger (a buffer of many
+ * An allocation no bigger than that, nor than half the default chunk (16
+ * MiB), a tensor of its own, is one chunk: it moves whole, in one copy
+ * and one set of VMM calls (about 60 us a handle on an H100; in 2 MiB
+ * chunks, MoE's 4 MiB experts each moved twice: 1.57x a step early on).
+ * A bigger one of at most 32 MiB (a tensor, or an allocator segment of a
+ * few) is cut to the smaller of the two under a budget of two default
+ * chunks or more. No finer: in 2 MiB chunks, 16 MiB layers each in a 20
+ * MiB segment under 160 MiB moved ten pieces a segment (1.46x the link
+ * bound against 1.34x). No coarser: whole, under the budgets of real GPUs,
+ * a 20 MiB segment of PyTorch's held its slack resident with its tensors
+ * (two 8 MiB layers to a segment, 120 under 384 MiB: 1.31x against 1.16x
+ * in 16 MiB chunks; 64 x 16 MiB, one to a segment, under 512 MiB: 1.38x
+ * against 1.14x; simgpu, 2026-12-03), where a 25 MiB expert of a mixture
+ * moved in two pieces cost its step 3%. Anything bigger (a buffer of many
  * tensors; under a smaller budget, a segment too) is cut to the largest
  * power of two the budget holds 64 times, so that residency follows the
  * tensors in it rather than their slack (36 MiB over layers of 4.5 to 7
@@ -217,12 +223,13 @@ static uint64_t chunk_for(int dev, uint64_t size, const sw_vmm_info_t *vi)
     if (sw_opts()->chunk_given || !sw_opts()->rewrite || !sw_dev_budget(dev, &budget) ||
         budget == 0)
         return vi->chunk;
-    uint64_t eighth = chunk_held(budget, 8, vi);
+    uint64_t eighth = chunk_held(budget, 8, vi), half = chunk_held(vi->chunk, 2, vi);
     bool roomy = budget >= 2 * vi->chunk;
     if (sw_opts()->policy != SW_POLICY_LEARNED)
         return roomy ? vi->chunk : eighth;
-    if (size <= eighth || (size <= vi->chunk && roomy))
-        return eighth;
+    uint64_t whole = eighth < half ? eighth : half;
+    if (size <= whole || (size <= vi->chunk && roomy))
+        return whole;
     return chunk_held(budget, 64, vi);
 }
 

@@ -177,6 +177,13 @@ typedef struct scenario {
  * idles meanwhile (all at the front, as the peers keep them and as
  * allocation order leaves them).
  *
+ * decode-8M-seg: a deployment's chunks. 120 layers of 8 MiB (1448^2
+ * floats), two to a 20 MiB segment with 4 MiB of slack, under 384 MiB: a
+ * budget of 256 MiB or more leaves `auto` its largest chunks, as a real
+ * GPU's budget does, where the rows above, under 160 MiB or less, cut
+ * every segment finer. W=4: its 120 layers are still learned in its
+ * fourth step, which gives the window back and trades (18.3 ms).
+ *
  * prefill: width 1024, batch 16 at 0.45 TFLOPS: a layer's GEMM computes
  * 2 * 1024^2 * 16 flops in 74.6 us, plus simgpu's 2 us per kernel, 76.6 us;
  * its 4 MiB take 76.3 us at 55 GB/s.  A batch below one 128-row GEMM tile
@@ -201,6 +208,7 @@ static const scenario_t full_set[] = {
     {"decode-16M", FAM_DECODE, 20, 2048, 0, PL, 2, 0, 3, 4, MiB(128), NULL, BASELINES, false, 0, false},
     {"decode-16M-one", FAM_DECODE, 20, 2048, 0, ONE, 1, 0, 3, 4, MiB(128), NULL, CORE, false, 4, false},
     {"decode-16M-seg", FAM_DECODE, 25, 2048, 0, SEG, 1, 0, 3, 4, MiB(160), NULL, CORE, false, 0, false},
+    {"decode-8M-seg", FAM_DECODE, 120, 1448, 0, SEG, 2, 0, 4, 4, MiB(384), NULL, CORE, false, 0, false},
     {"decode-64M", FAM_DECODE, 20, 4096, 0, PL, 1, 0, 3, 3, MiB(512), NULL, CORE, false, 0, false},
     {"decode-3M", FAM_DECODE, 28, 896, 0, PL, 2, 0, 3, 4, MiB(34), NULL, CORE, false, 0, false},
     {"decode-5M", FAM_DECODE, 24, 1152, 0, PL, 2, 0, 3, 4, MiB(48), NULL, CORE, false, 0, false},

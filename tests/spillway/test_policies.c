@@ -665,6 +665,36 @@ START_TEST(no_chunk_is_bigger_than_an_eighth_of_the_budget)
 }
 END_TEST
 
+/* 36 layers of 8 MiB, two to a 20 MiB allocator segment with 4 MiB of
+ * slack, under 256 MiB: a budget whose eighth is the default chunk, as a
+ * real GPU's is. Left at its default, a segment is cut into a 16 MiB
+ * chunk of layers and its slack, so steps 5-8 read in place only the
+ * layers the budget cannot hold (288 - 256 MiB a step); one chunk a
+ * segment (SPILLWAY_CHUNK=32MiB) holds the slack resident too, twelve
+ * segments in 240 MiB, and reads 96 MiB a step in place. */
+static void run_two_to_a_segment(swt_run_t *r, const char *steps, const char *chunk)
+{
+    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "36", "--width", "1448",
+                          "--segments", "20", "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=256MiB", chunk, NULL};
+    swt_run(r, true, env, argv);
+    swt_assert_match(r);
+}
+
+START_TEST(a_segments_slack_is_a_chunk_of_its_own_under_a_gpus_budget)
+{
+    swt_run_t four, eight, given;
+    run_two_to_a_segment(&four, "4", NULL);
+    run_two_to_a_segment(&eight, "8", NULL);
+    run_two_to_a_segment(&given, "8", "SPILLWAY_CHUNK=32MiB");
+    uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+    ck_assert_msg(in_place <= 4 * 33 * SWT_MIB, "steps 5-8 read %llu bytes in place: %s",
+                  (unsigned long long)in_place, swt_describe(&eight));
+    ck_assert_msg(swt_sw(&given, "dev0_device_bytes_peak") == 240 * SWT_MIB,
+                  "SPILLWAY_CHUNK=32MiB: %s", swt_describe(&given));
+}
+END_TEST
+
 START_TEST(a_given_budgets_window_is_fitted_when_it_binds)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "12", "--width", "1448", "--steps", "3",
@@ -1484,6 +1514,7 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_table_only_layer_of_two_chunks_is_adopted_whole);
     tcase_add_test(tc, a_budget_too_small_for_two_chunks_cuts_them_finer);
     tcase_add_test(tc, no_chunk_is_bigger_than_an_eighth_of_the_budget);
+    tcase_add_test(tc, a_segments_slack_is_a_chunk_of_its_own_under_a_gpus_budget);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
     tcase_add_test(tc, no_window_is_made_where_no_allocation_fits_it);
