@@ -88,8 +88,8 @@ static const opt_t opts[] = {
       "at most 32MiB and at most the largest power of two the device's GPU budget holds "
       "eight times; an allocation of at most that and at most 16MiB is one chunk, one of "
       "at most 32MiB is cut to the smaller of the two where the budget is 64MiB or more, "
-      "a bigger one to the largest power of "
-      "two the budget holds 64 times (at least the VMM granularity)"),
+      "a bigger one to the largest power of two the budget holds 64 times (at least the "
+      "VMM granularity)"),
     O("DISABLE", "0", K_BOOL, disable,
       "pass every call straight to the driver"),
     C("LOG", "warn", log_level, log_levels,
