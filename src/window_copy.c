@@ -53,13 +53,7 @@ static void unfenced(win_t *w)
 
 /* Whether [start, +len) may be copied into w: no bigger than a slot
  * (asked first, so a big one is not walked chunk by chunk), w's device's
- * chunks, some of them on the host and the rest on the device, and some
- * of its host bytes data a tensor surely holds. A segment whose tensors
- * are resident, only its slack on the host, is read in place: a copy
- * would carry the slack over the link for nothing (two 8 MiB layers to
- * a 20 MiB segment, 120 under 384 MiB without a pointer table: 16078.7
- * us a step copying such segments, against 14426.3 reading them in
- * place; simgpu, 2026-12-03). A range
+ * chunks, some of them on the host and the rest on the device. A range
  * partly resident is copied whole too (the extent rule), its resident
  * chunks at device speed: read in place, a GEMM would re-read its host
  * part once per tile row (the H200's prefill, 2026-11-28: chunk moves left
@@ -78,7 +72,7 @@ bool sw_win_streamable(const win_t *w, uint64_t start, uint64_t len)
          * of another device is streamed by that device's window. */
         if (!c || c->slot >= 0 || c->fixed || c->alloc->dev != w->dev)
             return false;
-        host |= c->where == SW_ON_HOST && sw_chunk_sure_data(c, 0) > 0;
+        host |= c->where == SW_ON_HOST;
         p = c->va + c->size;
     }
     return host;

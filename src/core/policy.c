@@ -392,7 +392,7 @@ static uint64_t longest_tensor(const sw_table_t *t)
     return l.shown ? l.shown : l.timed;
 }
 
-/* The bytes of c a tensor surely holds (sw.h). All its data in an allocation
+/* The bytes of c a tensor surely holds. All its data in an allocation
  * sized like a tensor, or of whose tensors nothing is known. In a
  * round-sized one (an allocator's segment, or a tensor of a round size)
  * the last tensor learned is taken to end as far past its start as the
@@ -404,7 +404,7 @@ static uint64_t longest_tensor(const sw_table_t *t)
  * resident where a full chunk of another layer read in place (16 such
  * layers, the odd ones in 8 MiB segments, under 32 MiB: 26.1 MiB of data
  * resident). */
-uint64_t sw_chunk_sure_data(const sw_chunk_t *c, uint64_t longest)
+static uint64_t sure_data(const sw_chunk_t *c, uint64_t longest)
 {
     const sw_alloc_t *a = c->alloc;
     uint64_t data = sw_chunk_data(c);
@@ -445,7 +445,7 @@ static bool table_only(const sw_chunk_t *c, const uint64_t *window)
  * prefetch peer's exact layers 58.2). */
 static double worth(const sw_chunk_t *c, uint64_t longest, const uint64_t *window)
 {
-    double data = (double)sw_chunk_sure_data(c, longest);
+    double data = (double)sure_data(c, longest);
     return table_only(c, window) ? data * SW_COST_LINK_RATIO : data;
 }
 
@@ -584,7 +584,7 @@ typedef struct {
     sw_chunk_t *in;
     const uint64_t *window; /* bytes of each device's window; NULL: every device has one */
     double in_worth;      /* worth(in), once found */
-    uint64_t longest;     /* longest_tensor(), for sw_chunk_sure_data */
+    uint64_t longest;     /* longest_tensor(), for sure_data */
     bool (*keep)(const sw_chunk_t *c, void *arg); /* the caller's */
     void *arg;
 } pack_t;

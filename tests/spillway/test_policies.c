@@ -672,13 +672,12 @@ END_TEST
  * layers the budget cannot hold (288 - 256 MiB a step); one chunk a
  * segment (SPILLWAY_CHUNK=32MiB) holds the slack resident too, twelve
  * segments in 240 MiB, and reads 96 MiB a step in place. */
-static void run_two_to_a_segment(swt_run_t *r, const char *steps, const char *chunk,
-                                 bool tables)
+static void run_two_to_a_segment(swt_run_t *r, const char *steps, const char *chunk)
 {
     const char *argv[] = {swt_path("SWT_MLP"), "--layers", "36", "--width", "1448",
-                          "--segments", "20", "--steps", steps,
-                          tables ? NULL : "--no-tables", NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=256MiB", chunk, NULL};
+                          "--segments", "20", "--steps", steps, NULL};
+    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=256MiB", "SPILLWAY_REWRITE=1",
+                         chunk, NULL};
     swt_run(r, true, env, argv);
     swt_assert_match(r);
 }
@@ -686,34 +685,14 @@ static void run_two_to_a_segment(swt_run_t *r, const char *steps, const char *ch
 START_TEST(a_segments_slack_is_a_chunk_of_its_own_under_a_gpus_budget)
 {
     swt_run_t four, eight, given;
-    run_two_to_a_segment(&four, "4", NULL, true);
-    run_two_to_a_segment(&eight, "8", NULL, true);
-    run_two_to_a_segment(&given, "8", "SPILLWAY_CHUNK=32MiB", true);
+    run_two_to_a_segment(&four, "4", NULL);
+    run_two_to_a_segment(&eight, "8", NULL);
+    run_two_to_a_segment(&given, "8", "SPILLWAY_CHUNK=32MiB");
     uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
     ck_assert_msg(in_place <= 4 * 33 * SWT_MIB, "steps 5-8 read %llu bytes in place: %s",
                   (unsigned long long)in_place, swt_describe(&eight));
     ck_assert_msg(swt_sw(&given, "dev0_device_bytes_peak") == 240 * SWT_MIB,
                   "SPILLWAY_CHUNK=32MiB: %s", swt_describe(&given));
-}
-END_TEST
-
-/* The same without the pointer table: every layer is named, so the
- * window streams segments. One whose layers are resident and only its
- * slack on the host is read in place: a copy of it would carry 4 MiB
- * over the link to stream 20. Steps 5-8 then carry over the link most of
- * what they stream (0.91 of it; 0.5 when such segments were copied). */
-START_TEST(a_segment_with_only_its_slack_on_the_host_is_not_copied)
-{
-    swt_run_t four, eight;
-    run_two_to_a_segment(&four, "4", NULL, false);
-    run_two_to_a_segment(&eight, "8", NULL, false);
-    uint64_t streamed = swt_sw(&eight, "bytes_streamed") - swt_sw(&four, "bytes_streamed");
-    uint64_t linked = swt_sg(&eight, "dma_h2d_bytes") - swt_sg(&four, "dma_h2d_bytes");
-    ck_assert_msg(streamed > 0, "steps 5-8 streamed nothing: %s", swt_describe(&eight));
-    ck_assert_msg(4 * linked >= 3 * streamed,
-                  "steps 5-8 streamed %llu bytes, %llu of them over the link: %s",
-                  (unsigned long long)streamed, (unsigned long long)linked,
-                  swt_describe(&eight));
 }
 END_TEST
 
@@ -1537,7 +1516,6 @@ Suite *policies_suite(void)
     tcase_add_test(tc, a_budget_too_small_for_two_chunks_cuts_them_finer);
     tcase_add_test(tc, no_chunk_is_bigger_than_an_eighth_of_the_budget);
     tcase_add_test(tc, a_segments_slack_is_a_chunk_of_its_own_under_a_gpus_budget);
-    tcase_add_test(tc, a_segment_with_only_its_slack_on_the_host_is_not_copied);
     tcase_add_test(tc, a_given_budgets_window_is_fitted_when_it_binds);
     tcase_add_test(tc, the_window_never_holds_a_device_over_its_budget);
     tcase_add_test(tc, no_window_is_made_where_no_allocation_fits_it);
