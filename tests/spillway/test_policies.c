@@ -672,25 +672,15 @@ END_TEST
  * layers the budget cannot hold (288 - 256 MiB a step); one chunk a
  * segment (SPILLWAY_CHUNK=32MiB) holds the slack resident too, twelve
  * segments in 240 MiB, and reads 96 MiB a step in place. */
-static void run_two_to_a_segment(swt_run_t *r, const char *steps, const char *chunk)
-{
-    const char *argv[] = {swt_path("SWT_MLP"), "--layers", "36", "--width", "1448",
-                          "--segments", "20", "--steps", steps, NULL};
-    const char *env[] = {"SIMGPU_MEM=1GiB", "SPILLWAY_GPU_BUDGET=256MiB", "SPILLWAY_REWRITE=1",
-                         chunk, NULL};
-    swt_run(r, true, env, argv);
-    swt_assert_match(r);
-}
-
 START_TEST(a_segments_slack_is_a_chunk_of_its_own_under_a_gpus_budget)
 {
-    swt_run_t four, eight, given;
-    run_two_to_a_segment(&four, "4", NULL);
-    run_two_to_a_segment(&eight, "8", NULL);
-    run_two_to_a_segment(&given, "8", "SPILLWAY_CHUNK=32MiB");
-    uint64_t in_place = swt_sg(&eight, "kernel_bytes_host") - swt_sg(&four, "kernel_bytes_host");
+    later_t t;
+    swt_run_t given;
+    run_later(&t, "36", "1448", EAGER, "256MiB", "auto");
+    run_segments(&given, "36", "1448", "8", EAGER, "256MiB", "32MiB");
+    uint64_t in_place = sg_later(&t, "kernel_bytes_host");
     ck_assert_msg(in_place <= 4 * 33 * SWT_MIB, "steps 5-8 read %llu bytes in place: %s",
-                  (unsigned long long)in_place, swt_describe(&eight));
+                  (unsigned long long)in_place, swt_describe(&t.eight));
     ck_assert_msg(swt_sw(&given, "dev0_device_bytes_peak") == 240 * SWT_MIB,
                   "SPILLWAY_CHUNK=32MiB: %s", swt_describe(&given));
 }
